@@ -1,0 +1,146 @@
+"""Error codes and the exception tree of the harness.
+
+```
+HarnessError(message, code)
+├── LlmError            carries a frozen LlmFailure (adapter-side failures before they become data)
+├── ToolError
+│   ├── ToolArgsError       INVALID_ARGS
+│   └── ToolNotFoundError   UNKNOWN_TOOL
+├── SessionError        invalid events, corrupt or unsupported logs
+└── UsageError          misuse of the API by the caller
+```
+Inside a stream, provider and transport failures are data: an adapter ends with a `finish` chunk
+of kind `error` carrying an `LlmFailure`. These exceptions are for everything else.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from .chunks import LlmFailure
+
+__all__ = [
+    "ErrorCode",
+    "HarnessError",
+    "LlmError",
+    "SessionError",
+    "ToolArgsError",
+    "ToolError",
+    "ToolNotFoundError",
+    "UsageError",
+    "is_context_window_exceeded",
+    "is_quota_exceeded",
+]
+
+
+class ErrorCode(StrEnum):
+    """Failure classes. Values are the strings logged in `LlmFailure.code`."""
+
+    AUTH = "AUTH"
+    QUOTA = "QUOTA"
+    RATE_LIMIT = "RATE_LIMIT"
+    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    SERVER = "SERVER"
+    TRANSPORT = "TRANSPORT"
+    TIMEOUT = "TIMEOUT"
+    ABORTED = "ABORTED"
+    STREAM_CLOSED = "STREAM_CLOSED"
+    MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    PROVIDER_ERROR = "PROVIDER_ERROR"
+    """An in-band error object or `event: error` inside a 200 stream (dshkit decision)."""
+    CONTENT_FILTER = "CONTENT_FILTER"
+    INSUFFICIENT_SYSTEM_RESOURCE = "INSUFFICIENT_SYSTEM_RESOURCE"
+    INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+    MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+    UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
+    UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
+    UNKNOWN = "UNKNOWN"
+    INVALID_ARGS = "INVALID_ARGS"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.code))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class LlmError(HarnessError):
+    """A failure of one model call, as facts (`failure`) that can be logged and retried."""
+
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(failure.message, failure.code)
+        self.failure = failure
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.failure,))
+
+
+class ToolError(HarnessError):
+    """A tool call that cannot produce a normal result."""
+
+
+class ToolArgsError(ToolError):
+    def __init__(self, message: str, code: str = ErrorCode.INVALID_ARGS) -> None:
+        super().__init__(message, code)
+
+
+class ToolNotFoundError(ToolError):
+    def __init__(self, message: str, code: str = ErrorCode.UNKNOWN_TOOL) -> None:
+        super().__init__(message, code)
+
+
+class SessionError(HarnessError):
+    """An event or log that breaks the session rules."""
+
+
+class UsageError(HarnessError):
+    """The caller used an API wrongly; the message says how to fix it."""
+
+    def __init__(self, message: str, code: str = "USAGE") -> None:
+        super().__init__(message, code)
+
+
+# The wording providers use for two failures that share status codes with others
+# (dsh-core.md §2.5). Matched case-insensitively against "code type message".
+_CONTEXT_PATTERNS = [
+    r"context[ _-](length|window)[ _-](exceed(ed|s)|overflow(ed)?|limit[ _-]exceeded)",
+    r"(maximum|max)( allowed| supported)? context (length|window)",
+    r"(request|prompt|input|messages?) (is |are )?too (large|long) for (the |this )?(model('s)? )?"
+    r"context( window)?",
+    r"(input|prompt|request) (is )?too (long|large) for (this|the) model",
+    r"(input|prompt|request|messages?).{0,40}(exceed(s|ed)?|overflows?|is larger than).{0,40}"
+    r"(the )?(model('s)? )?context( length| window)?",
+]
+_QUOTA_PATTERNS = [
+    r"insufficient[ _-]+(quota|balance|credits?)",
+    r"(quota|usage[ _-]+limit)[ _-]+(exceeded|exhausted|reached)",
+    r"exceed(ed|s)?[ _-]+((your|the)[ _-]+)?(current[ _-]+)?quota",
+    r"(balance|credits?)[ _-]+(exhausted|depleted)",
+    r"out[ _-]+of[ _-]+(credits?|budget)",
+]
+_CONTEXT_RE = re.compile("|".join(f"(?:{p})" for p in _CONTEXT_PATTERNS), re.IGNORECASE)
+_QUOTA_RE = re.compile("|".join(f"(?:{p})" for p in _QUOTA_PATTERNS), re.IGNORECASE)
+
+
+def is_context_window_exceeded(detail: str) -> bool:
+    """Whether an error text says the request did not fit the model's context window."""
+    return _CONTEXT_RE.search(detail) is not None
+
+
+def is_quota_exceeded(detail: str) -> bool:
+    """Whether an error text says the account ran out of quota or balance."""
+    return _QUOTA_RE.search(detail) is not None
