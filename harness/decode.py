@@ -1,0 +1,212 @@
+"""`dshkit decode`: run a wire capture through the real decoder, translator and assembler.
+
+A capture is a raw SSE body, JSONL with one chunk object per line, a JSON array of chunk
+objects, or an HTTP error body. JSONL and JSON are framed as SSE and closed with `[DONE]` so
+they take exactly the path live bytes take. The output is deterministic: the message id is
+derived from a hash of the input, so two runs print the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.llm import (
+    BlockAssembler,
+    Finish,
+    FinishReason,
+    ModelSource,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    chunk_to_json,
+    finish_reason_to_json,
+    message_to_json,
+    usage_to_json,
+)
+from harness.providers.deepseek import StreamDecoder, failure_from_http
+
+__all__ = ["CaptureError", "DecodeResult", "decode_capture", "detect_format", "register"]
+
+Format = Literal["sse", "jsonl", "json", "error"]
+
+
+class CaptureError(ValueError):
+    """The capture cannot be read as any wire format."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeResult:
+    chunks: list[StreamChunk]
+    assembler: BlockAssembler
+    message_id: str
+    format: Format
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.assembler
+        finish = next((c for c in reversed(self.chunks) if isinstance(c, Finish)), None)
+        meta = finish.meta if finish is not None else None
+        source = ModelSource(provider="deepseek", model=(meta.model if meta else None) or "unknown")
+        return {
+            "chunks": [chunk_to_json(c) for c in self.chunks],
+            "message": message_to_json(a.message(source, id=self.message_id)),
+            "usage": usage_to_json(a.usage) if a.usage is not None else None,
+            "finish": finish_reason_to_json(a.finish_reason),
+            "meta": {
+                "id": meta.id if meta else None,
+                "model": meta.model if meta else None,
+                "systemFingerprint": meta.system_fingerprint if meta else None,
+                "doneMissing": meta.done_missing if meta else False,
+            },
+        }
+
+
+def _is_error_body(value: Any) -> bool:
+    return isinstance(value, dict) and "error" in value and "choices" not in value
+
+
+def detect_format(data: bytes) -> Format:
+    """Guess the capture's format (see `dshkit decode --help`); raises `CaptureError`."""
+    text = data.lstrip()
+    if text[:1] == b"[":
+        return "json"
+    if text[:1] == b"{":
+        try:
+            whole = json.loads(data)
+        except ValueError:
+            whole = None
+        if _is_error_body(whole):
+            return "error"
+        lines = [line for line in data.splitlines() if line.strip()]
+        try:
+            if all(isinstance(json.loads(line), dict) for line in lines):
+                return "jsonl"
+        except ValueError:
+            pass
+    if b"data:" in data or text[:1] == b":":
+        return "sse"
+    raise CaptureError(
+        "no SSE `data:` lines, JSON array, JSONL chunks or error body found; pass --format"
+    )
+
+
+def _frame(objects: list[Any]) -> bytes:
+    parts = [b"data: " + json.dumps(o, ensure_ascii=False).encode() + b"\n\n" for o in objects]
+    parts.append(b"data: [DONE]\n\n")
+    return b"".join(parts)
+
+
+def decode_capture(data: bytes, *, format: Format | None = None, status: int | None = None) -> DecodeResult:
+    """Decode a capture. A bad payload is a `MALFORMED_RESPONSE` finish, not an exception;
+    `CaptureError` only when the bytes are no capture at all."""
+    if not data.strip():
+        raise CaptureError("the capture is empty")
+    if status is not None and format is None:
+        format = "error"
+    fmt = format or detect_format(data)
+    chunks: list[StreamChunk]
+    if fmt == "error":
+        failure = failure_from_http(status or 400, data, {})
+        chunks = [Finish(reason=FinishReason(kind="error", failure=failure))]
+    else:
+        if fmt == "json":
+            try:
+                objects = json.loads(data)
+            except ValueError as exc:
+                raise CaptureError(f"not a JSON array of chunks: {exc}") from None
+            if not isinstance(objects, list):
+                raise CaptureError("--format json expects a JSON array of chunk objects")
+            body = _frame(objects)
+        elif fmt == "jsonl":
+            lines = [line for line in data.splitlines() if line.strip()]
+            parts = [b"data: " + line.strip() + b"\n\n" for line in lines]
+            body = b"".join(parts) + b"data: [DONE]\n\n"
+        else:
+            body = data
+        decoder = StreamDecoder()
+        chunks = decoder.feed(body) + decoder.close()
+    assembler = BlockAssembler().feed_all(chunks)
+    digest = hashlib.sha256(data).hexdigest()[:24]
+    return DecodeResult(chunks=chunks, assembler=assembler, message_id=f"msg-{digest}", format=fmt)
+
+
+def render_pretty(result: DecodeResult) -> str:
+    """A readable view: reasoning, text, tool calls with raw arguments, finish, usage."""
+    doc = result.to_json()
+    lines: list[str] = []
+    for block in result.assembler.blocks() if doc["finish"]["kind"] != "error" else result.assembler.blocks():
+        if isinstance(block, ReasoningBlock):
+            lines += ["── reasoning ──", block.text, ""]
+        elif isinstance(block, TextBlock):
+            lines += ["── text ──", block.text, ""]
+        elif isinstance(block, ToolCallBlock):
+            lines += [f"── tool call {block.name or '?'} ({block.id}) ──", block.arguments, ""]
+    finish = doc["finish"]
+    line = f"finish: {finish['kind']}"
+    if "failure" in finish:
+        failure = finish["failure"]
+        line += f" — {failure['code']}: {failure['message']}"
+        if "status" in failure:
+            line += f" (HTTP {failure['status']})"
+    lines.append(line)
+    usage = doc["usage"]
+    if usage:
+        parts = [f"input {usage['inputTokens']}"]
+        if "cacheReadTokens" in usage:
+            parts.append(f"cached {usage['cacheReadTokens']}")
+        parts.append(f"output {usage['outputTokens']}")
+        if "reasoningTokens" in usage:
+            parts.append(f"reasoning {usage['reasoningTokens']}")
+        lines.append("usage: " + " · ".join(parts))
+    meta = doc["meta"]
+    facts = [f"{k} {meta[k]}" for k in ("model", "id", "systemFingerprint") if meta[k]]
+    if meta["doneMissing"]:
+        facts.append("[DONE] missing")
+    if facts:
+        lines.append(" · ".join(facts))
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    path: str = args.file
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        result = decode_capture(data, format=args.format, status=args.status)
+    except CaptureError as exc:
+        print(f"dshkit decode: {path}: {exc}", file=sys.stderr)
+        return 2
+    if args.pretty:
+        print(render_pretty(result))
+    else:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "decode",
+        help="decode a wire capture into chunks, message, usage and finish",
+        description=(
+            "Run a wire capture through the real SSE decoder, translator and assembler. "
+            "Format detection when --format is absent: a leading '[' is json; a JSON object "
+            "with 'error' and no 'choices' is an HTTP error body; every non-empty line a JSON "
+            "object is jsonl; anything else is sse. Exit 0 whenever the capture was read "
+            "(even if it decodes to an error finish), 2 when it is missing, empty or "
+            "undetectable."
+        ),
+    )
+    p.add_argument("file", help="the capture file, or - for stdin")
+    p.add_argument("--format", choices=["sse", "jsonl", "json", "error"], help="skip detection")
+    p.add_argument("--status", type=int, help="treat the file as an HTTP error body with this status (default 400)")
+    p.add_argument("--pretty", action="store_true", help="print a readable view instead of JSON")
+    p.set_defaults(func=_run)

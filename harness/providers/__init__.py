@@ -1,0 +1,1 @@
+"""Provider adapters, one subpackage per wire dialect (`deepseek/`, `openai_compat/`)."""

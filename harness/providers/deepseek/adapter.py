@@ -1,0 +1,235 @@
+"""`DeepSeekAdapter`: the only module of the DeepSeek provider that does I/O.
+
+One call is one streaming POST to `{base_url}/chat/completions` (httpx), its body read as it
+arrives and run through `StreamDecoder`. Every provider or transport failure becomes a terminal
+`finish` chunk of kind `error`; setting `options.signal` ends the stream with `aborted`. An
+`asyncio.CancelledError` closes the response and propagates. The adapter never retries on its
+own: retrying is the loop's decision (dsh-core.md §3.9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+import httpx
+
+from harness.llm import (
+    AdapterCapabilities,
+    ErrorCode,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    LlmFailure,
+    StreamChunk,
+    UsageError,
+)
+
+from .failures import failure_from_exception, failure_from_http
+from .serialize import DeepSeekConfig, encode_body, serialize
+from .translate import StreamDecoder
+
+__all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]
+
+DEFAULT_BASE_URL = "https://api.deepseek.com"
+USER_AGENT = "dshkit/0.1 (deepseek-harness compatible)"
+_KEY_RE = re.compile(r"[\x21-\x7e]+")
+T = TypeVar("T")
+
+
+class _Aborted(Exception):
+    """The caller set `options.signal` while we were waiting."""
+
+
+def _error(message: str, code: str, **fields: Any) -> Finish:
+    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code, **fields)))
+
+
+def _aborted() -> Finish:
+    failure = LlmFailure(message="DeepSeek request aborted by caller", code=ErrorCode.ABORTED)
+    return Finish(reason=FinishReason(kind="aborted", failure=failure))
+
+
+class DeepSeekAdapter:
+    """Adapter for DeepSeek's Chat Completions API (and servers that speak it)."""
+
+    capabilities = AdapterCapabilities()
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        config: DeepSeekConfig | None = None,
+        connect_timeout_s: float = 10.0,
+        idle_timeout_s: float = 300.0,
+        provider: str = "deepseek",
+        user_id: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`base_url` defaults to `$DEEPSEEK_BASE_URL`, then the public API; `api_key` to
+        `$DEEPSEEK_API_KEY`. `idle_timeout_s` bounds every wait for the next bytes (keep-alive
+        comments count as progress)."""
+        self.base_url = (base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY")
+        self.config = config or DeepSeekConfig()
+        self.provider = provider
+        self.user_id = user_id
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(
+                connect=connect_timeout_s,
+                read=idle_timeout_s,
+                write=idle_timeout_s,
+                pool=connect_timeout_s,
+            ),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> DeepSeekAdapter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _headers(self, options: GenerateOptions, key: str) -> dict[str, str]:
+        headers = {
+            "authorization": f"Bearer {key}",
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "user-agent": USER_AGENT,
+        }
+        if self.user_id:
+            headers["x-deepseek-harness-user-id"] = self.user_id
+        if options.session_id:
+            headers["x-deepseek-harness-session-id"] = options.session_id
+        if options.purpose == "compaction":
+            headers["x-deepseek-harness-compact"] = "1"
+        return headers
+
+    def build_request(self, options: GenerateOptions) -> httpx.Request:
+        """The HTTP request this adapter would send (raises `UsageError` on bad options)."""
+        key = (self._api_key or "").strip()
+        if not key:
+            raise UsageError(
+                "no DeepSeek API key: pass api_key= or set DEEPSEEK_API_KEY",
+                ErrorCode.MISSING_CREDENTIAL,
+            )
+        if not _KEY_RE.fullmatch(key):
+            raise UsageError(
+                "the DeepSeek API key must be printable ASCII without spaces",
+                ErrorCode.INVALID_CREDENTIAL,
+            )
+        body = encode_body(serialize(options, self.config))
+        return self._client.build_request(
+            "POST", f"{self.base_url}/chat/completions", content=body, headers=self._headers(options, key)
+        )
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """Send one request and yield its chunks, ending with exactly one `Finish`."""
+        try:
+            request = self.build_request(options)
+        except UsageError as exc:
+            yield _error(exc.message, exc.code)
+            return
+        signal = options.signal
+        if signal is not None and signal.is_set():
+            yield _aborted()
+            return
+        waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
+        response: httpx.Response | None = None
+        streaming = False
+        try:
+            response = await _race(self._client.send(request, stream=True), waiter)
+            if not 200 <= response.status_code < 300:
+                body = await _race(response.aread(), waiter)
+                yield Finish(
+                    reason=FinishReason(
+                        kind="error",
+                        failure=failure_from_http(response.status_code, body, response.headers),
+                    )
+                )
+                return
+            request_id = (
+                response.headers.get("x-request-id")
+                or response.headers.get("x-deepseek-request-id")
+                or response.headers.get("x-ds-trace-id")
+            )
+            streaming = True
+            decoder = StreamDecoder()
+            received = False
+            reads = response.aiter_raw().__aiter__()
+            while True:
+                try:
+                    data = await _race(reads.__anext__(), waiter)
+                except StopAsyncIteration:
+                    break
+                received = received or bool(data)
+                for chunk in decoder.feed(data):
+                    yield _with_request_id(chunk, request_id)
+                if decoder.finished:
+                    return
+            if not received:
+                yield _error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE)
+                return
+            for chunk in decoder.close():
+                yield _with_request_id(chunk, request_id)
+        except _Aborted:
+            yield _aborted()
+        except (httpx.HTTPError, OSError) as exc:
+            if signal is not None and signal.is_set():
+                yield _aborted()
+            else:
+                yield Finish(
+                    reason=FinishReason(
+                        kind="error",
+                        failure=failure_from_exception(exc, self.base_url, streaming=streaming),
+                    )
+                )
+        finally:
+            if waiter is not None:
+                waiter.cancel()
+            if response is not None:
+                await response.aclose()
+
+
+def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:
+    if request_id and isinstance(chunk, Finish) and chunk.meta is not None:
+        return dataclasses.replace(chunk, meta=dataclasses.replace(chunk.meta, request_id=request_id))
+    if request_id and isinstance(chunk, Finish) and chunk.reason.failure is not None:
+        failure = dataclasses.replace(chunk.reason.failure, request_id=chunk.reason.failure.request_id or request_id)
+        return dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
+    return chunk
+
+
+async def _race(awaitable: Awaitable[T], waiter: asyncio.Future[Any] | None) -> T:
+    """Await `awaitable`, or raise `_Aborted` as soon as the signal waiter completes."""
+    if waiter is None:
+        return await awaitable
+    if waiter.done():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise _Aborted
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass
+    raise _Aborted

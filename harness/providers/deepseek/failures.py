@@ -1,0 +1,156 @@
+"""Failures as data: HTTP error responses, in-band error objects and transport exceptions →
+`LlmFailure` (dsh-core.md §3.8, wire.md §11, A12–A13).
+
+The adapter catches at one boundary and ends its stream with a `finish` error chunk built here;
+nothing in this module raises. HTTP statuses are classified in DSH's order: AUTH, INVALID_REQUEST
+(413), QUOTA (by wording, any status), RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST,
+SERVER, then `HTTP_<status>`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from harness.llm import (
+    ErrorCode,
+    LlmFailure,
+    ProviderError,
+    is_context_window_exceeded,
+    is_quota_exceeded,
+)
+
+__all__ = [
+    "classify_status",
+    "failure_from_error_object",
+    "failure_from_exception",
+    "failure_from_http",
+    "parse_retry_after_ms",
+]
+
+
+def classify_status(status: int, detail: str) -> str:
+    """Our failure code for an HTTP status and the provider's error wording."""
+    if status in (401, 403):
+        return ErrorCode.AUTH
+    if status == 413:
+        return ErrorCode.INVALID_REQUEST
+    if is_quota_exceeded(detail):
+        return ErrorCode.QUOTA
+    if status == 429:
+        return ErrorCode.RATE_LIMIT
+    if status == 400 and is_context_window_exceeded(detail):
+        return ErrorCode.CONTEXT_WINDOW_EXCEEDED
+    if status in (400, 422):
+        return ErrorCode.INVALID_REQUEST
+    if status >= 500:
+        return ErrorCode.SERVER
+    return f"HTTP_{status}"
+
+
+def parse_retry_after_ms(value: str | None, *, now: float | None = None) -> float | None:
+    """`Retry-After` as milliseconds: delta-seconds or an HTTP date; None when absent, past or
+    unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        ms = int(value) * 1000.0
+        return ms if ms > 0 else None
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    ms = (when - (time.time() if now is None else now)) * 1000.0
+    return ms if ms > 0 else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _provider_error(error: Mapping[str, Any]) -> ProviderError:
+    return ProviderError(
+        type=_str_or_none(error.get("type")),
+        code=_str_or_none(error.get("code")),
+        param=_str_or_none(error.get("param")),
+    )
+
+
+def _detail(error: Mapping[str, Any]) -> str:
+    parts = (error.get("code"), error.get("type"), error.get("message"))
+    return " ".join(str(p) for p in parts if isinstance(p, (str, int)) and str(p))
+
+
+def failure_from_http(
+    status: int, body: bytes, headers: Mapping[str, str] | httpx.Headers
+) -> LlmFailure:
+    """A non-2xx response: message and provider fields from the error envelope when present."""
+    error: Mapping[str, Any] | None = None
+    try:
+        parsed = json.loads(body) if body.strip() else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        error = parsed["error"]
+    elif isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        error = parsed
+    message = error.get("message") if error else None
+    if not isinstance(message, str) or not message:
+        text = body.decode("utf-8", "replace").strip()
+        message = f"DeepSeek API error (HTTP {status})" + (f": {text[:200]}" if text else "")
+    detail = _detail(error) if error else message
+    request_id = headers.get("x-request-id") or headers.get("x-deepseek-request-id")
+    return LlmFailure(
+        message=message,
+        code=classify_status(status, detail),
+        status=status,
+        provider_retry_after_ms=parse_retry_after_ms(headers.get("retry-after")),
+        request_id=request_id or None,
+        provider_error=_provider_error(error) if error else None,
+    )
+
+
+def failure_from_error_object(error: Any, *, status: int | None = None) -> LlmFailure:
+    """An error object met inside a 200 stream (`data: {"error": …}` or `event: error`)."""
+    if not isinstance(error, dict):
+        error = {"message": error if isinstance(error, str) else json.dumps(error)}
+    message = error.get("message")
+    if not isinstance(message, str) or not message:
+        message = "provider reported an error inside the stream"
+    detail = _detail(error)
+    code = error.get("code")
+    if status is None and isinstance(code, int) and 400 <= code <= 599:
+        status = code  # OpenRouter puts the HTTP status in `code`
+    if status is not None:
+        ours = classify_status(status, detail)
+    elif is_quota_exceeded(detail):
+        ours = ErrorCode.QUOTA
+    elif is_context_window_exceeded(detail):
+        ours = ErrorCode.CONTEXT_WINDOW_EXCEEDED
+    else:
+        ours = ErrorCode.PROVIDER_ERROR
+    return LlmFailure(
+        message=message, code=ours, status=status, provider_error=_provider_error(error)
+    )
+
+
+def failure_from_exception(exc: BaseException, base_url: str, *, streaming: bool) -> LlmFailure:
+    """A transport exception from httpx, most specific class first."""
+    if isinstance(exc, httpx.TimeoutException):
+        what = "connect" if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)) else "idle"
+        return LlmFailure(
+            message=f"DeepSeek {what} timeout talking to {base_url}", code=ErrorCode.TIMEOUT
+        )
+    where = "stream from" if streaming else "request to"
+    reason = str(exc) or type(exc).__name__
+    return LlmFailure(
+        message=f"DeepSeek API {where} {base_url} failed: {reason}", code=ErrorCode.TRANSPORT
+    )

@@ -1,0 +1,111 @@
+"""Incremental Server-Sent Events decoder: network reads in, events out (the first stage after
+the HTTP response in the seed's walk: SSE bytes → events → wire chunks).
+
+It follows the WHATWG rules the openai SDK and DSH use: LF, CRLF and CR line ends; a blank line
+dispatches an event; `data:` lines (with or without one space) join with `\\n`; `event:` names it;
+`:` lines are comments, reported as `SSEComment` (liveness, never data). Any split of the same
+bytes gives the same events: only the unfinished tail is kept, as a list of pieces joined once
+when its line ends, so a 1 MiB event fed byte by byte stays linear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SSEComment", "SSEDecoder", "SSEEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SSEComment:
+    """A `:` comment line such as `: keep-alive` (liveness, not data)."""
+
+    text: str
+
+
+class SSEDecoder:
+    """Feed it bytes as they arrive; it returns the events each read completes."""
+
+    __slots__ = ("_pieces", "_skip_lf", "_data", "_event", "_id", "_bom_checked")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []  # the unfinished line, in pieces
+        self._skip_lf = False  # the last read ended with CR: a leading LF belongs to it
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._bom_checked = False
+
+    def feed(self, chunk: bytes) -> list[SSEEvent | SSEComment]:
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        if b"\r" in chunk:
+            self._skip_lf = chunk[-1:] == b"\r"
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            self._pieces.append(chunk)
+            return []
+        if self._pieces:
+            self._pieces.append(chunk[:last])
+            text = b"".join(self._pieces)
+            self._pieces.clear()
+        else:
+            text = chunk[:last]
+        if last + 1 < len(chunk):
+            self._pieces.append(chunk[last + 1 :])
+        return self._lines(text.split(b"\n"))
+
+    def _lines(self, lines: list[bytes]) -> list[SSEEvent | SSEComment]:
+        if not self._bom_checked:
+            self._bom_checked = True
+            if lines[0].startswith(b"\xef\xbb\xbf"):
+                lines[0] = lines[0][3:]
+        out: list[SSEEvent | SSEComment] = []
+        data = self._data
+        for line in lines:
+            if line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                data.append(value.decode("utf-8", "replace"))
+            elif not line:
+                if data:
+                    text = data[0] if len(data) == 1 else "\n".join(data)
+                    out.append(SSEEvent(text, self._event or "message", self._id))
+                    data.clear()
+                self._event = None
+            elif line[0] == 0x3A:  # ":"
+                out.append(SSEComment(line[1:].decode("utf-8", "replace").lstrip(" ")))
+            else:
+                name, _, value = line.partition(b":")
+                if value[:1] == b" ":
+                    value = value[1:]
+                if name == b"event":
+                    self._event = value.decode("utf-8", "replace")
+                elif name == b"id" and b"\0" not in value:
+                    self._id = value.decode("utf-8", "replace")
+                # `retry:` and unknown fields do not affect payloads.
+        return out
+
+    def close(self) -> str | None:
+        """End of input. Returns the data of an event that never got its blank line (it is not
+        dispatched, as WHATWG says), or None when nothing was pending."""
+        if self._pieces:
+            self._lines([b"".join(self._pieces)])
+            self._pieces.clear()
+        if not self._data:
+            return None
+        text = "\n".join(self._data)
+        self._data.clear()
+        return text
