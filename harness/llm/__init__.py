@@ -3,7 +3,7 @@
 This package imports nothing else from dshkit; every other package builds on it.
 """
 
-from .adapter import Adapter, AdapterCapabilities
+from .adapter import Adapter, AdapterCapabilities, SignalAborted, race_signal
 from .assembler import BlockAssembler
 from .chunks import (
     BlockEnd,
@@ -122,6 +122,7 @@ __all__ = sorted(
         "ReasoningDelta",
         "RetryPolicy",
         "SessionError",
+        "SignalAborted",
         "StreamChunk",
         "SystemMessage",
         "TextBlock",
@@ -155,6 +156,7 @@ __all__ = sorted(
         "message_to_json",
         "meta_to_json",
         "new_message_id",
+        "race_signal",
         "retry_delay_ms",
         "source_from_json",
         "source_to_json",

@@ -9,14 +9,17 @@ closed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .chunks import StreamChunk
 from .options import GenerateOptions
 
-__all__ = ["Adapter", "AdapterCapabilities"]
+__all__ = ["Adapter", "AdapterCapabilities", "SignalAborted", "race_signal"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,3 +45,33 @@ class Adapter(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+class SignalAborted(Exception):
+    """Raised by `race_signal` when the caller's signal fired first."""
+
+
+async def race_signal(awaitable: Awaitable[T], waiter: asyncio.Future[Any] | None) -> T:
+    """Await `awaitable`, or raise `SignalAborted` as soon as `waiter` (a task waiting on
+    `GenerateOptions.signal`) completes; the losing operation is cancelled. A helper for
+    adapter writers: one waiter per stream, reused for every read."""
+    if waiter is None:
+        return await awaitable
+    if waiter.done():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise SignalAborted
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass
+    raise SignalAborted

@@ -13,8 +13,8 @@ import asyncio
 import dataclasses
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -26,7 +26,9 @@ from harness.llm import (
     GenerateOptions,
     LlmFailure,
     StreamChunk,
+    SignalAborted,
     UsageError,
+    race_signal,
 )
 
 from .failures import failure_from_exception, failure_from_http
@@ -38,11 +40,6 @@ __all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 USER_AGENT = "dshkit/0.1 (deepseek-harness compatible)"
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
-T = TypeVar("T")
-
-
-class _Aborted(Exception):
-    """The caller set `options.signal` while we were waiting."""
 
 
 def _error(message: str, code: str, **fields: Any) -> Finish:
@@ -149,9 +146,9 @@ class DeepSeekAdapter:
         response: httpx.Response | None = None
         streaming = False
         try:
-            response = await _race(self._client.send(request, stream=True), waiter)
+            response = await race_signal(self._client.send(request, stream=True), waiter)
             if not 200 <= response.status_code < 300:
-                body = await _race(response.aread(), waiter)
+                body = await race_signal(response.aread(), waiter)
                 yield Finish(
                     reason=FinishReason(
                         kind="error",
@@ -170,7 +167,7 @@ class DeepSeekAdapter:
             reads = response.aiter_raw().__aiter__()
             while True:
                 try:
-                    data = await _race(reads.__anext__(), waiter)
+                    data = await race_signal(reads.__anext__(), waiter)
                 except StopAsyncIteration:
                     break
                 received = received or bool(data)
@@ -183,7 +180,7 @@ class DeepSeekAdapter:
                 return
             for chunk in decoder.close():
                 yield _with_request_id(chunk, request_id)
-        except _Aborted:
+        except SignalAborted:
             yield _aborted()
         except (httpx.HTTPError, OSError) as exc:
             if signal is not None and signal.is_set():
@@ -209,27 +206,3 @@ def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:
         failure = dataclasses.replace(chunk.reason.failure, request_id=chunk.reason.failure.request_id or request_id)
         return dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
     return chunk
-
-
-async def _race(awaitable: Awaitable[T], waiter: asyncio.Future[Any] | None) -> T:
-    """Await `awaitable`, or raise `_Aborted` as soon as the signal waiter completes."""
-    if waiter is None:
-        return await awaitable
-    if waiter.done():
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()
-        raise _Aborted
-    task = asyncio.ensure_future(awaitable)
-    try:
-        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if task.done():
-        return task.result()
-    task.cancel()
-    try:
-        await task
-    except (asyncio.CancelledError, Exception):
-        pass
-    raise _Aborted
