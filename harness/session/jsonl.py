@@ -1,0 +1,325 @@
+"""JSONL persistence: read, validate, repair and durably write session logs.
+
+The log the seed's walk builds must survive the process: line 1 is the header, then one event
+(or packed chunk row) per line (dsh-core.md §1.11). Reading validates every event through a
+`Session`, synthesizes envelopes for projected fixtures (dsh-testing.md §2.3), tolerates a torn
+tail only after the last committed `turn/end`, refuses unknown required types, and appends the
+crash-repair closers of §1.10 (which `load_session` writes back before the session is used).
+Writing batches the chunks of a stream and makes each batch durable (flush + fsync) when the
+next non-chunk event arrives, packing delta runs into rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from harness.llm import SessionError
+
+from .chunk_rows import is_chunk_row, pack_events, unpack_row
+from .events import SessionEvent, event_from_json, event_to_json
+from .header import SessionHeader
+from .lossless import JsonValue
+from .repair import interrupted_turn_closers
+from .session import Session
+
+__all__ = [
+    "JsonlWriter",
+    "LoadedLog",
+    "dump_session",
+    "dumps_json_line",
+    "load_session",
+    "parse_session_log",
+    "save_session",
+]
+
+
+def dumps_json_line(value: JsonValue) -> str:
+    """One compact JSON line (UTF-8 text, no NaN), without the newline."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedLog:
+    """A parsed session file, validated and repaired in memory."""
+
+    session: Session
+    """Every valid event plus any repair closers (no `session/end-seed` added)."""
+    projected: bool
+    """The file omitted `seq`/`time` envelopes (a committed fixture)."""
+    closers: tuple[SessionEvent, ...]
+    """Events appended by crash repair (§1.10); not yet on disk."""
+    good_bytes: int
+    """Length of the valid prefix of the file, in bytes; a torn tail starts here."""
+    dropped_lines: int
+    """Body lines cut off as a torn tail."""
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.session.header
+
+    @property
+    def needs_write_back(self) -> bool:
+        return bool(self.closers) or self.dropped_lines > 0
+
+
+def _split_lines(raw: bytes) -> list[tuple[int, int, bytes]]:
+    """(1-based line number, end offset incl. newline, content) of every line."""
+    out: list[tuple[int, int, bytes]] = []
+    start = 0
+    number = 0
+    while start < len(raw):
+        number += 1
+        nl = raw.find(b"\n", start)
+        end = len(raw) if nl < 0 else nl + 1
+        out.append((number, end, raw[start:end]))
+        start = end
+    return out
+
+
+def _mentions_turn_end(line: bytes) -> bool:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(value, Mapping) and value.get("type") == "turn/end"
+
+
+def _corrupt(source: str, line: int, problem: str) -> SessionError:
+    return SessionError(f"{source}:{line}: {problem}", "SESSION_CORRUPT")
+
+
+def parse_session_log(
+    raw: bytes | str,
+    *,
+    source: str = "<session log>",
+    repair: bool = True,
+    clock: Callable[[], int] | None = None,
+    event_types: Iterable[str] = (),
+) -> LoadedLog:
+    """Parse and validate a session JSONL document.
+
+    Raises `SessionError`: `SESSION_FORMAT_UNSUPPORTED` for a foreign version or an unknown
+    event type without `ignorable`; `SESSION_CORRUPT` (naming the line) for a bad header or for
+    a bad line that is followed by a committed `turn/end`.
+    """
+    data = raw.encode() if isinstance(raw, str) else raw
+    lines = _split_lines(data)
+    body_start = 0
+    header: SessionHeader | None = None
+    header_end = 0
+    for i, (number, end, text) in enumerate(lines):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise _corrupt(source, number, f"the header is not JSON ({exc})") from exc
+        header = SessionHeader.from_json(value, f" ({source}:{number})")
+        body_start, header_end = i + 1, end
+        break
+    if header is None:
+        raise SessionError(f"{source}: empty session log (no header line)", "SESSION_CORRUPT")
+
+    session = Session(header, clock=clock, event_types=event_types)
+    projected: bool | None = None
+    good_bytes = header_end
+    dropped = 0
+    body = lines[body_start:]
+    for k, (number, end, text) in enumerate(body):
+        if not text.strip():
+            good_bytes = end
+            continue
+        try:
+            value = json.loads(text)
+            if not isinstance(value, Mapping):
+                raise SessionError("a body line must be a JSON object", "SESSION_CORRUPT")
+            enveloped = "seq0" in value if is_chunk_row(value) else "seq" in value
+            if projected is None:
+                projected = not enveloped
+            if is_chunk_row(value):
+                members = unpack_row(
+                    value, seq0=None if enveloped else session.next_seq, where=f"{source}:{number}"
+                )
+            else:
+                event = dict(value)
+                if not enveloped:
+                    event["seq"] = session.next_seq
+                event.setdefault("time", 0)
+                members = [event]
+            for member in members:
+                parsed = event_from_json(member, f"{source}:{number}")
+                session._commit(session._checked(parsed, f"{source}:{number}"), publish=False)
+        except SessionError as exc:
+            if exc.code == "SESSION_FORMAT_UNSUPPORTED":
+                raise SessionError(f"{source}:{number}: {exc.message}", exc.code) from exc
+            _tail_or_raise(body[k + 1 :], source, number, exc.message)
+            dropped = len(body) - k
+            break
+        except ValueError as exc:  # JSON syntax, codec errors
+            _tail_or_raise(body[k + 1 :], source, number, str(exc))
+            dropped = len(body) - k
+            break
+        good_bytes = end
+
+    closers: list[SessionEvent] = []
+    if repair:
+        events = session.events
+        when = events[-1].time if len(events) else 0
+        for closer in interrupted_turn_closers(events):
+            closers.append(
+                session.append(
+                    closer.type, closer.data, surface_op=closer.surface_op,
+                    source_event_seqs=closer.source_event_seqs, time=when,
+                )
+            )
+    return LoadedLog(
+        session=session,
+        projected=bool(projected),
+        closers=tuple(closers),
+        good_bytes=good_bytes,
+        dropped_lines=dropped,
+    )
+
+
+def _tail_or_raise(rest: list[tuple[int, int, bytes]], source: str, line: int, problem: str) -> None:
+    """A bad line is a torn tail only when no committed `turn/end` follows it (§1.11)."""
+    if any(_mentions_turn_end(text) for _, _, text in rest):
+        raise _corrupt(
+            source, line, f"{problem} — and a later turn/end exists, so this is corruption, not a "
+            "torn tail; restore the file from a backup or cut it at this line by hand"
+        )
+
+
+def _event_line(event: SessionEvent, projected: bool) -> str:
+    obj = event_to_json(event)
+    if projected:
+        del obj["seq"], obj["time"]
+    return dumps_json_line(obj)
+
+
+def load_session(
+    path: str | os.PathLike[str],
+    *,
+    write_back: bool = True,
+    clock: Callable[[], int] | None = None,
+    event_types: Iterable[str] = (),
+) -> Session:
+    """Load a session file; a torn tail is cut and repair closers are durably written back."""
+    path = Path(path)
+    loaded = parse_session_log(path.read_bytes(), source=str(path), clock=clock, event_types=event_types)
+    if write_back and loaded.needs_write_back:
+        with open(path, "r+b") as f:
+            f.truncate(loaded.good_bytes)
+            f.seek(loaded.good_bytes)
+            if loaded.good_bytes:
+                f.seek(loaded.good_bytes - 1)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
+            for event in loaded.closers:
+                f.write((_event_line(event, loaded.projected) + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+    return loaded.session
+
+
+def dump_session(session: Session, *, pack_chunks: bool = True) -> str:
+    """The whole session as JSONL text: header, then events (delta runs packed into rows)."""
+    events: list[dict[str, Any]] = [event_to_json(e) for e in session.events]
+    rows = pack_events(events) if pack_chunks else events
+    lines = [dumps_json_line(session.header.to_json())] + [dumps_json_line(r) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def save_session(session: Session, path: str | os.PathLike[str], *, pack_chunks: bool = True) -> Path:
+    """Write a snapshot of `session` to `path` atomically (temp file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(dump_session(session, pack_chunks=pack_chunks))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+class JsonlWriter:
+    """A session observer that appends each event to a JSONL file, durably.
+
+    `assistant/chunk` events are held until the next other event (or `flush()`), then the
+    batch is written in one go (runs of deltas packed into rows when `pack_chunks`), flushed
+    and, when `durable`, fsynced. A chunk batch lost in a crash is a torn tail, which loading
+    tolerates and repairs. Write failures are kept in `failure` and raised by `flush()`/`close()`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        header: SessionHeader | None = None,
+        pack_chunks: bool = True,
+        durable: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.pack_chunks = pack_chunks
+        self.durable = durable
+        self.failure: BaseException | None = None
+        self._pending: list[SessionEvent] = []
+        if header is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[str] = open(self.path, "x", encoding="utf-8")
+            self._file.write(dumps_json_line(header.to_json()) + "\n")
+            self._sync()
+        else:
+            ends_open = False
+            with open(self.path, "rb") as existing:
+                if existing.seek(0, os.SEEK_END) > 0:
+                    existing.seek(-1, os.SEEK_END)
+                    ends_open = existing.read(1) != b"\n"
+            self._file = open(self.path, "a", encoding="utf-8")
+            if ends_open:  # never glue the next event onto an unterminated last line
+                self._file.write("\n")
+
+    def __call__(self, event: SessionEvent) -> None:
+        self._pending.append(event)
+        if event.type != "assistant/chunk":
+            self.flush()
+
+    def write_events(self, events: Iterable[SessionEvent]) -> None:
+        """Queue events appended before this writer was attached, and flush them."""
+        self._pending.extend(events)
+        self.flush()
+
+    def flush(self) -> None:
+        if self.failure is not None:
+            raise SessionError(f"{self.path}: an earlier write failed: {self.failure}", "SESSION_WRITE_FAILED")
+        if not self._pending:
+            return
+        batch = [event_to_json(e) for e in self._pending]
+        self._pending.clear()
+        rows = pack_events(batch) if self.pack_chunks else batch
+        try:
+            self._file.write("".join(dumps_json_line(r) + "\n" for r in rows))
+            self._sync()
+        except OSError as exc:
+            self.failure = exc
+            raise
+
+    def _sync(self) -> None:
+        self._file.flush()
+        if self.durable:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Flush what is pending and close the file (idempotent)."""
+        if self._file.closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._file.close()
