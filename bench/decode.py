@@ -1,0 +1,186 @@
+"""Decode throughput: dshkit's SSE decode + translate + assemble against the openai SDK and
+against the bare limit, on one generated DeepSeek stream of more than 10,000 chunks.
+
+- dshkit: `StreamDecoder` fed 64 KiB reads, every chunk folded by `BlockAssembler`, then the
+  assembled message (the path the adapter takes, minus the socket).
+- openai: `OpenAI(http_client=httpx2.Client(transport=httpx2.MockTransport(...)))` serving the
+  same bytes; iterate `chat.completions.create(stream=True)` and accumulate content, reasoning
+  and tool-call arguments by index, as a user of the SDK would.
+- limit: split the body into lines and `json.loads` every `data:` payload, nothing else.
+
+Each contender runs several times and its best time counts. Prints both ratios, and as the
+very last line one JSON object `{"vs_openai": ..., "vs_limit": ...}` (ratios of throughput:
+dshkit/openai and dshkit/limit). Run: `python bench/decode.py` (about 20 s).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock  # noqa: E402
+from harness.providers.deepseek import StreamDecoder  # noqa: E402
+
+READ = 64 * 1024
+ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
+HEAD = (
+    '{"id":"' + ID + '","object":"chat.completion.chunk","created":1764600000,'
+    '"model":"deepseek-v4-flash","system_fingerprint":"a26a7955944dc5c60445bff77fac9c8e",'
+    '"choices":[{"index":0,"delta":'
+)
+TAIL_OPEN = ',"logprobs":null,"finish_reason":null}],"usage":null}'
+WORDS = (
+    "the user wants to know what the project does so I should read README.md first and then "
+    "answer with a short summary 项目 说明 🙂 of its main features and how to run it"
+).split()
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
+    tail = TAIL_OPEN
+    if finish is not None or usage is not None:
+        tail = (
+            ',"logprobs":null,"finish_reason":' + json.dumps(finish) + "}],"
+            '"usage":' + json.dumps(usage) + "}"
+        )
+    return "data: " + HEAD + json.dumps(delta, ensure_ascii=False) + tail + "\n\n"
+
+
+def build_stream(reasoning: int = 4000, text: int = 4000, calls: int = 4, fragments: int = 600) -> tuple[bytes, int]:
+    """A V4 thinking-mode stream: reasoning deltas, text deltas, then `calls` tool calls whose
+    arguments arrive in `fragments` pieces each. Returns the body and its chunk count."""
+    rng = random.Random(7)
+    parts = [_chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
+    for _ in range(reasoning):
+        parts.append(_chunk({"content": None, "reasoning_content": " " + rng.choice(WORDS)}))
+    for _ in range(text):
+        parts.append(_chunk({"content": " " + rng.choice(WORDS), "reasoning_content": None}))
+    for i in range(calls):
+        parts.append(
+            _chunk({"tool_calls": [{"index": i, "id": f"call_{i:02d}_abcdefghijklmnopqrstuvwx",
+                                    "type": "function",
+                                    "function": {"name": "read", "arguments": ""}}]})
+        )
+        args = json.dumps({"file_path": "README.md", "lines": [rng.choice(WORDS) for _ in range(fragments)]})
+        step = max(1, len(args) // fragments)
+        for start in range(0, len(args), step):
+            parts.append(
+                _chunk({"tool_calls": [{"index": i, "function": {"arguments": args[start:start + step]}}]})
+            )
+    usage = {
+        "prompt_tokens": 412, "completion_tokens": 9000, "total_tokens": 9412,
+        "prompt_tokens_details": {"cached_tokens": 384},
+        "completion_tokens_details": {"reasoning_tokens": 4000},
+        "prompt_cache_hit_tokens": 384, "prompt_cache_miss_tokens": 28,
+    }
+    parts.append(_chunk({"content": "", "reasoning_content": None}, "tool_calls", usage))
+    parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode("utf-8"), len(parts) - 1
+
+
+# --- contenders --------------------------------------------------------------------------------
+
+
+def run_dshkit(body: bytes) -> tuple[str, str, list[str]]:
+    decoder = StreamDecoder()
+    assembler = BlockAssembler()
+    feed = assembler.feed
+    for start in range(0, len(body), READ):
+        for chunk in decoder.feed(body[start:start + READ]):
+            feed(chunk)
+    for chunk in decoder.close():
+        feed(chunk)
+    message = assembler.message(ModelSource(provider="deepseek", model="deepseek-v4-flash"))
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+    return text, reasoning, [c.arguments for c in message.tool_calls]
+
+
+def run_limit(body: bytes) -> int:
+    loads = json.loads
+    n = 0
+    for line in body.split(b"\n"):
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            loads(line[6:])
+            n += 1
+    return n
+
+
+def make_openai(body: bytes) -> Callable[[], tuple[str, str, list[str]]]:
+    import httpx2
+    import openai
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = openai.OpenAI(
+        api_key="sk-bench",
+        base_url="http://bench.invalid/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+
+    def run() -> tuple[str, str, list[str]]:
+        stream = client.chat.completions.create(
+            model="deepseek-v4-flash", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, list[str]] = {}
+        for chunk in stream:
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                extra = delta.model_extra or {}
+                if extra.get("reasoning_content"):
+                    reasoning.append(extra["reasoning_content"])
+                for call in delta.tool_calls or ():
+                    if call.function is not None and call.function.arguments:
+                        calls.setdefault(call.index, []).append(call.function.arguments)
+        return "".join(text), "".join(reasoning), ["".join(calls[i]) for i in sorted(calls)]
+
+    return run
+
+
+def best(fn: Callable[[], Any], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    body, chunks = build_stream()
+    ours = run_dshkit(body)
+    sdk = make_openai(body)
+    if sdk() != ours:
+        print("openai SDK and dshkit disagree on the assembled result", file=sys.stderr)
+        return 1
+    assert run_limit(body) == chunks
+    t_ours = best(lambda: run_dshkit(body), 7)
+    t_limit = best(lambda: run_limit(body), 7)
+    t_sdk = best(sdk, 2)
+    rate = lambda t: chunks / t  # noqa: E731
+    print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB")
+    print(f"dshkit (SSE + translate + assemble): {rate(t_ours):12,.0f} chunks/s  {t_ours * 1e3:8.1f} ms")
+    print(f"bare limit (split + json.loads):     {rate(t_limit):12,.0f} chunks/s  {t_limit * 1e3:8.1f} ms")
+    print(f"openai SDK (stream + accumulate):    {rate(t_sdk):12,.0f} chunks/s  {t_sdk * 1e3:8.1f} ms")
+    vs_openai = t_sdk / t_ours
+    vs_limit = t_limit / t_ours
+    print(f"dshkit vs openai SDK: {vs_openai:.1f}x (goal >= 20x)")
+    print(f"dshkit vs bare limit: {vs_limit:.2f} (goal >= 0.6)")
+    print(json.dumps({"vs_openai": round(vs_openai, 2), "vs_limit": round(vs_limit, 3)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
