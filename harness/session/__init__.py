@@ -35,7 +35,7 @@ from .repair import (
     Closer,
     interrupted_turn_closers,
 )
-from .session import EventLog, Session, SessionObserver
+from .session import EventLog, History, Session, SessionObserver
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "EventLog",
     "FrozenDict",
     "FrozenList",
+    "History",
     "JsonValue",
     "JsonlWriter",
     "LoadedLog",

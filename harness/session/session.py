@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time as _time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any, overload
 
 from harness.llm import (
@@ -43,7 +44,7 @@ from .lossless import JsonValue, LosslessJsonError, freeze_json
 from .shapes import check_event_data
 from .surface import Surface
 
-__all__ = ["EventLog", "Session", "SessionObserver"]
+__all__ = ["EventLog", "History", "Session", "SessionObserver"]
 
 SessionObserver = Callable[[SessionEvent], None]
 """Called synchronously after each committed event; its exceptions never undo the append."""
@@ -71,6 +72,50 @@ class EventLog(Sequence[SessionEvent]):
 
     def __iter__(self) -> Iterator[SessionEvent]:
         return iter(self._events)
+
+
+class History(Sequence[Message]):
+    """An immutable snapshot of derived history, made in O(1).
+
+    It shares the session's list of derived messages and remembers its length: that list only
+    grows between replaces (a replace builds a new list), so the first `n` items never change.
+    Compares equal to any sequence with the same messages.
+    """
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[Message], n: int) -> None:
+        self._items = items
+        self._n = n
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._n][index])
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self._items, self._n)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(other) == self._n and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"History({list(self)!r})"
 
 
 def _now_ms() -> int:
@@ -117,7 +162,7 @@ class Session:
         self._surface = Surface()
         self._projection: dict[int, Message | None] = {}
         self._derived: list[Message] = []
-        self._derived_snapshot: tuple[Message, ...] | None = ()
+        self._derived_snapshot: History | None = None
         self._chunks: dict[tuple[int, int], list[int]] = {}
         self._last_of: dict[str, int] = {}
         self._observers: list[SessionObserver] = []
@@ -184,14 +229,14 @@ class Session:
         """The number of the last `turn/start` (0 if none): the next turn is this + 1."""
         return self._last_turn
 
-    def derive_messages(self) -> tuple[Message, ...]:
+    def derive_messages(self) -> History:
         """The model-visible history: each surface node's message, in order (dsh-core.md §1.6).
 
-        Cached: the tuple is rebuilt only after the surface changed, and each node's message
-        was decoded once when it was appended. Messages are frozen and shared.
+        O(1) per call: each node's message was decoded once when it was appended, and the
+        result is an immutable snapshot view (`History`) sharing that cache. Messages are frozen.
         """
         if self._derived_snapshot is None:
-            self._derived_snapshot = tuple(self._derived)
+            self._derived_snapshot = History(self._derived, len(self._derived))
         return self._derived_snapshot
 
     def message_at(self, seq: int) -> Message | None:

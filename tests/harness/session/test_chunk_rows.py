@@ -1,0 +1,73 @@
+import pytest
+
+from harness.llm import SessionError
+from harness.session import pack_events, unpack_row, unpack_rows
+
+
+def chunk(seq: int, time: int, kind: str, index: int = 0, **fields: object) -> dict[str, object]:
+    body: dict[str, object] = {"type": kind, "index": index, **fields}
+    return {"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": 1, "step": 1, "chunk": body}}
+
+
+def texts(seq0: int, parts: list[str], times: list[int], kind: str = "text-delta") -> list[dict[str, object]]:
+    return [chunk(seq0 + i, t, kind, text=p) for i, (p, t) in enumerate(zip(parts, times))]
+
+
+def test_run_of_three_packs_with_gaps_and_round_trips() -> None:
+    events = texts(5, [" HE", "LL", "O"], [100, 103, 101])
+    rows = pack_events(events)
+    assert rows == [
+        {"type": "text-chunks", "seq0": 5, "time0": 100,
+         "data": {"turn": 1, "step": 1, "index": 0, "dt": [3, -2], "texts": [" HE", "LL", "O"]}}
+    ]
+    assert list(unpack_rows(rows, first_seq=5)) == events
+
+
+def test_shorter_runs_stay_verbatim() -> None:
+    events = texts(0, ["a", "b"], [1, 2])
+    assert pack_events(events) == events
+
+
+def test_tool_call_runs_keep_fragments_and_break_on_id_or_name_change() -> None:
+    frags = ["", "{", '"', "command", '"', ": "]
+    events = [chunk(i, i, "tool-call-delta", id="call_1", argumentsDelta=f) for i, f in enumerate(frags)]
+    rows = pack_events(events)
+    assert len(rows) == 1 and rows[0]["type"] == "tool-call-chunks"
+    assert rows[0]["data"]["args"] == frags and "name" not in rows[0]["data"]
+    assert unpack_row(rows[0]) == events
+    named = [chunk(0, 0, "tool-call-delta", id="c", name="bash", argumentsDelta="{")] + [
+        chunk(i, i, "tool-call-delta", id="c", argumentsDelta="x") for i in range(1, 4)
+    ]
+    rows = pack_events(named)
+    assert rows[0] == named[0] and rows[1]["type"] == "tool-call-chunks"
+    assert [e for r in rows for e in (unpack_row(r) if "seq0" in r else [r])] == named
+
+
+def test_mixed_kinds_and_non_whitelisted_shapes() -> None:
+    events = texts(0, ["a", "b", "c"], [0, 0, 0], "reasoning-delta") + texts(3, ["x", "y", "z"], [1, 1, 1])
+    odd = dict(events[-1])
+    odd["ignorable"] = True  # not the exact envelope: stays verbatim
+    rows = pack_events(events[:-1] + [odd])
+    assert [r["type"] for r in rows] == ["reasoning-chunks", "assistant/chunk", "assistant/chunk", "assistant/chunk"]
+
+
+def test_projected_row_gets_synthesized_envelope() -> None:
+    row = {"type": "text-chunks", "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}}
+    out = list(unpack_rows([{"type": "turn/start", "data": {"turn": 1}}, row]))
+    assert [e["seq"] for e in out] == [0, 1, 2, 3]
+    assert [e["time"] for e in out] == [0, 0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"type": "text-chunks", "seq0": 0, "time0": 0, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b", "c"]}},
+        {"type": "text-chunks", "seq0": 0, "time0": 0, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": ["a"], "x": 1}},
+        {"type": "text-chunks", "seq0": 0, "time0": 0.5, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": ["a"]}},
+        {"type": "tool-call-chunks", "seq0": 0, "time0": 0, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        {"type": "text-chunks", "seq0": 0, "time0": 0, "extra": 1, "data": {}},
+    ],
+)
+def test_malformed_rows_fail_loud(row: dict[str, object]) -> None:
+    with pytest.raises(SessionError, match="malformed packed chunk row"):
+        unpack_row(row)
