@@ -1,0 +1,317 @@
+"""GenerateOptions → DeepSeek request body (dsh-core.md §3.2–3.4, wire.md A16–A23)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.llm import (
+    AssistantMessage,
+    GenerateOptions,
+    ImageAttachment,
+    ImageBlock,
+    ModelSource,
+    OpaqueBlock,
+    ReasoningBlock,
+    SystemMessage,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolResultMessage,
+    ToolSchema,
+    UsageError,
+    UserMessage,
+)
+from harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig, encode_body, resolve_thinking, serialize
+
+SRC = ModelSource(provider="deepseek", model="deepseek-v4-flash")
+ODD_ARGS = [
+    '{"file_path":"README.md"}',
+    '{ "a" :  1 ,\n\t"b":[ ] }',
+    '{"text":"中文 🙂 \\u00e9 é"}',
+    '{"unterminated": "yes',
+    "",
+    "not json at all",
+    '{"a":1}{"b":2}',
+]
+
+
+def opts(*messages: object, **kw: object) -> GenerateOptions:
+    return GenerateOptions(provider="deepseek", model="deepseek-v4-flash", messages=list(messages), **kw)  # type: ignore[arg-type]
+
+
+def assistant(*blocks: object) -> AssistantMessage:
+    return AssistantMessage(content=tuple(blocks), source=SRC)  # type: ignore[arg-type]
+
+
+def test_system_first_then_history_in_order() -> None:
+    body = serialize(
+        opts(
+            UserMessage.text("hi"),
+            assistant(TextBlock(text="hello")),
+            SystemMessage(content=(TextBlock(text="a"), TextBlock(text="b"))),
+            UserMessage.text("bye"),
+            system="You are helpful.",
+        )
+    )
+    assert body["messages"] == [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": "ab"},
+        {"role": "user", "content": "bye"},
+    ]
+
+
+def test_no_system_when_absent_and_empty_system_kept() -> None:
+    assert serialize(opts(UserMessage.text("x")))["messages"][0]["role"] == "user"
+    assert serialize(opts(UserMessage.text("x"), system=""))["messages"][0] == {"role": "system", "content": ""}
+
+
+def test_assistant_content_always_a_string() -> None:
+    body = serialize(opts(assistant(ToolCallBlock(id="c", name="n", arguments="{}")), reasoning_effort="off"))
+    message = body["messages"][0]
+    assert message["content"] == "" and isinstance(message["content"], str)
+    assert serialize(opts(assistant(), reasoning_effort="off"))["messages"] == [{"role": "assistant", "content": ""}]
+    joined = serialize(opts(assistant(TextBlock(text="a"), ReasoningBlock(text="r"), TextBlock(text="b")), reasoning_effort="off"))
+    assert joined["messages"][0]["content"] == "ab"  # text blocks joined with no separator
+
+
+@pytest.mark.parametrize("arguments", ODD_ARGS)
+def test_tool_call_arguments_byte_identical(arguments: str) -> None:
+    message = assistant(ToolCallBlock(id="call_00_x", name="read", arguments=arguments))
+    body = serialize(opts(message))
+    call = body["messages"][0]["tool_calls"][0]
+    assert call == {"id": "call_00_x", "type": "function", "function": {"name": "read", "arguments": arguments}}
+    # and in the bytes sent: the decoded JSON gives back the identical string
+    sent = json.loads(encode_body(body))
+    assert sent["messages"][0]["tool_calls"][0]["function"]["arguments"] == arguments
+
+
+def test_tool_calls_in_block_order() -> None:
+    message = assistant(
+        ToolCallBlock(id="b", name="two", arguments="{}"),
+        TextBlock(text="t"),
+        ToolCallBlock(id="a", name="one", arguments="{}"),
+    )
+    calls = serialize(opts(message))["messages"][0]["tool_calls"]
+    assert [c["id"] for c in calls] == ["b", "a"]
+
+
+def test_reasoning_passback() -> None:
+    with_reasoning = assistant(ReasoningBlock(text="th"), ReasoningBlock(text="ink"), TextBlock(text="answer"))
+    tool_turn = assistant(ToolCallBlock(id="c", name="n", arguments="{}"))
+    tool_turn_with_reasoning = assistant(ReasoningBlock(text="why"), ToolCallBlock(id="d", name="n", arguments="{}"))
+    plain = assistant(TextBlock(text="plain"))
+    history = [with_reasoning, tool_turn, tool_turn_with_reasoning, plain]
+
+    # thinking on (default): every turn with reasoning carries it; tool turns carry "" without it
+    on = serialize(opts(*history))["messages"]
+    assert on[0]["reasoning_content"] == "think"
+    assert on[1]["reasoning_content"] == ""
+    assert on[2]["reasoning_content"] == "why"
+    assert "reasoning_content" not in on[3]
+
+    # thinking disabled: reasoning is still passed back where captured, none where not
+    off = serialize(opts(*history, reasoning_effort="off"))["messages"]
+    assert off[0]["reasoning_content"] == "think"
+    assert "reasoning_content" not in off[1]
+    assert off[2]["reasoning_content"] == "why"
+    assert "reasoning_content" not in off[3]
+
+    # config-level thinking disabled too
+    cfg = serialize(opts(*history), DeepSeekConfig(thinking="disabled"))["messages"]
+    assert "reasoning_content" not in cfg[1]
+
+
+def test_era_r1_strips_all_reasoning() -> None:
+    history = [assistant(ReasoningBlock(text="r"), TextBlock(text="t")), assistant(ToolCallBlock(id="c", name="n", arguments="{}"))]
+    body = serialize(opts(*history, reasoning_effort="high"), DeepSeekConfig(era="r1"))
+    assert all("reasoning_content" not in m for m in body["messages"])
+    assert "thinking" not in body and "reasoning_effort" not in body
+
+
+def test_tool_results_one_message_each_in_call_order_right_after() -> None:
+    call_a = ToolCallBlock(id="call_a", name="read", arguments='{"p":"a"}')
+    call_b = ToolCallBlock(id="call_b", name="read", arguments='{"p":"b"}')
+    body = serialize(
+        opts(
+            UserMessage.text("go"),
+            assistant(call_a, call_b),
+            ToolResultMessage.create("call_a", "A body"),
+            ToolResultMessage.create("call_b", [TextBlock(text="B"), TextBlock(text=" body")]),
+            UserMessage.text("next"),
+            reasoning_effort="off",
+        )
+    )
+    assert body["messages"][1:] == [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": '{"p":"a"}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": '{"p":"b"}'}},
+        ]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "A body"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "B body"},
+        {"role": "user", "content": "next"},
+    ]
+
+
+def test_user_message_with_several_tool_results_and_text() -> None:
+    message = UserMessage(
+        content=(
+            TextBlock(text="note"),
+            ToolResultBlock(tool_call_id="x", content=(TextBlock(text="1"),)),
+            ToolResultBlock(tool_call_id="y", content=()),
+            ReasoningBlock(text="skipped"),
+            OpaqueBlock(type="future", data={"type": "future"}),
+        )
+    )
+    assert serialize(opts(message))["messages"] == [
+        {"role": "user", "content": "note"},
+        {"role": "tool", "tool_call_id": "x", "content": "1"},
+        {"role": "tool", "tool_call_id": "y", "content": "(no output)"},
+    ]
+
+
+@pytest.mark.parametrize("content", ["", [], [TextBlock(text="")]])
+def test_empty_tool_output(content: object) -> None:
+    body = serialize(opts(ToolResultMessage.create("c", content)))  # type: ignore[arg-type]
+    assert body["messages"] == [{"role": "tool", "tool_call_id": "c", "content": "(no output)"}]
+
+
+def test_empty_user_message() -> None:
+    assert serialize(opts(UserMessage(content=())))["messages"] == [{"role": "user", "content": ""}]
+
+
+def test_opaque_blocks_skipped_everywhere() -> None:
+    opaque = OpaqueBlock(type="citation", data={"type": "citation", "url": "u"})
+    body = serialize(opts(UserMessage(content=(opaque, TextBlock(text="q"))), assistant(opaque, TextBlock(text="a")), reasoning_effort="off"))
+    assert body["messages"] == [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+
+
+def test_images_rejected_with_a_clear_error() -> None:
+    image = ImageBlock(attachment=ImageAttachment(attachment_id="sha256:00", media_type="image/png", bytes=1))
+    with pytest.raises(UsageError) as info:
+        serialize(opts(UserMessage(content=(image,))))
+    assert info.value.code == "UNSUPPORTED_CONTENT"
+
+
+def test_tools_shape_and_fixed_fields() -> None:
+    tools = [
+        ToolSchema(name="read", description="Read a file", parameters={"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}),
+        ToolSchema(name="ls", description="", parameters={"type": "object", "properties": {}}),
+    ]
+    body = serialize(opts(UserMessage.text("x"), tools=tools))
+    assert body["tools"] == [
+        {"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": tools[0].parameters}},
+        {"type": "function", "function": {"name": "ls", "description": "", "parameters": {"type": "object", "properties": {}}}},
+    ]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["model"] == "deepseek-v4-flash"
+    for absent in ("tool_choice", "top_p", "parallel_tool_calls", "user", "temperature", "max_tokens", "stop"):
+        assert absent not in body
+    assert "tools" not in serialize(opts(UserMessage.text("x")))
+
+
+def test_optional_fields_and_config_max_tokens() -> None:
+    body = serialize(opts(UserMessage.text("x"), temperature=0.0, max_tokens=100, stop=["END"]))
+    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.0, 100, ["END"])
+    assert serialize(opts(UserMessage.text("x")), DeepSeekConfig(max_tokens=256000))["max_tokens"] == 256000
+    assert serialize(opts(UserMessage.text("x"), max_tokens=5), DeepSeekConfig(max_tokens=256000))["max_tokens"] == 5
+    assert serialize(opts(UserMessage.text("x"), stop=[]))["stop"] == []
+    assert None not in serialize(opts(UserMessage.text("x"))).values()
+
+
+# --- §3.3 thinking / effort resolution -----------------------------------------------------------
+
+E, D = {"type": "enabled"}, {"type": "disabled"}
+
+
+@pytest.mark.parametrize(
+    ("request_effort", "purpose", "config", "expected"),
+    [
+        (None, "session-title", DeepSeekConfig(reasoning_effort="max", thinking="enabled"), {"thinking": D}),
+        ("high", "session-title", DeepSeekConfig(), {"thinking": D}),
+        ("low", None, DeepSeekConfig(), {"thinking": E, "reasoning_effort": "low"}),
+        ("high", None, DeepSeekConfig(), {"thinking": E, "reasoning_effort": "high"}),
+        ("max", None, DeepSeekConfig(reasoning_effort="low"), {"thinking": E, "reasoning_effort": "max"}),
+        (None, None, DeepSeekConfig(reasoning_effort="low"), {"thinking": E, "reasoning_effort": "low"}),
+        ("off", None, DeepSeekConfig(), {"thinking": D}),
+        (None, None, DeepSeekConfig(reasoning_effort="off"), {"thinking": D}),
+        ("off", None, DeepSeekConfig(thinking="disabled"), {"thinking": D}),
+        (None, None, DeepSeekConfig(thinking="disabled"), {"thinking": D}),
+        (None, None, DeepSeekConfig(thinking="enabled"), {"thinking": E}),
+        (None, None, DeepSeekConfig(), {}),
+        (None, "compaction", DeepSeekConfig(), {}),
+    ],
+)
+def test_thinking_resolution(request_effort: str | None, purpose: str | None, config: DeepSeekConfig, expected: dict) -> None:
+    options = opts(UserMessage.text("x"), reasoning_effort=request_effort, purpose=purpose)
+    assert resolve_thinking(options, config) == expected
+    body = serialize(options, config)
+    for key in ("thinking", "reasoning_effort"):
+        assert body.get(key) == expected.get(key)
+    assert body.get("reasoning_effort") != "off"
+
+
+@pytest.mark.parametrize(
+    ("request_effort", "config"),
+    [
+        ("medium", DeepSeekConfig()),
+        (None, DeepSeekConfig(reasoning_effort="extreme")),
+        ("high", DeepSeekConfig(thinking="disabled")),
+        (None, DeepSeekConfig(thinking="disabled", reasoning_effort="low")),
+    ],
+)
+def test_thinking_resolution_errors(request_effort: str | None, config: DeepSeekConfig) -> None:
+    with pytest.raises(UsageError) as info:
+        serialize(opts(UserMessage.text("x"), reasoning_effort=request_effort), config)
+    assert info.value.code == "UNSUPPORTED_REASONING_EFFORT"
+
+
+def test_encode_body_is_compact_utf8_and_deterministic() -> None:
+    options = opts(UserMessage.text("中文 🙂"), assistant(ToolCallBlock(id="c", name="n", arguments='{ "k" : "é" }')))
+    raw = encode_body(serialize(options))
+    assert raw == encode_body(serialize(options))
+    assert "中文 🙂".encode() in raw
+    assert b'"arguments":"{ \\"k\\" : \\"\xc3\xa9\\" }"' in raw
+    assert b", " not in raw.replace(b'{ \\"k\\" : ', b"")
+
+
+# --- headers (§3.2) ---------------------------------------------------------------------------
+
+
+async def test_request_headers_and_url() -> None:
+    adapter = DeepSeekAdapter("http://127.0.0.1:9/", api_key="  sk-test  ", user_id="anon-1")
+    try:
+        request = adapter.build_request(opts(UserMessage.text("x"), session_id="sess-1", purpose="compaction"))
+        assert str(request.url) == "http://127.0.0.1:9/chat/completions"
+        assert request.method == "POST"
+        h = request.headers
+        assert h["authorization"] == "Bearer sk-test"
+        assert h["content-type"] == "application/json"
+        assert h["accept"] == "text/event-stream"
+        assert h["user-agent"]
+        assert h["x-deepseek-harness-user-id"] == "anon-1"
+        assert h["x-deepseek-harness-session-id"] == "sess-1"
+        assert h["x-deepseek-harness-compact"] == "1"
+        assert json.loads(request.content) == serialize(opts(UserMessage.text("x"), session_id="sess-1", purpose="compaction"))
+        plain = adapter.build_request(opts(UserMessage.text("x"))).headers
+        assert "x-deepseek-harness-session-id" not in plain and "x-deepseek-harness-compact" not in plain
+    finally:
+        await adapter.aclose()
+
+
+@pytest.mark.parametrize(("key", "code"), [(None, "MISSING_CREDENTIAL"), ("   ", "MISSING_CREDENTIAL"), ("sk bad", "INVALID_CREDENTIAL"), ("sk-é", "INVALID_CREDENTIAL")])
+async def test_api_key_validation(key: str | None, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    adapter = DeepSeekAdapter("http://127.0.0.1:9", api_key=key)
+    try:
+        with pytest.raises(UsageError) as info:
+            adapter.build_request(opts(UserMessage.text("x")))
+        assert info.value.code == code
+        chunks = [c async for c in adapter.stream(opts(UserMessage.text("x")))]
+        assert len(chunks) == 1 and chunks[0].reason.failure.code == code  # type: ignore[union-attr]
+    finally:
+        await adapter.aclose()
