@@ -1,0 +1,41 @@
+"""The aiohttp application: routes and typed state, nothing else.
+
+`make_app` wires the handlers of :mod:`mock_server.handlers` to DeepSeek's paths (S1: the root,
+`/v1` and `/beta` prefixes are one endpoint) and stores the runtime and router under typed
+`web.AppKey`s. Serving, binding and shutdown live in :mod:`mock_server.server`.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from mock_server.exchange import Runtime
+from mock_server.handlers import (
+    ROUTER_KEY,
+    RUNTIME_KEY,
+    balance,
+    chat_completions,
+    list_models,
+    not_found,
+)
+from mock_server.routing import Router
+
+__all__ = ["CHAT_PATHS", "make_app"]
+
+CHAT_PATHS = ("/chat/completions", "/v1/chat/completions", "/beta/chat/completions")
+
+
+def make_app(runtime: Runtime, router: Router) -> web.Application:
+    """The application for one server; the runtime and router are its only state."""
+    # Bodies are read by the handler with its own limit (413 with DeepSeek's envelope), so
+    # aiohttp's own limit is set out of the way.
+    app = web.Application(client_max_size=runtime.config.max_body_bytes + 1)
+    app[RUNTIME_KEY] = runtime
+    app[ROUTER_KEY] = router
+    for path in CHAT_PATHS:
+        app.router.add_post(path, chat_completions)
+    for prefix in ("", "/v1"):
+        app.router.add_get(f"{prefix}/models", list_models)
+        app.router.add_get(f"{prefix}/user/balance", balance)
+    app.router.add_route("*", "/{tail:.*}", not_found)
+    return app

@@ -1,0 +1,144 @@
+"""`dshkit serve`: run the mock DeepSeek server from a shell.
+
+`register(subparsers)` adds the `serve` subcommand to the root `dshkit` parser (and to
+`python -m mock_server`). On stdout the command prints one JSON line `{"type": "ready",
+"base_url", "port", "seed"}` once the port is bound, then one `request` and one `result` line
+per request; diagnostics go to stderr. SIGINT exits 130 and SIGTERM 143, after closing every
+open stream, stalled ones included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from mock_server.scripts import ScriptError
+from mock_server.server import MockServer
+
+__all__ = ["register", "run_serve"]
+
+API_KEY_ENV = "DSHKIT_MOCK_API_KEY"
+
+
+def _weights(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"expected name=weight, got {item!r}")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"weight for {name!r} given twice")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"weight for {name!r} is not a number: {value!r}") from None
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `serve` subcommand; its `func` runs the server and returns the exit code."""
+    p = subparsers.add_parser(
+        "serve",
+        help="run the mock DeepSeek server",
+        description="Serve DeepSeek's /chat/completions on loopback with scripted or generated "
+        "streams and faults. Prints a `ready` JSON line, then `request`/`result` lines.",
+    )
+    p.add_argument("--script", action="append", default=[], metavar="FILE",
+                   help="YAML/JSON script file (repeatable); each new session claims the next")
+    p.add_argument("--sequence", metavar="a,b,c",
+                   help="fault names forming one script, e.g. rate_limit,success "
+                   "(`connection_refused` first: refuse connections for --listen-delay-ms)")
+    p.add_argument("--repeat-last", action="store_true",
+                   help="reuse the last --sequence step once all are used")
+    p.add_argument("--seed", type=int, default=None, help="seed for ids, splits and random mode")
+    p.add_argument("--weights", type=_weights, default=None, metavar="name=w,...",
+                   help="weights for `random` steps")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                   help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
+    p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
+    p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
+    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
+                   help="larger request bodies get 413")
+    p.add_argument("--listen-delay-ms", type=int, default=None,
+                   help="with `connection_refused`: how long to refuse (default 750)")
+    p.set_defaults(func=run_serve)
+
+
+def _print(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run until SIGINT (130) or SIGTERM (143); 2 when the options or scripts are invalid."""
+    sequence = [n.strip() for n in (args.sequence or "").split(",") if n.strip()]
+    refuse = bool(sequence) and sequence[0] == "connection_refused"
+    if "connection_refused" in sequence[1:]:
+        return _fail("`connection_refused` is allowed only as the first --sequence entry")
+    if refuse:
+        sequence = sequence[1:]
+        if not sequence:
+            return _fail("`connection_refused` must be followed by a request behaviour")
+        if not args.port:
+            return _fail("`connection_refused` needs an explicit non-zero --port")
+    elif args.listen_delay_ms is not None:
+        return _fail("--listen-delay-ms is only allowed with `connection_refused`")
+    if args.weights is not None and "random" not in sequence and not args.script:
+        return _fail("--weights needs `random` in --sequence (or a script using it)")
+    try:
+        server = MockServer(
+            *args.script,
+            sequence=sequence or None,
+            repeat_last=args.repeat_last,
+            api_key=args.api_key or None,
+            host=args.host,
+            port=args.port,
+            seed=args.seed,
+            weights=args.weights,
+            journal=args.journal,
+            era=args.era,
+            max_body_bytes=args.max_body_bytes,
+            on_event=_print,
+        )
+    except (ScriptError, ValueError) as e:
+        return _fail(str(e))
+    delay = (args.listen_delay_ms if args.listen_delay_ms is not None else 750) if refuse else 0
+    return asyncio.run(_serve(server, delay / 1000))
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"dshkit serve: {message}\n")
+    return 2
+
+
+async def _serve(server: MockServer, refuse_for: float) -> int:
+    loop = asyncio.get_running_loop()
+    stop: asyncio.Future[int] = loop.create_future()
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        loop.add_signal_handler(sig, lambda c=code: stop.done() or stop.set_result(c))
+    if refuse_for:
+        # A bound socket cannot refuse a connection, so refusal is a phase before binding.
+        _print({"type": "unavailable", "base_url": f"http://{server.host}:{server._requested_port}",
+                "listen_delay_ms": int(refuse_for * 1000)})
+        done, _ = await asyncio.wait({stop}, timeout=refuse_for)
+        if done:
+            return stop.result()
+    try:
+        await server.start()
+    except OSError as e:
+        sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
+        return 1
+    _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed})
+    try:
+        code = await stop
+    finally:
+        await server.close()
+    return code

@@ -1,0 +1,339 @@
+"""One request/response exchange: the only place the mock server writes to a socket.
+
+An :class:`Exchange` wraps the aiohttp request, its journal entry and the server runtime. It
+sends headers, writes pre-encoded bytes (each write journaled with a monotonic timestamp),
+waits in ways that end early when the server closes, holds a stream open, and resets a
+connection with a TCP RST. Replies are generated and encoded once, before the first write, so
+the write loop only moves bytes (the hot path in `bench/server.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import struct
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from mock_server.defaults import apply_stop
+from mock_server.generate import (
+    Era,
+    Reply,
+    build_completion,
+    encode_events,
+    generate_chunks,
+    make_meta,
+    plan_writes,
+)
+from mock_server.journal import Journal, JournalEntry, Write
+from mock_server.scripts import RawSpec, StreamSpec, Timing
+from mock_server.validation import ChatRequest, error_body
+
+__all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig"]
+
+SSE_HEADERS: Mapping[str, str] = {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache",
+    "Connection": "keep-alive",
+}
+JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
+KEEP_ALIVE = b": keep-alive\n\n"
+
+#: Test pressure, not production incidence (upstream's defaults, dsh-testing.md §1.6).
+DEFAULT_WEIGHTS: Mapping[str, float] = {
+    "success": 48,
+    "slow_success": 10,
+    "partial_disconnect": 10,
+    "connection_reset": 5,
+    "stream_disconnect": 5,
+    "empty": 5,
+    "rate_limit": 5,
+    "server_error": 4,
+    "max_tokens": 2,
+    "stall": 2,
+    "service_unavailable": 2,
+    "partial_eof": 1,
+    "malformed_json": 1,
+}
+
+
+@dataclass(slots=True, kw_only=True)
+class ServerConfig:
+    """Settings fixed when a server starts."""
+
+    api_key: str | None = None
+    era: Era = "v4"
+    seed: int = 0
+    max_body_bytes: int = 16 * 1024 * 1024
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    on_event: Callable[[dict[str, Any]], None] | None = None
+
+
+class Runtime:
+    """Server-wide state the handlers share; lives on the server's event loop."""
+
+    def __init__(self, config: ServerConfig, journal: Journal) -> None:
+        self.config = config
+        self.journal = journal
+        self.closing = asyncio.Event()
+        self.random = random.Random(f"random-mode:{config.seed}")
+        self.active: set[Exchange] = set()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Telemetry for the CLI; an observer's exception never alters wire behaviour."""
+        if self.config.on_event is not None:
+            try:
+                self.config.on_event(event)
+            except Exception:  # noqa: BLE001 - telemetry must not break serving
+                pass
+
+
+class Exchange:
+    """The write side of one request."""
+
+    def __init__(
+        self,
+        request: web.Request,
+        entry: JournalEntry,
+        runtime: Runtime,
+        chat: ChatRequest | None = None,
+        *,
+        seed: int = 0,
+    ) -> None:
+        self.request = request
+        self.entry = entry
+        self.runtime = runtime
+        self.chat = chat
+        self.seed = seed
+        self.resp: web.StreamResponse | None = None
+
+    @staticmethod
+    def step_seed(server_seed: int, session: str, step: int | None) -> int:
+        """A seed stable per (server seed, session, step), whatever the arrival order."""
+        return zlib.crc32(f"{server_seed}:{session}:{step}".encode())
+
+    # -- raw I/O ---------------------------------------------------------------------------
+
+    async def start(
+        self, status: int = 200, headers: Mapping[str, str] = SSE_HEADERS
+    ) -> web.StreamResponse:
+        """Send the status line and headers now."""
+        resp = web.StreamResponse(status=status, headers=dict(headers))
+        resp.headers["x-ds-trace-id"] = f"{self.seed:08x}{self.entry.seq:08x}"
+        self.resp = resp
+        self.entry.status = status
+        await resp.prepare(self.request)
+        return resp
+
+    async def write(self, data: bytes) -> None:
+        assert self.resp is not None, "start() must be called before write()"
+        self.entry.writes.append(Write(time.monotonic(), data))
+        await self.resp.write(data)
+
+    async def write_all(self, writes: Sequence[bytes], delay: float = 0.0) -> bool:
+        """Write each piece, waiting `delay` seconds after each; False if the server closed."""
+        resp = self.resp
+        assert resp is not None, "start() must be called before write_all()"
+        log = self.entry.writes
+        mono = time.monotonic
+        if not delay:
+            for data in writes:
+                log.append(Write(mono(), data))
+                await resp.write(data)
+            return True
+        for data in writes:
+            log.append(Write(mono(), data))
+            await resp.write(data)
+            if not await self.wait(delay):
+                return False
+        return True
+
+    async def end(self) -> str:
+        """Finish the body cleanly (the chunked terminator; then the connection may close)."""
+        if self.resp is None:
+            await self.start(200, JSON_HEADERS)
+        assert self.resp is not None
+        await self.resp.write_eof()
+        return "completed"
+
+    async def wait(self, seconds: float) -> bool:
+        """Sleep, but wake early when the server closes; True if the full time passed."""
+        if seconds <= 0:
+            return not self.runtime.closing.is_set()
+        try:
+            await asyncio.wait_for(self.runtime.closing.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    async def hold(self) -> str:
+        """Keep the connection open, sending nothing, until the client leaves or the server closes."""
+        self.entry.outcome = "stalled"
+        await self.runtime.closing.wait()
+        self.reset()
+        return "closed"
+
+    def reset(self) -> str:
+        """Drop the connection with a TCP RST (SO_LINGER 0), headers sent or not."""
+        transport = self.request.transport
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            transport.abort()
+        return "reset"
+
+    async def send_json(
+        self,
+        status: int,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        """A JSON response: an error envelope (DeepSeek's, or the mock's 418) or a plain body."""
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        err = body.get("error")
+        self.entry.error = dict(err) if isinstance(err, Mapping) else None
+        await self.start(status, {**JSON_HEADERS, **(headers or {})})
+        await self.write(data)
+        return await self.end()
+
+    async def error(
+        self,
+        status: int,
+        message: str,
+        type: str = "invalid_request_error",
+        code: str | None = "invalid_request_error",
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        return await self.send_json(status, error_body(message, type, code), headers)
+
+    async def keep_alive_phase(self, timing: Timing, filler: bytes = KEEP_ALIVE) -> bool:
+        """Wait `first_byte_delay_ms`, sending `filler` every `keep_alive_interval_ms` (S21, S17)."""
+        remaining = timing.first_byte_delay_ms / 1000
+        interval = timing.keep_alive_interval_ms / 1000
+        while remaining > 0:
+            await self.write(filler)
+            step = min(interval, remaining)
+            if not await self.wait(step):
+                return False
+            remaining -= step
+        return True
+
+    # -- replies ---------------------------------------------------------------------------
+
+    def _chat(self) -> ChatRequest:
+        assert self.chat is not None, "replies need a validated chat request"
+        return self.chat
+
+    def thinking(self, spec: StreamSpec) -> bool:
+        return spec.thinking if spec.thinking is not None else self._chat().thinking
+
+    def _prepare(self, reply: Reply) -> Reply:
+        chat = self._chat()
+        if chat.stop and reply.content:
+            content, cut = apply_stop(reply.content, chat.stop)
+            if cut:
+                return Reply(
+                    content=content,
+                    reasoning=reply.reasoning,
+                    tool_calls=reply.tool_calls,
+                    finish_reason="stop",
+                    usage=reply.usage,
+                )
+        return reply
+
+    def events(
+        self, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
+    ) -> list[bytes]:
+        """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
+        chat = self._chat()
+        seed = spec.seed if spec.seed is not None else self.seed
+        chunks = generate_chunks(
+            self._prepare(reply),
+            model=chat.response_model,
+            thinking=self.thinking(spec),
+            quirks=spec.quirks,
+            split=spec.fragment_plan(),
+            seed=seed,
+            meta=make_meta(
+                chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
+            ),
+            era=self.runtime.config.era,
+            prompt_tokens=chat.prompt_tokens,
+            max_tokens=chat.max_tokens,
+            logprobs=logprobs if logprobs is not None else chat.logprobs,
+        )
+        return encode_events(chunks, spec.framing, done=done, quirks=spec.quirks)
+
+    def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
+        """The non-streaming JSON body of a reply."""
+        chat = self._chat()
+        seed = spec.seed if spec.seed is not None else self.seed
+        body = build_completion(
+            self._prepare(reply),
+            model=chat.response_model,
+            thinking=self.thinking(spec),
+            seed=seed,
+            meta=make_meta(
+                chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
+            ),
+            era=self.runtime.config.era,
+            prompt_tokens=chat.prompt_tokens,
+            max_tokens=chat.max_tokens,
+            logprobs=logprobs if logprobs is not None else chat.logprobs,
+            split=spec.fragment_plan(),
+        )
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    async def serve_reply(
+        self,
+        reply: Reply,
+        spec: StreamSpec,
+        timing: Timing,
+        *,
+        logprobs: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        """Answer with a whole reply: SSE when the request streams, else one JSON body."""
+        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+            return self.reset()
+        if not self._chat().stream:
+            body = self.completion(reply, spec, logprobs=logprobs)
+            await self.start(200, headers or JSON_HEADERS)
+            # S17: queueing shows as blank lines ahead of a non-streaming body.
+            if not await self.keep_alive_phase(timing, b"\n"):
+                return self.reset()
+            await self.write(body)
+            return await self.end()
+        data = b"".join(self.events(reply, spec, logprobs=logprobs))
+        writes = plan_writes(data, spec.writes.to_plan(self.seed))
+        await self.start(200, headers or SSE_HEADERS)
+        if not await self.keep_alive_phase(timing):
+            return self.reset()
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
+            return self.reset()
+        return await self.end()
+
+    async def serve_raw(self, raw: RawSpec, timing: Timing) -> str:
+        """Serve bytes exactly as scripted (S35)."""
+        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+            return self.reset()
+        await self.start(raw.status, raw.headers)
+        if not await self.keep_alive_phase(timing):
+            return self.reset()
+        chunk_delay = timing.chunk_delay_ms / 1000
+        for data, delay in raw.writes_with_delays(self.seed):
+            await self.write(data)
+            if (delay or chunk_delay) and not await self.wait(delay + chunk_delay):
+                return self.reset()
+        return await self.end()

@@ -1,0 +1,487 @@
+"""The fault catalogue: each fault name maps to one small function that misbehaves on purpose.
+
+A `fault:` step (or `--sequence` entry) names one of these. Each function gets the
+:class:`~mock_server.exchange.Exchange` and the step's tuning fields and returns the outcome it
+produced. Upstream's 24 behaviours keep their names (`dsh-testing.md` §1.3); the rest cover
+§6.1.3 and §6.2 (stall after event k, finish without `[DONE]`, in-band errors, garbage lines,
+DeepSeek's real error bodies). Stream faults on a non-streaming request act on the JSON body
+instead: a cut is made at its middle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
+from mock_server.generate import Reply, ToolCall, WritePlan, plan_writes
+from mock_server.scripts import FaultStep, SplitSpec, StreamSpec
+from mock_server.validation import PASSBACK_MESSAGE
+
+__all__ = ["FAULTS", "Fault", "FaultInfo", "pick_random"]
+
+Fault = Callable[[Exchange, FaultStep], Awaitable[str]]
+
+DEFAULT_TEXT = "mock response recovered"
+PARTIAL_TEXT = "partial response before the failure"
+DEFAULT_REASONING = "mock reasoning"
+SPLIT_TEXT = 'Mock 回复 with "quotes", a tab\t, a newline\n and emoji 🎉✓'
+
+
+@dataclass(frozen=True, slots=True)
+class FaultInfo:
+    """A catalogue entry: the function and what a client sees."""
+
+    name: str
+    run: Fault
+    kind: Literal["connection", "stream", "http", "finish", "timing", "success", "meta"]
+    client_sees: str
+
+
+FAULTS: dict[str, FaultInfo] = {}
+
+
+def _fault(
+    kind: Literal["connection", "stream", "http", "finish", "timing", "success", "meta"],
+    client_sees: str,
+) -> Callable[[Fault], Fault]:
+    def register(fn: Fault) -> Fault:
+        name = fn.__name__.removeprefix("_f_")
+        FAULTS[name] = FaultInfo(name, fn, kind, client_sees)
+        return fn
+
+    return register
+
+
+def _success(p: FaultStep) -> Reply:
+    return Reply(content=p.text or DEFAULT_TEXT)
+
+
+def _delay(p: FaultStep, default_ms: int) -> float:
+    return (p.delay_ms if p.delay_ms is not None else default_ms) / 1000
+
+
+async def _cut(
+    x: Exchange,
+    p: FaultStep,
+    reply: Reply,
+    *,
+    keep: int | None,
+    tail: bytes = b"",
+    then: Literal["eof", "reset", "hold"],
+    spec: StreamSpec | None = None,
+    delay: float = 0.0,
+) -> str:
+    """Send the first `keep` events of `reply` (None: all but `[DONE]`; negative: from the
+    end, as in slicing), then `tail`, then end cleanly, reset, or hold the connection."""
+    spec = spec or p.stream
+    if x.chat is not None and x.chat.stream:
+        events = x.events(reply, spec, done=False)
+        head = events if keep is None else events[:keep]
+        await x.start(200, SSE_HEADERS)
+        if not await x.keep_alive_phase(p.timing):
+            return x.reset()
+        if not await x.write_all(head, delay):
+            return x.reset()
+    else:
+        body = x.completion(reply, spec)
+        await x.start(200, JSON_HEADERS)
+        await x.write(body if keep is None else body[: len(body) // 2])
+    if tail:
+        await x.write(tail)
+    if then == "eof":
+        return await x.end()
+    if then == "reset":
+        return x.reset()
+    return await x.hold()
+
+
+async def _http(
+    x: Exchange,
+    p: FaultStep,
+    status: int,
+    message: str,
+    type: str,
+    code: str | None,
+    headers: Mapping[str, str] | None = None,
+) -> str:
+    h = dict(headers or {})
+    if p.request_id:
+        h["x-request-id"] = p.request_id
+    return await x.error(
+        p.status or status, p.message or message, p.type or type, p.code or code, h
+    )
+
+
+def _error_object(p: FaultStep) -> bytes:
+    err = {
+        "error": {
+            "message": p.message or "mock in-band error after the stream started",
+            "type": p.type or "server_error",
+            "param": None,
+            "code": p.code or "mock_inband_error",
+        }
+    }
+    return json.dumps(err).encode()
+
+
+# -- connection ------------------------------------------------------------------------------
+
+
+@_fault("connection", "TCP reset before any header: httpx ReadError/RemoteProtocolError, "
+        "aiohttp ServerDisconnectedError/ClientOSError, openai APIConnectionError")
+async def _f_connection_reset(x: Exchange, p: FaultStep) -> str:
+    return x.reset()
+
+
+@_fault("connection", "200 + SSE headers, then a TCP reset after `delay_ms` (10) with no event")
+async def _f_stream_disconnect(x: Exchange, p: FaultStep) -> str:
+    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    await x.wait(_delay(p, 10))
+    return x.reset()
+
+
+@_fault("connection", "role opener and `text` as content deltas (`delay_ms` 10 apart), then a "
+        "TCP reset: no finish chunk, no [DONE]")
+async def _f_partial_disconnect(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(content=p.text or PARTIAL_TEXT)
+    return await _cut(x, p, reply, keep=-1, then="reset", delay=_delay(p, 10))
+
+
+# -- stream shape ----------------------------------------------------------------------------
+
+
+@_fault("stream", "200 + SSE headers, then nothing until the client gives up (read timeout) "
+        "or the server closes")
+async def _f_stall(x: Exchange, p: FaultStep) -> str:
+    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    return await x.hold()
+
+
+@_fault("stream", "the first `after_events` (2) events of a normal reply, then silence with the "
+        "connection open (read timeout)")
+async def _f_stall_after(x: Exchange, p: FaultStep) -> str:
+    return await _cut(x, p, _success(p), keep=p.after_events, then="hold")
+
+
+@_fault("stream", "role opener and `after_events` (2) reasoning deltas, then silence mid-"
+        "reasoning (DeepSeek-V3#1608); thinking is forced on")
+async def _f_reasoning_stall(x: Exchange, p: FaultStep) -> str:
+    reasoning = p.reasoning or "Let me think about this step by step before answering the user."
+    spec = p.stream.model_copy(update={"thinking": True})
+    reply = Reply(reasoning=reasoning, content=p.text or DEFAULT_TEXT)
+    return await _cut(x, p, reply, keep=1 + p.after_events, then="hold", spec=spec)
+
+
+@_fault("stream", "a tool call opener and its first argument fragment, then a clean EOF "
+        "(agenc-core#2492): the arguments are incomplete JSON")
+async def _f_partial_tool_eof(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(tool_calls=(ToolCall(name=p.tool_name, arguments=p.tool_arguments),))
+    return await _cut(x, p, reply, keep=3, then="eof")
+
+
+@_fault("stream", "a complete reply with its finish chunk, then a clean EOF without [DONE]")
+async def _f_done_missing(x: Exchange, p: FaultStep) -> str:
+    return await _cut(x, p, _success(p), keep=None, then="eof")
+
+
+@_fault("stream", "a complete reply with its finish chunk, no [DONE], connection held open "
+        "(OmniRoute#6777): read timeout unless the client stops at finish_reason")
+async def _f_hold_after_finish(x: Exchange, p: FaultStep) -> str:
+    return await _cut(x, p, _success(p), keep=None, then="hold")
+
+
+@_fault("stream", "a complete reply, then `data: [DONE]` and one newline but no blank line, "
+        "then EOF")
+async def _f_done_unterminated(x: Exchange, p: FaultStep) -> str:
+    eol = b"\r\n" if p.stream.framing == "crlf" else b"\n"
+    return await _cut(x, p, _success(p), keep=None, tail=b"data: [DONE]" + eol, then="eof")
+
+
+@_fault("stream", "200 + SSE headers, then a clean end with zero events")
+async def _f_empty_body(x: Exchange, p: FaultStep) -> str:
+    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    return await x.end()
+
+
+@_fault("stream", "only the role opener chunk, then a clean EOF (no finish, no [DONE])")
+async def _f_stream_eof(x: Exchange, p: FaultStep) -> str:
+    return await _cut(x, p, _success(p), keep=1, then="eof")
+
+
+@_fault("stream", "role opener and `text` as content deltas, then a clean EOF: no finish "
+        "chunk, no [DONE]")
+async def _f_partial_eof(x: Exchange, p: FaultStep) -> str:
+    return await _cut(x, p, Reply(content=p.text or PARTIAL_TEXT), keep=-1, then="eof")
+
+
+@_fault("stream", "`data: {not-json` then `data: [DONE]`: the openai SDK raises "
+        "JSONDecodeError")
+async def _f_malformed_json(x: Exchange, p: FaultStep) -> str:
+    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    if x.chat is not None and not x.chat.stream:
+        await x.write(b"{not-json")
+    else:
+        await x.write_all([b"data: {not-json\n\n", b"data: [DONE]\n\n"])
+    return await x.end()
+
+
+@_fault("stream", "valid JSON of an invalid shape (`choices: [null]`), then `data: [DONE]`")
+async def _f_malformed_event(x: Exchange, p: FaultStep) -> str:
+    chunk = {
+        "id": "mock-malformed",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": x.chat.response_model if x.chat else "deepseek-v4-flash",
+        "choices": [None],
+    }
+    data = json.dumps(chunk).encode()
+    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    if x.chat is not None and not x.chat.stream:
+        await x.write(data)
+    else:
+        await x.write_all([b"data: " + data + b"\n\n", b"data: [DONE]\n\n"])
+    return await x.end()
+
+
+@_fault("stream", "`after_events` (2) events, then `data: {\"error\": {...}}` and EOF: the "
+        "openai SDK raises APIError with the message")
+async def _f_inband_error(x: Exchange, p: FaultStep) -> str:
+    return await _cut(
+        x, p, _success(p), keep=p.after_events, tail=b"data: " + _error_object(p) + b"\n\n",
+        then="eof",
+    )
+
+
+@_fault("stream", "`after_events` (2) events, then `event: error` + `data: {\"error\": ...}` "
+        "(oc04) and EOF")
+async def _f_event_error(x: Exchange, p: FaultStep) -> str:
+    tail = b"event: error\ndata: " + _error_object(p) + b"\n\n"
+    return await _cut(x, p, _success(p), keep=p.after_events, tail=tail, then="eof")
+
+
+@_fault("stream", "`after_events` (2) events, then the plain-text line `upstream error: read "
+        "ECONNRESET` and a clean close (a proxy's leak, agenc-core#2492)")
+async def _f_garbage_line(x: Exchange, p: FaultStep) -> str:
+    line = (p.message or "upstream error: read ECONNRESET").encode() + b"\n"
+    return await _cut(x, p, _success(p), keep=p.after_events, tail=line, then="eof")
+
+
+@_fault("stream", "a complete, valid SSE success body served as `Content-Type: "
+        "application/json`")
+async def _f_wrong_content_type(x: Exchange, p: FaultStep) -> str:
+    await x.start(200, JSON_HEADERS)
+    chat = x.chat
+    if chat is not None and not chat.stream:
+        await x.write(b"".join(x.events(_success(p), p.stream)))
+    else:
+        await x.write_all(x.events(_success(p), p.stream))
+    return await x.end()
+
+
+@_fault("stream", "a normal reply framed with CRLF line endings")
+async def _f_crlf(x: Exchange, p: FaultStep) -> str:
+    spec = p.stream.model_copy(update={"framing": "crlf"})
+    return await x.serve_reply(_success(p), spec, p.timing)
+
+
+@_fault("stream", "a normal reply whose bytes are cut inside multi-byte UTF-8 characters, "
+        "inside JSON escapes and at seeded random points (S36)")
+async def _f_split_writes(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(content=p.text or SPLIT_TEXT)
+    if x.chat is not None and not x.chat.stream:
+        return await x.serve_reply(reply, p.stream, p.timing)
+    data = b"".join(x.events(reply, p.stream))
+    plan = WritePlan(
+        events_per_write=1, random_max=7, seed=x.seed, inside_utf8=True, inside_escapes=True
+    )
+    await x.start(200, SSE_HEADERS)
+    await x.write_all(plan_writes(data, plan), p.timing.chunk_delay_ms / 1000)
+    return await x.end()
+
+
+# -- HTTP errors with DeepSeek's envelope ----------------------------------------------------
+
+
+@_fault("http", "400 invalid_request_error, code `invalid_request`")
+async def _f_invalid_request(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 400, "Invalid request (mock fault)", "invalid_request_error",
+                       "invalid_request")
+
+
+@_fault("http", "400 `This model's maximum context length is …`, code "
+        "`context_length_exceeded`")
+async def _f_context_overflow(x: Exchange, p: FaultStep) -> str:
+    msg = ("This model's maximum context length is 1048576 tokens. However, you requested "
+           "1056768 tokens (1048576 in the messages, 8192 in the completion). Please reduce the "
+           "length of the messages or completion.")
+    return await _http(x, p, 400, msg, "invalid_request_error", "context_length_exceeded")
+
+
+@_fault("http", "400 `The reasoning_content in the thinking mode must be passed back to the "
+        "API.` (the real S7 body)")
+async def _f_reasoning_passback(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 400, PASSBACK_MESSAGE, "invalid_request_error",
+                       "invalid_request_error")
+
+
+@_fault("http", "400 `Model Not Exist` (ds18)")
+async def _f_model_not_exist(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 400, "Model Not Exist", "invalid_request_error",
+                       "invalid_request_error")
+
+
+@_fault("http", "401 authentication_error, code `invalid_api_key`")
+async def _f_auth_error(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 401, "Authentication Fails, Your api key is invalid",
+                       "authentication_error", "invalid_api_key")
+
+
+@_fault("http", "402 `Insufficient Balance` (openai: plain APIStatusError)")
+async def _f_insufficient_balance(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 402, "Insufficient Balance", "unknown_error",
+                       "invalid_request_error")
+
+
+@_fault("http", "422 `Invalid Parameters`")
+async def _f_invalid_parameters(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 422, "Invalid Parameters", "invalid_request_error",
+                       "invalid_parameters")
+
+
+@_fault("http", "429 code `rate_limit` with `Retry-After: <retry_after, 1> s`")
+async def _f_rate_limit(x: Exchange, p: FaultStep) -> str:
+    after = p.retry_after if p.retry_after is not None else 1.0
+    return await _http(x, p, 429, "Rate limit reached for requests", "rate_limit_error",
+                       "rate_limit", {"Retry-After": str(math.ceil(after))})
+
+
+@_fault("http", "429 code `insufficient_quota`, no Retry-After")
+async def _f_quota_exceeded(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 429, "You exceeded your current quota", "insufficient_quota",
+                       "insufficient_quota")
+
+
+@_fault("http", "500 code `server_error`")
+async def _f_server_error(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 500, "Internal server error (mock fault)", "server_error",
+                       "server_error")
+
+
+@_fault("http", "503 code `service_unavailable`")
+async def _f_service_unavailable(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 503, "Server overloaded, please try again later",
+                       "service_unavailable", "service_unavailable")
+
+
+# -- finish reasons --------------------------------------------------------------------------
+
+
+@_fault("finish", "`text` then `finish_reason: \"length\"` (upstream `max_tokens`)")
+async def _f_max_tokens(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(content=p.text or DEFAULT_TEXT, finish_reason="length")
+    return await x.serve_reply(reply, p.stream, p.timing)
+
+
+@_fault("finish", "`text` then `finish_reason: \"content_filter\"`")
+async def _f_content_filter(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(content=p.text or PARTIAL_TEXT, finish_reason="content_filter")
+    return await x.serve_reply(reply, p.stream, p.timing)
+
+
+@_fault("finish", "`text` then `finish_reason: \"insufficient_system_resource\"` (retryable)")
+async def _f_insufficient_system_resource(x: Exchange, p: FaultStep) -> str:
+    reply = Reply(content=p.text or PARTIAL_TEXT, finish_reason="insufficient_system_resource")
+    return await x.serve_reply(reply, p.stream, p.timing)
+
+
+@_fault("finish", "role opener, an empty finish chunk (`stop`, 0 completion tokens), [DONE]: "
+        "a valid but empty completion")
+async def _f_empty(x: Exchange, p: FaultStep) -> str:
+    return await x.serve_reply(Reply(content=""), p.stream, p.timing)
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+@_fault("timing", "`keep_alives` (3) `: keep-alive` comments `delay_ms` (20) apart before the "
+        "first chunk (blank lines for non-streaming), then a normal reply")
+async def _f_keep_alive(x: Exchange, p: FaultStep) -> str:
+    interval = p.delay_ms if p.delay_ms is not None else 20
+    timing = p.timing.model_copy(
+        update={"first_byte_delay_ms": p.keep_alives * interval, "keep_alive_interval_ms": max(1, interval)}
+    )
+    return await x.serve_reply(_success(p), p.stream, timing)
+
+
+@_fault("timing", "headers only after `delay_ms` (200): a connect-phase or first-byte timeout")
+async def _f_slow_headers(x: Exchange, p: FaultStep) -> str:
+    timing = p.timing.model_copy(update={"headers_delay_ms": p.delay_ms if p.delay_ms is not None else 200})
+    return await x.serve_reply(_success(p), p.stream, timing)
+
+
+@_fault("timing", "a normal reply with `delay_ms` (25) after every event")
+async def _f_slow_success(x: Exchange, p: FaultStep) -> str:
+    timing = p.timing.model_copy(update={"chunk_delay_ms": p.delay_ms if p.delay_ms is not None else 25})
+    return await x.serve_reply(_success(p), p.stream, timing)
+
+
+@_fault("timing", "a normal reply dripped 16 bytes per write, `delay_ms` (2) apart, cuts "
+        "landing inside events and characters")
+async def _f_slow_drip(x: Exchange, p: FaultStep) -> str:
+    if x.chat is not None and not x.chat.stream:
+        return await x.serve_reply(_success(p), p.stream, p.timing)
+    data = b"".join(x.events(_success(p), p.stream))
+    await x.start(200, SSE_HEADERS)
+    await x.write_all(plan_writes(data, WritePlan(events_per_write=0, size=16)), _delay(p, 2))
+    return await x.end()
+
+
+# -- successes -------------------------------------------------------------------------------
+
+
+@_fault("success", "`text` (\"mock response recovered\") as content deltas, `stop`, [DONE]")
+async def _f_success(x: Exchange, p: FaultStep) -> str:
+    return await x.serve_reply(_success(p), p.stream, p.timing)
+
+
+@_fault("success", "`reasoning` as reasoning deltas, then the success reply; thinking is forced "
+        "on")
+async def _f_reasoning_success(x: Exchange, p: FaultStep) -> str:
+    spec = p.stream.model_copy(update={"thinking": True})
+    reply = Reply(reasoning=p.reasoning or DEFAULT_REASONING, content=p.text or DEFAULT_TEXT)
+    return await x.serve_reply(reply, spec, p.timing)
+
+
+@_fault("success", "one call of `tool_name` (mock_tool) with `tool_arguments` split in two "
+        "fragments, `finish_reason: \"tool_calls\"`, [DONE]")
+async def _f_tool_call_success(x: Exchange, p: FaultStep) -> str:
+    args = p.tool_arguments
+    half = max(1, len(args) // 2)
+    spec = p.stream
+    if spec.arguments is None and spec.split is None:
+        spec = spec.model_copy(update={"arguments": SplitSpec(mode="points", points=[half])})
+    reply = Reply(tool_calls=(ToolCall(name=p.tool_name, arguments=args),))
+    return await x.serve_reply(reply, spec, p.timing)
+
+
+@_fault("meta", "picks one behaviour per request from seeded weights (the server's seed)")
+async def _f_random(x: Exchange, p: FaultStep) -> str:  # pragma: no cover - resolved by handler
+    raise RuntimeError("`random` is resolved to a concrete fault before it runs")
+
+
+def pick_random(rng: random.Random, weights: Mapping[str, float]) -> str:
+    """One concrete fault name, drawn by weight, walking positive weights in insertion order."""
+    items = [(n, w) for n, w in weights.items() if w > 0]
+    total = sum(w for _, w in items)
+    r = rng.random() * total
+    for name, w in items:
+        r -= w
+        if r < 0:
+            return name
+    return items[-1][0]
+

@@ -1,0 +1,241 @@
+"""The request journal: every request the mock server saw, what answered it and every byte it wrote.
+
+Entries are kept in memory for assertions (`journal.last.body`, `journal.for_session(id)`,
+`journal.assert_consumed()`) and optionally appended to a JSONL file as each exchange finishes.
+Secrets never enter the journal: credential headers and credential-looking body fields are
+replaced by `[redacted]` before the entry is stored. Each write keeps its bytes (the same object
+the server sent, no copy) and a `time.monotonic()` timestamp.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REDACTED",
+    "Journal",
+    "JournalEntry",
+    "UnconsumedStepsError",
+    "Write",
+    "redact_body",
+    "redact_headers",
+]
+
+REDACTED = "[redacted]"
+_SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+        "anthropic-api-key",
+    }
+)
+_SECRET_FIELDS = frozenset(
+    {"api_key", "apikey", "apiKey", "secret", "password", "access_token", "authorization"}
+)
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `headers` with credentials replaced; names are lower-cased."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        low = name.lower()
+        secret = low in _SECRET_HEADERS or "secret" in low or low.endswith("-token")
+        out[low] = REDACTED if secret else value
+    return out
+
+
+def redact_body(body: Any) -> Any:
+    """A copy of a parsed JSON body with credential-looking fields replaced."""
+    if isinstance(body, dict):
+        return {
+            k: (REDACTED if k in _SECRET_FIELDS and v is not None else redact_body(v))
+            for k, v in body.items()
+        }
+    if isinstance(body, list):
+        return [redact_body(v) for v in body]
+    return body
+
+
+@dataclass(slots=True)
+class Write:
+    """One network write."""
+
+    t: float
+    """`time.monotonic()` just before the write."""
+    data: bytes
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One request and everything the server did about it."""
+
+    seq: int
+    """1-based arrival number."""
+    t: float
+    """`time.monotonic()` when the request arrived."""
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Request headers, lower-cased, credentials redacted."""
+    body: Any = None
+    """The parsed JSON body (credentials redacted); None when it was not JSON."""
+    session: str | None = None
+    script: str | None = None
+    """The name of the script that answered, if any."""
+    step: int | None = None
+    """The 0-based index of the step that answered, if any."""
+    script_behavior: str | None = None
+    """What the script asked for (`random`, a fault name, `reply`, `raw`, `default`)."""
+    behavior: str | None = None
+    """What was actually done (the concrete fault a `random` step picked)."""
+    status: int | None = None
+    outcome: str | None = None
+    """completed | reset | stalled | client_closed | closed | rejected | server_error."""
+    error: dict[str, Any] | None = None
+    """The error object sent, for rejections and HTTP-error faults."""
+    writes: list[Write] = field(default_factory=list)
+
+    @property
+    def data(self) -> bytes:
+        """Every byte written for this request, joined (headers excluded)."""
+        return b"".join(w.data for w in self.writes)
+
+    @property
+    def bytes_sent(self) -> int:
+        return sum(len(w.data) for w in self.writes)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; writes carry `text` when they decode as UTF-8, else `b64`."""
+        writes: list[dict[str, Any]] = []
+        for w in self.writes:
+            rec: dict[str, Any] = {"t": round(w.t, 6), "size": len(w.data)}
+            try:
+                rec["text"] = w.data.decode("utf-8")
+            except UnicodeDecodeError:
+                rec["b64"] = base64.b64encode(w.data).decode("ascii")
+            writes.append(rec)
+        return {
+            "seq": self.seq,
+            "t": round(self.t, 6),
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+            "session": self.session,
+            "script": self.script,
+            "step": self.step,
+            "script_behavior": self.script_behavior,
+            "behavior": self.behavior,
+            "status": self.status,
+            "outcome": self.outcome,
+            "error": self.error,
+            "writes": writes,
+        }
+
+
+class UnconsumedStepsError(AssertionError):
+    """Raised by :meth:`Journal.assert_consumed` when scripted steps were never used."""
+
+
+class Journal:
+    """All requests seen by one server, in arrival order."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        pending: Callable[[], list[str]] | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self._entries: list[JournalEntry] = []
+        self._pending = pending
+        self._lock = threading.Lock()
+        self._file = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+
+    def open_entry(
+        self, *, t: float, method: str, path: str, headers: Mapping[str, str]
+    ) -> JournalEntry:
+        """Record a new request (headers redacted here) and return its entry."""
+        with self._lock:
+            entry = JournalEntry(
+                seq=len(self._entries) + 1,
+                t=t,
+                method=method,
+                path=path,
+                headers=redact_headers(headers),
+            )
+            self._entries.append(entry)
+        return entry
+
+    def close_entry(self, entry: JournalEntry) -> None:
+        """The exchange is over: append it to the JSONL file, if any."""
+        if self._file is not None:
+            line = json.dumps(entry.to_json(), ensure_ascii=False)
+            with self._lock:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    @property
+    def entries(self) -> list[JournalEntry]:
+        """A snapshot of every entry."""
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def last(self) -> JournalEntry:
+        """The most recent entry."""
+        with self._lock:
+            if not self._entries:
+                raise LookupError("the journal is empty: the mock server has received no request")
+            return self._entries[-1]
+
+    def for_session(self, session: str) -> list[JournalEntry]:
+        """Entries of one session, in arrival order."""
+        return [e for e in self.entries if e.session == session]
+
+    def chat(self) -> list[JournalEntry]:
+        """Entries for chat-completion requests only (not `/models` and the like)."""
+        return [e for e in self.entries if e.path.endswith("/chat/completions")]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[JournalEntry]:
+        return iter(self.entries)
+
+    def __getitem__(self, index: int) -> JournalEntry:
+        return self.entries[index]
+
+    def unused_steps(self) -> list[str]:
+        """Descriptions of scripted steps no request consumed."""
+        return self._pending() if self._pending is not None else []
+
+    def assert_consumed(self) -> None:
+        """Fail, listing them, if any scripted step was never used."""
+        unused = self.unused_steps()
+        if unused:
+            raise UnconsumedStepsError(
+                f"{len(unused)} scripted step(s) were never used:\n  "
+                + "\n  ".join(unused)
+                + "\n(the client made fewer requests than scripted, or its requests were "
+                "answered by other steps; see server.journal for what arrived)"
+            )

@@ -1,0 +1,217 @@
+"""Per-session script routing: which step answers a request.
+
+There is no global cursor (unlike upstream's mock, `dsh-testing.md` §1.9). A request's session is
+its `X-Mock-Session` header, else its `x-deepseek-harness-session-id` header, else a hash of its
+API key, else `anonymous`. A session seen for the first time claims the script registered for
+its id or, failing that, the next unclaimed script; parallel tests and concurrent subagents
+therefore consume their own scripts. Within a script the first unconsumed step whose `match`
+holds answers. A request no step matches, or one that finds its script used up, gets a decision
+the server turns into a non-retryable 418 so a harness never retries into a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mock_server.scripts import Match, Script, Step
+
+__all__ = [
+    "SESSION_HEADER",
+    "Decision",
+    "RequestView",
+    "Router",
+    "session_of",
+]
+
+SESSION_HEADER = "X-Mock-Session"
+HARNESS_SESSION_HEADER = "x-deepseek-harness-session-id"
+
+
+def session_of(headers: Mapping[str, str]) -> str:
+    """The session key of a request (see the module docstring). Never contains the API key."""
+    for name in (SESSION_HEADER, HARNESS_SESSION_HEADER):
+        value = headers.get(name)
+        if value:
+            return value
+    auth = headers.get("Authorization", "")
+    if auth:
+        digest = hashlib.sha256(auth.encode("utf-8")).hexdigest()[:12]
+        return f"key-{digest}"
+    return "anonymous"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestView:
+    """What step matchers look at in a request."""
+
+    last_user: str = ""
+    tool_results: frozenset[str] = frozenset()
+    model: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def _failures(match: Match | None, req: RequestView) -> list[str]:
+    """Why `match` does not hold for `req` (empty when it holds)."""
+    if match is None:
+        return []
+    out: list[str] = []
+    if match.user is not None and not re.search(match.user, req.last_user):
+        out.append(
+            f"match.user /{match.user}/ not found in the last user message {_clip(req.last_user)!r}"
+        )
+    if match.tool_result is not None and match.tool_result not in req.tool_results:
+        seen = ", ".join(sorted(req.tool_results)) or "none"
+        out.append(
+            f"match.tool_result wants a tool message for {match.tool_result!r}; results present: "
+            f"{seen}"
+        )
+    if match.model is not None and match.model != req.model:
+        out.append(f"match.model wants {match.model!r}, the request asked for {req.model!r}")
+    for name, pattern in match.headers.items():
+        value = req.headers.get(name)
+        if value is None:
+            out.append(f"match.headers.{name} wants /{pattern}/, the header is absent")
+        elif not re.search(pattern, value):
+            out.append(f"match.headers.{name} wants /{pattern}/, got {_clip(value)!r}")
+    return out
+
+
+def _clip(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The router's answer for one request."""
+
+    kind: Literal["step", "default", "no_match", "exhausted", "no_script"]
+    session: str
+    script: Script | None = None
+    index: int | None = None
+    step: Step | None = None
+    message: str = ""
+    """For the 418 kinds: what happened and what to do."""
+
+
+@dataclass(slots=True)
+class _Cursor:
+    script: Script
+    used: list[bool]
+
+
+class Router:
+    """Scripts waiting to be claimed, the sessions that claimed them, and their progress.
+
+    Thread-safe: the server's loop thread routes while a test thread may add scripts.
+    """
+
+    def __init__(self, scripts: list[Script] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._unclaimed: list[Script] = []
+        self._reserved: dict[str, Script] = {}
+        self._claims: dict[str, _Cursor] = {}
+        self._ever_scripted = False
+        for s in scripts or ():
+            self.add(s)
+
+    def add(self, script: Script, *, session: str | None = None) -> None:
+        """Queue a script for the next new session, or reserve it for `session`."""
+        with self._lock:
+            self._ever_scripted = True
+            key = session or script.session
+            if key is None:
+                self._unclaimed.append(script)
+            elif key in self._reserved or key in self._claims:
+                raise ValueError(
+                    f"session {key!r} already has a script; give each script its own session id"
+                )
+            else:
+                self._reserved[key] = script
+
+    @property
+    def scripted(self) -> bool:
+        """True once any script was added; before that every request gets the default reply."""
+        return self._ever_scripted
+
+    def route(self, session: str, req: RequestView) -> Decision:
+        """Pick (and consume) the step that answers this request."""
+        with self._lock:
+            if not self._ever_scripted:
+                return Decision(kind="default", session=session)
+            cursor = self._claims.get(session)
+            if cursor is None:
+                script = self._reserved.pop(session, None)
+                if script is None and self._unclaimed:
+                    script = self._unclaimed.pop(0)
+                if script is None:
+                    owners = ", ".join(sorted(self._claims)) or "none"
+                    return Decision(
+                        kind="no_script",
+                        session=session,
+                        message=f"session {session!r} has no script: every script is claimed "
+                        f"(by sessions: {owners}). Add a script for it, or send the same "
+                        f"X-Mock-Session header as the session that owns the script.",
+                    )
+                cursor = _Cursor(script, [False] * len(script.steps))
+                self._claims[session] = cursor
+            return self._pick(session, cursor, req)
+
+    def _pick(self, session: str, cur: _Cursor, req: RequestView) -> Decision:
+        script = cur.script
+        nearest: tuple[int, list[str]] | None = None
+        for i, step in enumerate(script.steps):
+            if cur.used[i]:
+                continue
+            fails = _failures(step.match, req)
+            if not fails:
+                cur.used[i] = True
+                return Decision(kind="step", session=session, script=script, index=i, step=step)
+            if nearest is None or len(fails) < len(nearest[1]):
+                nearest = (i, fails)
+        if nearest is None and script.repeat_last:
+            last = len(script.steps) - 1
+            fails = _failures(script.steps[last].match, req)
+            if not fails:
+                return Decision(
+                    kind="step", session=session, script=script, index=last, step=script.steps[last]
+                )
+            nearest = (last, fails)
+        if nearest is None:
+            return Decision(
+                kind="exhausted",
+                session=session,
+                script=script,
+                message=f"script {script.name!r} (session {session!r}) is exhausted: all "
+                f"{len(script.steps)} step(s) were used. Add steps, set repeat_last, or check "
+                f"why the client sent one request more than scripted.",
+            )
+        i, fails = nearest
+        return Decision(
+            kind="no_match",
+            session=session,
+            script=script,
+            index=i,
+            message=f"no step of script {script.name!r} (session {session!r}) matches this "
+            f"request. Nearest: {script.step_label(i)}:\n  - " + "\n  - ".join(fails),
+        )
+
+    def pending(self) -> list[str]:
+        """Unused steps of claimed scripts, and scripts nobody claimed."""
+        with self._lock:
+            out: list[str] = []
+            for session, cur in self._claims.items():
+                out += [
+                    f"{cur.script.step_label(i)} of session {session!r}"
+                    for i, used in enumerate(cur.used)
+                    if not used
+                ]
+            for s in self._unclaimed:
+                out.append(f"script {s.name!r}: never claimed by any session ({len(s.steps)} steps)")
+            for key, s in self._reserved.items():
+                out.append(f"script {s.name!r} reserved for session {key!r}: never used")
+            return out

@@ -1,0 +1,688 @@
+"""Scripts people write for the mock server: pydantic models, and a loader that locates errors.
+
+A script is an ordered list of steps a session consumes; each step is a logical reply (turned
+into wire chunks by :mod:`mock_server.generate`), a named fault (:mod:`mock_server.faults`) or
+raw bytes served as written. Scripts come from YAML or JSON files or are built in Python; an
+invalid one fails at load with the file, line, step and field named. This module is validated
+once per load; nothing here runs per chunk.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from mock_server.generate import (
+    FragmentPlan,
+    Framing,
+    Reply,
+    SplitPlan,
+    ToolCall,
+    WritePlan,
+    frame_jsonl,
+    plan_writes,
+)
+
+__all__ = [
+    "FaultName",
+    "FaultStep",
+    "Match",
+    "RawSpec",
+    "RawStep",
+    "RawWrite",
+    "ReplySpec",
+    "ReplyStep",
+    "Script",
+    "ScriptError",
+    "SplitSpec",
+    "Step",
+    "StreamSpec",
+    "Timing",
+    "ToolCallSpec",
+    "WriteSpec",
+    "load_script",
+    "load_scripts",
+    "parse_script",
+    "script_json_schema",
+]
+
+#: Every fault name a `fault:` step or `--sequence` accepts (upstream's names where they overlap).
+FaultName = Literal[
+    "auth_error",
+    "connection_reset",
+    "content_filter",
+    "context_overflow",
+    "crlf",
+    "done_missing",
+    "done_unterminated",
+    "empty",
+    "empty_body",
+    "event_error",
+    "garbage_line",
+    "hold_after_finish",
+    "inband_error",
+    "insufficient_balance",
+    "insufficient_system_resource",
+    "invalid_parameters",
+    "invalid_request",
+    "keep_alive",
+    "malformed_event",
+    "malformed_json",
+    "max_tokens",
+    "model_not_exist",
+    "partial_disconnect",
+    "partial_eof",
+    "partial_tool_eof",
+    "quota_exceeded",
+    "random",
+    "rate_limit",
+    "reasoning_passback",
+    "reasoning_stall",
+    "reasoning_success",
+    "server_error",
+    "service_unavailable",
+    "slow_drip",
+    "slow_headers",
+    "slow_success",
+    "split_writes",
+    "stall",
+    "stall_after",
+    "stream_disconnect",
+    "stream_eof",
+    "success",
+    "tool_call_success",
+    "wrong_content_type",
+]
+QuirkName = Literal[
+    "usage_chunk",
+    "usage_key_absent",
+    "reasoning_field",
+    "mixed_reasoning",
+    "repeat_tool_identity",
+    "whole_tool_call",
+    "empty_id_continuation",
+    "explicit_nulls",
+    "empty_tool_calls",
+    "same_index",
+    "missing_index",
+    "missing_id",
+    "index_offset",
+    "interleave_tool_calls",
+    "no_role_opener",
+    "finish_repeated",
+    "comments",
+    "data_no_space",
+]
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCallSpec(_Model):
+    """One tool call the model makes."""
+
+    name: str = Field(description="Function name, `[a-zA-Z0-9_-]{1,64}`.")
+    arguments: dict[str, Any] | list[Any] | str = Field(
+        default="{}",
+        description="An object (encoded as `json.dumps` with `, `/`: ` separators and raw "
+        "Unicode) or the exact raw string to stream, byte for byte (it need not be valid JSON).",
+    )
+    id: str | None = Field(default=None, description="Call id; default `call_0i_<24 alnum>`.")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not _TOOL_NAME.match(v):
+            raise ValueError(f"tool name {v!r} must match [a-zA-Z0-9_-]{{1,64}}")
+        return v
+
+    def arguments_text(self) -> str:
+        """The arguments exactly as they go on the wire."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+class ReplySpec(_Model):
+    """A logical assistant reply."""
+
+    content: str = ""
+    reasoning: str = Field(default="", description="Sent only when thinking mode is on.")
+    tool_calls: list[ToolCallSpec] = Field(default_factory=list)
+    finish_reason: FinishReason | None = Field(
+        default=None, description="Default: `tool_calls` with calls, else `stop`."
+    )
+    usage: dict[str, Any] | None = Field(
+        default=None, description="Sent as is; default computed to obey wire.md §8."
+    )
+    logprobs: int | None = Field(
+        default=None, ge=0, le=20, description="Force logprobs with this many top_logprobs."
+    )
+
+    def to_reply(self) -> Reply:
+        """The generator's view of this reply."""
+        return Reply(
+            content=self.content,
+            reasoning=self.reasoning,
+            tool_calls=tuple(
+                ToolCall(name=c.name, arguments=c.arguments_text(), id=c.id)
+                for c in self.tool_calls
+            ),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+class Match(_Model):
+    """Conditions a request must meet for a step to answer it; all given ones must hold."""
+
+    user: str | None = Field(default=None, description="Regex searched in the last user message.")
+    tool_result: str | None = Field(
+        default=None, description="A `tool` message answering this call id is in the history."
+    )
+    model: str | None = Field(default=None, description="The requested model id, exactly.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Header name → regex searched in its value."
+    )
+
+    @field_validator("user")
+    @classmethod
+    def _check_user(cls, v: str | None) -> str | None:
+        if v is not None:
+            _compile(v)
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for pattern in v.values():
+            _compile(pattern)
+        return {k.lower(): p for k, p in v.items()}
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"invalid regex {pattern!r}: {e}") from None
+
+
+class Timing(_Model):
+    """When bytes go out."""
+
+    headers_delay_ms: int = Field(default=0, ge=0, description="Wait before sending headers.")
+    first_byte_delay_ms: int = Field(
+        default=0,
+        ge=0,
+        description="Wait after headers before the first chunk, sending `: keep-alive` comments "
+        "(blank lines for non-streaming replies) every `keep_alive_interval_ms`.",
+    )
+    keep_alive_interval_ms: int = Field(default=50, ge=1)
+    chunk_delay_ms: int = Field(default=0, ge=0, description="Wait after every write.")
+
+
+class SplitSpec(_Model):
+    """How one kind of string is cut into delta fragments (see `SplitPlan`)."""
+
+    mode: Literal["tokens", "fixed", "points", "random", "whole"] = "tokens"
+    size: int = Field(default=4, ge=1)
+    points: list[int] = Field(default_factory=list)
+    min_size: int = Field(default=1, ge=1)
+    max_size: int = Field(default=8, ge=1)
+
+    def to_plan(self) -> SplitPlan:
+        return SplitPlan(
+            mode=self.mode,
+            size=self.size,
+            points=tuple(self.points),
+            min_size=self.min_size,
+            max_size=max(self.max_size, self.min_size),
+        )
+
+
+class WriteSpec(_Model):
+    """How the SSE bytes are cut into network writes (see `WritePlan`)."""
+
+    events_per_write: int = Field(default=1, ge=0)
+    size: int | None = Field(default=None, ge=1)
+    points: list[int] = Field(default_factory=list)
+    random_max: int | None = Field(default=None, ge=1)
+    inside_utf8: bool = False
+    inside_escapes: bool = False
+
+    def to_plan(self, seed: int) -> WritePlan:
+        return WritePlan(
+            events_per_write=self.events_per_write,
+            size=self.size,
+            points=tuple(self.points),
+            random_max=self.random_max,
+            seed=seed,
+            inside_utf8=self.inside_utf8,
+            inside_escapes=self.inside_escapes,
+        )
+
+
+class StreamSpec(_Model):
+    """Generator knobs for one step."""
+
+    split: SplitSpec | None = Field(default=None, description="For text, reasoning and arguments.")
+    text: SplitSpec | None = None
+    reasoning: SplitSpec | None = None
+    arguments: SplitSpec | None = None
+    writes: WriteSpec = Field(default_factory=WriteSpec)
+    framing: Framing = "lf"
+    quirks: list[QuirkName] = Field(default_factory=list)
+    thinking: bool | None = Field(
+        default=None, description="Force thinking mode on or off; default follows the request."
+    )
+    seed: int | None = Field(default=None, description="Default: the server seed plus the step.")
+
+    def fragment_plan(self) -> FragmentPlan:
+        base = self.split.to_plan() if self.split else SplitPlan()
+        return FragmentPlan(
+            text=self.text.to_plan() if self.text else base,
+            reasoning=self.reasoning.to_plan() if self.reasoning else base,
+            arguments=self.arguments.to_plan() if self.arguments else base,
+        )
+
+
+class _StepBase(_Model):
+    label: str | None = Field(default=None, description="A name for this step in messages.")
+    match: Match | None = None
+    timing: Timing = Field(default_factory=Timing)
+
+
+class ReplyStep(_StepBase):
+    """Answer with a generated stream (or JSON body) for a logical reply."""
+
+    reply: ReplySpec
+    stream: StreamSpec = Field(default_factory=StreamSpec)
+
+
+class FaultStep(_StepBase):
+    """Answer with a named fault from the catalogue; the optional fields tune it."""
+
+    fault: FaultName
+    stream: StreamSpec = Field(default_factory=StreamSpec)
+    text: str | None = Field(default=None, description="Answer text (success, partial_*).")
+    reasoning: str | None = Field(default=None, description="Reasoning text (reasoning_*).")
+    after_events: int = Field(default=2, ge=0, description="k for stall_after and mid-stream faults.")
+    keep_alives: int = Field(default=3, ge=0, description="Comments sent by keep_alive.")
+    status: int | None = Field(default=None, ge=100, le=599, description="HTTP error status.")
+    message: str | None = Field(default=None, description="Error message.")
+    type: str | None = Field(default=None, description="Error type.")
+    code: str | None = Field(default=None, description="Error code.")
+    retry_after: float | None = Field(default=None, ge=0, description="Seconds, for rate_limit.")
+    request_id: str | None = Field(default=None, description="Sent as x-request-id on errors.")
+    tool_name: str = "mock_tool"
+    tool_arguments: str = '{"value": "mock"}'
+    delay_ms: int | None = Field(default=None, ge=0, description="Delay used by slow faults.")
+
+
+class RawWrite(_Model):
+    """One network write: UTF-8 `text` or base64 `b64`, then an optional delay."""
+
+    text: str | None = None
+    b64: str | None = None
+    delay_ms: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_payload(self) -> RawWrite:
+        if (self.text is None) == (self.b64 is None):
+            raise ValueError("a write needs exactly one of `text` or `b64`")
+        if self.b64 is not None:
+            try:
+                base64.b64decode(self.b64, validate=True)
+            except ValueError as e:
+                raise ValueError(f"`b64` is not valid base64: {e}") from None
+        return self
+
+    def data(self) -> bytes:
+        if self.text is not None:
+            return self.text.encode("utf-8")
+        return base64.b64decode(self.b64 or "")
+
+
+class RawSpec(_Model):
+    """Bytes served exactly as written: explicit writes, or a file of SSE bytes or JSONL chunks."""
+
+    status: int = Field(default=200, ge=100, le=599)
+    headers: dict[str, str] = Field(
+        default_factory=lambda: {
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+        }
+    )
+    writes: list[RawWrite] = Field(default_factory=list)
+    file: str | None = Field(
+        default=None,
+        description="A `.sse` file served byte for byte, or a `.jsonl` file of chunk lines "
+        "framed as `data:` events plus `[DONE]` (wire.md S35); relative to the script file.",
+    )
+    framing: Framing = "lf"
+    write_plan: WriteSpec | None = Field(
+        default=None, description="How `file` bytes are cut into writes; default one per event."
+    )
+    _file_bytes: bytes | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _writes_or_file(self) -> RawSpec:
+        if self.writes and self.file:
+            raise ValueError("give either `writes` or `file`, not both")
+        return self
+
+    def load_file(self, base: Path | None) -> None:
+        """Read `file` (relative to `base`) once, so serving it never touches the disk."""
+        if self.file is None:
+            return
+        path = Path(self.file)
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        data = path.read_bytes()
+        if path.suffix == ".jsonl":
+            data = frame_jsonl(data, self.framing)
+        self._file_bytes = data
+
+    def writes_with_delays(self, seed: int = 0) -> list[tuple[bytes, float]]:
+        """The writes to send, each with the delay after it in seconds."""
+        if self.file is not None:
+            if self._file_bytes is None:
+                self.load_file(None)
+            plan = (self.write_plan or WriteSpec()).to_plan(seed)
+            return [(w, 0.0) for w in plan_writes(self._file_bytes or b"", plan)]
+        return [(w.data(), w.delay_ms / 1000) for w in self.writes]
+
+
+class RawStep(_StepBase):
+    """Answer with raw bytes."""
+
+    raw: RawSpec
+
+
+def _step_kind(v: Any) -> str | None:
+    if isinstance(v, Mapping):
+        kinds = [k for k in ("reply", "fault", "raw") if k in v]
+        return kinds[0] if len(kinds) == 1 else None
+    for cls, kind in ((ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw")):
+        if isinstance(v, cls):
+            return kind
+    return None
+
+
+Step = Annotated[
+    Annotated[ReplyStep, Tag("reply")] | Annotated[FaultStep, Tag("fault")] | Annotated[RawStep, Tag("raw")],
+    Discriminator(
+        _step_kind,
+        custom_error_type="step_kind",
+        custom_error_message="a step needs exactly one of the keys `reply`, `fault` or `raw` "
+        "(or is a bare fault name)",
+    ),
+]
+
+
+class Script(_Model):
+    """An ordered list of steps one session consumes."""
+
+    name: str = Field(default="script", description="Named in errors and the journal.")
+    session: str | None = Field(
+        default=None, description="Reserve this script for one session id instead of the next "
+        "new session."
+    )
+    repeat_last: bool = Field(default=False, description="Reuse the last step once all are used.")
+    steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        # A bare fault name is a fault step: `steps: [rate_limit, success]`.
+        if isinstance(data, Mapping) and isinstance(data.get("steps"), list):
+            data = dict(data)
+            data["steps"] = [{"fault": s} if isinstance(s, str) else s for s in data["steps"]]
+        return data
+
+    @classmethod
+    def of(cls, *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep, **kw: Any) -> Script:
+        """Build a script from fault names, step dicts or step models."""
+        return cls.model_validate({**kw, "steps": list(steps)})
+
+    @classmethod
+    def replies(cls, *contents: str, **kw: Any) -> Script:
+        """A script of plain text replies, one per step."""
+        return cls.of(*({"reply": {"content": c}} for c in contents), **kw)
+
+    def step_label(self, index: int) -> str:
+        step = self.steps[index]
+        kind = _step_kind(step) or "step"
+        detail = step.label or (step.fault if isinstance(step, FaultStep) else kind)
+        return f"{self.name}[{index}] ({detail})"
+
+
+class ScriptError(Exception):
+    """An invalid script: what was wrong, where (file, line, step, field) and what to do."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.source or "<script>"
+        if self.line is not None:
+            where += f":{self.line}"
+        text = f"{where}: "
+        if self.field:
+            text += f"{self.field}: "
+        text += self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_script_error,
+            (self.message, self.source, self.line, self.field, self.hint),
+        )
+
+
+def _rebuild_script_error(
+    message: str, source: str | None, line: int | None, field: str | None, hint: str | None
+) -> ScriptError:
+    return ScriptError(message, source=source, line=line, field=field, hint=hint)
+
+
+_TAGS = frozenset({"reply", "fault", "raw"})
+
+
+def _field_path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for i, part in enumerate(loc):
+        # pydantic puts the union tag into the location (`steps.0.reply.reply.content`); drop it.
+        if part in _TAGS and i + 1 < len(loc) and loc[i + 1] == part:
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
+    """Walk a composed YAML node tree along a pydantic location; the deepest line found."""
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                    nxt = value
+                    line = key.start_mark.line + 1
+                    break
+            if nxt is None and part in _TAGS:
+                continue  # a union tag, not a key
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _hint_for(err: Mapping[str, Any]) -> str | None:
+    t = err.get("type")
+    if t == "extra_forbidden":
+        return "remove the key, or check its spelling against mock_server/script.schema.json"
+    if t == "literal_error" and err["loc"] and err["loc"][-1] == "fault":
+        return "see the fault table in docs/mock_server.md"
+    if t == "step_kind":
+        return "write `- reply: {content: ...}`, `- fault: rate_limit` or `- raw: {...}`"
+    return None
+
+
+def parse_script(
+    data: Any,
+    *,
+    source: str | None = None,
+    text: str | None = None,
+    base: Path | None = None,
+    default_name: str | None = None,
+) -> Script:
+    """Validate a parsed script (a mapping, or a bare list of steps) into a :class:`Script`.
+
+    `text` is the original file text, used to find line numbers; `base` resolves raw files.
+    Raises :class:`ScriptError` naming the first problem.
+    """
+    if isinstance(data, list):
+        data = {"steps": data}
+    if isinstance(data, Mapping) and default_name and "name" not in data:
+        data = {**data, "name": default_name}
+    if not isinstance(data, Mapping):
+        raise ScriptError(
+            f"a script must be a mapping with `steps` or a list of steps, got {type(data).__name__}",
+            source=source,
+            line=1,
+        )
+    try:
+        script = Script.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        node = None
+        if text is not None:
+            try:
+                node = yaml.compose(text, Loader=yaml.SafeLoader)
+            except yaml.YAMLError:
+                node = None
+        more = len(e.errors()) - 1
+        message = err["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        raise ScriptError(
+            message,
+            source=source,
+            line=_line_of(node, loc),
+            field=_field_path(loc) or None,
+            hint=_hint_for(err),
+        ) from None
+    for i, step in enumerate(script.steps):
+        if isinstance(step, RawStep) and step.raw.file is not None:
+            try:
+                step.raw.load_file(base)
+            except OSError as e:
+                raise ScriptError(
+                    f"cannot read raw file {step.raw.file!r}: {e.strerror}",
+                    source=source,
+                    field=f"steps[{i}].raw.file",
+                    hint="paths are relative to the script file",
+                ) from None
+    return script
+
+
+def load_scripts(path: str | Path) -> list[Script]:
+    """Load a YAML or JSON file holding one script, a list of steps, or `scripts: [...]`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScriptError(f"cannot read script file: {e.strerror}", source=str(p)) from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        line = getattr(e, "lineno", None)
+        mark = getattr(e, "problem_mark", None)
+        if mark is not None:
+            line = mark.line + 1
+        raise ScriptError(
+            f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}", source=str(p), line=line
+        ) from None
+    if isinstance(data, Mapping) and "scripts" in data:
+        items = data["scripts"]
+        if not isinstance(items, list) or not items:
+            raise ScriptError("`scripts` must be a non-empty list", source=str(p), field="scripts")
+        out = []
+        for i, item in enumerate(items):
+            try:
+                out.append(
+                    parse_script(item, source=str(p), base=p.parent, default_name=f"{p.stem}#{i}")
+                )
+            except ScriptError as e:
+                raise ScriptError(
+                    e.message, source=str(p), field=f"scripts[{i}].{e.field or ''}".rstrip("."),
+                    hint=e.hint,
+                ) from None
+        return out
+    return [parse_script(data, source=str(p), text=text, base=p.parent, default_name=p.stem)]
+
+
+def load_script(path: str | Path) -> Script:
+    """Load a file holding exactly one script."""
+    scripts = load_scripts(path)
+    if len(scripts) != 1:
+        raise ScriptError(
+            f"expected one script, found {len(scripts)}",
+            source=str(path),
+            hint="use load_scripts() for a file with `scripts: [...]`",
+        )
+    return scripts[0]
+
+
+def script_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a script file, as committed in `mock_server/script.schema.json`."""
+    schema = Script.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "dshkit mock server script"
+    return schema
+

@@ -1,0 +1,241 @@
+"""MockServer: a mock DeepSeek endpoint on 127.0.0.1, for async tests, sync tests and the CLI.
+
+The server binds port 0 by default and reads the real port back (`.port`, `.base_url`), so
+parallel tests never collide. Use it with `async with MockServer(...)` on the running loop, or
+with a plain `with MockServer(...)` from sync code, which runs it on a background thread with
+its own loop (the sync openai client can then call it). `close()` is idempotent and ends every
+open stream, stalled ones included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from mock_server.app import make_app
+from mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
+from mock_server.generate import Era
+from mock_server.journal import Journal
+from mock_server.routing import Router
+from mock_server.scripts import Script, load_scripts, parse_script
+
+__all__ = ["MockServer", "ScriptSource", "sequence_script"]
+
+ScriptSource = Script | str | os.PathLike[str]
+
+
+def sequence_script(names: Sequence[str] | str, *, repeat_last: bool = False) -> Script:
+    """A script of fault steps from names (`"rate_limit,success"` or a list)."""
+    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+    return parse_script(
+        {"name": "sequence", "repeat_last": repeat_last, "steps": [n for n in items if n]},
+        source="--sequence",
+    )
+
+
+def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    from mock_server.faults import FAULTS
+
+    out: dict[str, float] = {}
+    for name, w in weights.items():
+        if name not in FAULTS or name == "random":
+            raise ValueError(f"random weight for unknown fault {name!r}; known: {sorted(FAULTS)}")
+        if not (w >= 0 and w != float("inf")):
+            raise ValueError(f"random weight for {name!r} must be finite and >= 0, got {w}")
+        out[name] = float(w)
+    if not any(out.values()):
+        raise ValueError("random weights need at least one positive entry")
+    return out
+
+
+class MockServer:
+    """A mock DeepSeek server.
+
+    Args:
+        scripts: `Script` objects or paths of YAML/JSON script files; each new session claims
+            the next one (or the one reserved for its id).
+        sequence: fault names forming one more script (`--sequence`).
+        api_key: require `Authorization: Bearer <api_key>` (S2); None accepts any.
+        seed: seeds generated ids, split plans and random mode; None picks one (see `.seed`).
+        weights: fault name → weight for `random` steps.
+        journal: a JSONL file the journal appends to (parents created).
+        era: `v4` (default) or `v3.2` stream and limit shapes.
+        on_event: called with each `request`/`result` telemetry dict.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        *scripts: ScriptSource,
+        sequence: Sequence[str] | str | None = None,
+        repeat_last: bool = False,
+        api_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        seed: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        journal: str | os.PathLike[str] | None = None,
+        era: Era = "v4",
+        max_body_bytes: int = 16 * 1024 * 1024,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        loaded: list[Script] = []
+        for s in scripts:
+            loaded.extend([s] if isinstance(s, Script) else load_scripts(Path(s)))
+        if sequence:
+            loaded.append(sequence_script(sequence, repeat_last=repeat_last))
+        self.seed = seed if seed is not None else secrets.randbits(32)
+        self.host = host
+        self._requested_port = port
+        self.router = Router(loaded)
+        self.journal = Journal(journal, pending=self.router.pending)
+        self.config = ServerConfig(
+            api_key=api_key,
+            era=era,
+            seed=self.seed,
+            max_body_bytes=max_body_bytes,
+            weights=_check_weights(weights) if weights is not None else dict(DEFAULT_WEIGHTS),
+            on_event=on_event,
+        )
+        self._runner: web.AppRunner | None = None
+        self._runtime: Runtime | None = None
+        self._port: int | None = None
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- addresses -------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (read back from the socket)."""
+        if self._port is None:
+            raise RuntimeError("the server is not started; use `async with` or `await start()`")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT`: give this to clients (they append `/chat/completions`)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The full chat endpoint, `base_url + "/chat/completions"`, for raw HTTP clients."""
+        return self.base_url + "/chat/completions"
+
+    def make_url(self, path: str) -> str:
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    # -- scripts ---------------------------------------------------------------------------
+
+    def add_script(self, script: ScriptSource, *, session: str | None = None) -> None:
+        """Add a script (or a file's scripts) now; `session` reserves it for that session id."""
+        scripts = [script] if isinstance(script, Script) else load_scripts(Path(script))
+        for s in scripts:
+            self.router.add(s, session=session)
+
+    def assert_consumed(self) -> None:
+        """Fail listing every scripted step no request used."""
+        self.journal.assert_consumed()
+
+    # -- lifecycle on the current loop -----------------------------------------------------
+
+    async def start(self) -> MockServer:
+        """Bind and serve on the running loop."""
+        if self._runner is not None:
+            return self
+        if self._closed:
+            raise RuntimeError("a closed MockServer cannot be restarted; make a new one")
+        self._runtime = Runtime(self.config, self.journal)
+        app = make_app(self._runtime, self.router)
+        # handler_cancellation: a client that hangs up cancels its handler, ending stalls.
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        server = site._server  # aiohttp keeps the asyncio Server here
+        sockets = getattr(server, "sockets", None) or []
+        self._port = int(sockets[0].getsockname()[1]) if sockets else self._requested_port
+        return self
+
+    async def close(self) -> None:
+        """Stop serving; end open streams (stalled ones too). Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        runtime, runner = self._runtime, self._runner
+        if runtime is not None:
+            runtime.closing.set()
+            await asyncio.sleep(0)  # let waiting handlers see the flag and reset their sockets
+            for x in list(runtime.active):
+                x.reset()
+        if runner is not None:
+            await runner.cleanup()
+        self.journal.close()
+
+    async def __aenter__(self) -> MockServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- lifecycle on a background thread (for sync code) ----------------------------------
+
+    def start_in_thread(self) -> MockServer:
+        """Serve from a daemon thread with its own loop; returns once the port is bound."""
+        if self._thread is not None:
+            return self
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(
+            target=loop.run_forever, name="dshkit-mock-server", daemon=True
+        )
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.start(), loop).result(timeout=30)
+        return self
+
+    def close_thread(self) -> None:
+        """Close a server started with :meth:`start_in_thread` and join its thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self._thread = None
+        asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        loop.close()
+        self._loop = None
+
+    def __enter__(self) -> MockServer:
+        return self.start_in_thread()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_thread()
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._port is not None else "not started"
+        return f"<MockServer {where} seed={self.seed}>"
+

@@ -1,0 +1,494 @@
+"""Request validation for `/chat/completions`, with DeepSeek's statuses and messages (S2–S12, S41).
+
+Pure functions from the request bytes to a :class:`ChatRequest`, or a :class:`Rejection`
+carrying the status and the error envelope DeepSeek would send. The messages follow the
+observed patterns in `wire.md` §11 ("Failed to deserialize the JSON body into the target type:
+<path>: <reason>", "Model Not Exist", the max_tokens range, the reasoning passback text).
+A rejected request never reaches the router, so it never consumes a script step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mock_server.generate import Era
+from mock_server.journal import redact_headers
+from mock_server.routing import RequestView
+
+__all__ = [
+    "MODELS",
+    "ChatRequest",
+    "Rejection",
+    "check_auth",
+    "error_body",
+    "resolve_model",
+    "validate_chat",
+]
+
+MODELS = (
+    "deepseek-chat",
+    "deepseek-reasoner",
+    "deepseek-v4-flash",
+    "deepseek-v4-pro",
+    "deepseek-flash",
+)
+_ROLES = ("system", "user", "assistant", "tool")
+_EFFORTS = frozenset({"low", "high", "max", "minimal", "medium", "xhigh", "ultra", "none"})
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_STRICT_FORMATS = frozenset({"email", "hostname", "ipv4", "ipv6", "uuid"})
+_STRICT_TYPES = frozenset({"object", "string", "number", "integer", "boolean", "array", "null"})
+_DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
+PASSBACK_MESSAGE = "The reasoning_content in the thinking mode must be passed back to the API."
+
+
+def error_body(
+    message: str, type: str = "invalid_request_error", code: str | None = "invalid_request_error"
+) -> dict[str, Any]:
+    """DeepSeek's error envelope (`wire.md` §11)."""
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection(Exception):
+    """A request the server refuses, with what it sends back."""
+
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    code: str | None = "invalid_request_error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.code)
+
+
+def _bad(path: str, reason: str) -> Rejection:
+    return Rejection(400, f"{_DESERIALIZE}{path + ': ' if path else ''}{reason}")
+
+
+def _invalid(message: str) -> Rejection:
+    # S5: 422 "Invalid Parameters" for out-of-range values (no recording of the exact body).
+    return Rejection(422, f"Invalid Parameters: {message}", code="invalid_parameters")
+
+
+def check_auth(headers: Mapping[str, str], api_key: str | None) -> None:
+    """S2: with an API key configured, `Authorization` must be exactly `Bearer <key>`."""
+    if api_key is None:
+        return
+    auth = headers.get("Authorization")
+    if auth == f"Bearer {api_key}":
+        return
+    # DeepSeek echoes the last key characters; we never echo any part of a key.
+    reason = "no api key was sent" if not auth else "the api key is invalid"
+    raise Rejection(
+        401,
+        f"Authentication Fails, {reason} (expected `Authorization: Bearer <key>` with the "
+        "key the mock server was started with)",
+        type="authentication_error",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRequest:
+    """A validated chat-completion request: the body plus what the server derived from it."""
+
+    body: dict[str, Any]
+    model: str
+    response_model: str
+    """The model id responses carry (V4 maps the old aliases to `deepseek-v4-flash`, rq01)."""
+    thinking: bool
+    stream: bool
+    beta: bool
+    max_tokens: int | None
+    logprobs: int | None
+    """None without `logprobs: true`, else the number of top_logprobs."""
+    stop: tuple[str, ...]
+    tools: tuple[Mapping[str, Any], ...]
+    """The `function` objects of the request's tools."""
+    forced_tool: str | None
+    """The tool a `required` or named `tool_choice` forces (`required` → the first tool)."""
+    json_mode: bool
+    prefix: str | None
+    """The content of a trailing `prefix: true` assistant message (S39)."""
+    prompt_tokens: int
+    view: RequestView
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"boolean `{str(v).lower()}`"
+    if isinstance(v, (int, float)):
+        return f"number `{v}`"
+    if isinstance(v, str):
+        return f"string {json.dumps(v)}"
+    if isinstance(v, list):
+        return "sequence"
+    return "map"
+
+
+def resolve_model(model: str, era: Era) -> str:
+    """The model id a response carries for a requested id."""
+    if era == "v4" and model in ("deepseek-chat", "deepseek-reasoner"):
+        return "deepseek-v4-flash"
+    return model
+
+
+def _limits(model: str, era: Era) -> tuple[int, int]:
+    """(max_tokens ceiling, context window) per era and model (`wire.md` §0, S5)."""
+    if era == "v4":
+        return 393_216, 1_048_576
+    if model == "deepseek-chat":
+        return 8_192, 131_072
+    return 65_536, 131_072
+
+
+def _text_of(content: Any, path: str, *, allow_null: bool) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        if allow_null:
+            return ""
+        raise _bad(path, "invalid type: null, expected a string or a sequence of content parts")
+    if isinstance(content, list):
+        out = []
+        for j, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise _bad(f"{path}[{j}]", f"invalid type: {_kind(part)}, expected a content part")
+            t = part.get("type")
+            if t != "text":
+                raise _bad(path, f"unknown variant `{t}`, expected `text`")
+            if not isinstance(part.get("text"), str):
+                raise _bad(f"{path}[{j}]", "missing field `text`")
+            out.append(part["text"])
+        return "".join(out)
+    raise _bad(path, f"invalid type: {_kind(content)}, expected a string")
+
+
+def _number(body: Mapping[str, Any], name: str) -> float | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _bad(name, f"invalid type: {_kind(v)}, expected a number")
+    return float(v)
+
+
+def _check_strict_schema(schema: Any, where: str) -> str | None:
+    """The first way `schema` leaves the strict-mode subset of `wire.md` §5, or None."""
+    if not isinstance(schema, dict):
+        return f"{where} must be an object"
+    for key in ("$defs", "definitions"):
+        for name, sub in (schema.get(key) or {}).items():
+            problem = _check_strict_schema(sub, f"{where}.{key}.{name}")
+            if problem:
+                return problem
+    if "$ref" in schema:
+        return None
+    if "anyOf" in schema:
+        for k, sub in enumerate(schema["anyOf"]):
+            problem = _check_strict_schema(sub, f"{where}.anyOf[{k}]")
+            if problem:
+                return problem
+        return None
+    if "enum" in schema and "type" not in schema:
+        return None
+    t = schema.get("type")
+    types = t if isinstance(t, list) else [t]
+    for one in types:
+        if one not in _STRICT_TYPES:
+            return f"{where}.type {one!r} is not supported in strict mode"
+    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
+        return f"{where}.format {schema['format']!r} is not one of {sorted(_STRICT_FORMATS)}"
+    if "object" in types:
+        props = schema.get("properties") or {}
+        missing = sorted(set(props) - set(schema.get("required") or []))
+        if missing:
+            return f"{where}: every property must be listed in `required` (missing {missing})"
+        if schema.get("additionalProperties") is not False:
+            return f"{where}: `additionalProperties: false` is required in strict mode"
+        for name, sub in props.items():
+            problem = _check_strict_schema(sub, f"{where}.properties.{name}")
+            if problem:
+                return problem
+    if "array" in types and "items" in schema:
+        return _check_strict_schema(schema["items"], f"{where}.items")
+    return None
+
+
+def validate_chat(
+    raw: bytes,
+    *,
+    path: str,
+    headers: Mapping[str, str],
+    era: Era = "v4",
+) -> ChatRequest:
+    """Validate a chat-completion request body; raise :class:`Rejection` on the first problem."""
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        if isinstance(e, json.JSONDecodeError):
+            where = f"{e.msg} at line {e.lineno} column {e.colno}"
+        else:
+            where = "the body is not valid UTF-8"
+        raise _bad("", where) from None
+    if not isinstance(body, dict):
+        raise _bad("", f"invalid type: {_kind(body)}, expected struct ChatCompletionRequest")
+    if "model" not in body:
+        raise _bad("", "missing field `model`")
+    model = body["model"]
+    if not isinstance(model, str):
+        raise _bad("model", f"invalid type: {_kind(model)}, expected a string")
+    if "messages" not in body:
+        raise _bad("", "missing field `messages`")
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        raise _bad("messages", f"invalid type: {_kind(messages)}, expected a sequence")
+    if not messages:
+        raise _bad("messages", "invalid length 0, expected at least one message")
+
+    text_total = 0
+    last_user = ""
+    tool_results: set[str] = set()
+    call_ids: set[str] = set()
+    pending_calls: list[str] = []
+    reasoning_missing: int | None = None
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, dict):
+            raise _bad(where, f"invalid type: {_kind(msg)}, expected a message object")
+        if "role" not in msg:
+            raise _bad(where, "missing field `role`")
+        role = msg["role"]
+        if role not in _ROLES:
+            raise _bad(
+                where,
+                f"unknown variant `{role}`, expected one of `system`, `user`, `assistant`, `tool`",
+            )
+        if role != "tool" and pending_calls:
+            # ds17: an assistant tool call must be answered before the conversation moves on.
+            raise Rejection(400, f"No tool output found for tool call {pending_calls[0]}.")
+        if role in ("system", "user", "tool"):
+            if "content" not in msg:
+                raise _bad(where, "missing field `content`")
+            text = _text_of(msg["content"], f"{where}.content", allow_null=False)
+            text_total += len(text)
+            if role == "user":
+                last_user = text
+        if role == "tool":
+            tcid = msg.get("tool_call_id")
+            if not isinstance(tcid, str):
+                raise _bad(where, "missing field `tool_call_id`")
+            if tcid not in call_ids:
+                raise Rejection(
+                    400,
+                    f"{where}: tool_call_id `{tcid}` does not answer any tool call of an "
+                    "earlier assistant message",
+                )
+            if tcid in pending_calls:
+                pending_calls.remove(tcid)
+            tool_results.add(tcid)
+        if role == "assistant":
+            text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=True))
+            calls = msg.get("tool_calls")
+            if calls is not None:
+                if not isinstance(calls, list):
+                    raise _bad(f"{where}.tool_calls", f"invalid type: {_kind(calls)}, expected a sequence")
+                for j, call in enumerate(calls):
+                    cw = f"{where}.tool_calls[{j}]"
+                    if not isinstance(call, dict):
+                        raise _bad(cw, f"invalid type: {_kind(call)}, expected a tool call")
+                    if not isinstance(call.get("id"), str):
+                        raise _bad(cw, "missing field `id`")
+                    fn = call.get("function")
+                    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                        raise _bad(cw, "missing field `function.name`")
+                    args = fn.get("arguments")
+                    if not isinstance(args, str):
+                        raise _bad(f"{cw}.function.arguments", f"invalid type: {_kind(args)}, expected a string")
+                    text_total += len(args)
+                    call_ids.add(call["id"])
+                    pending_calls.append(call["id"])
+                if calls and msg.get("reasoning_content") is None and reasoning_missing is None:
+                    reasoning_missing = i
+
+    if model not in MODELS:
+        raise Rejection(400, "Model Not Exist")
+
+    thinking = model != "deepseek-chat"
+    effort = body.get("reasoning_effort")
+    if effort is not None:
+        if effort not in _EFFORTS:
+            raise _bad(
+                "reasoning_effort",
+                f"unknown variant `{effort}`, expected one of `low`, `high`, `max`",
+            )
+        if effort == "none":
+            thinking = False  # observed in rq02
+    th = body.get("thinking")
+    if th is not None:
+        if not isinstance(th, dict) or th.get("type") not in ("enabled", "disabled"):
+            got = th.get("type") if isinstance(th, dict) else th
+            raise _bad("thinking.type", f"unknown variant `{got}`, expected `enabled` or `disabled`")
+        thinking = th["type"] == "enabled"
+
+    ceiling, context = _limits(model, era)
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise _bad("max_tokens", f"invalid type: {_kind(max_tokens)}, expected an integer")
+        if not 1 <= max_tokens <= ceiling:
+            raise Rejection(
+                400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {ceiling}]"
+            )
+
+    if not thinking:  # S10: ignored (not even range-checked) in thinking mode
+        for name, lo, hi, lo_open in (
+            ("temperature", 0.0, 2.0, False),
+            ("top_p", 0.0, 1.0, True),
+            ("presence_penalty", -2.0, 2.0, False),
+            ("frequency_penalty", -2.0, 2.0, False),
+        ):
+            v = _number(body, name)
+            if v is not None and (v > hi or v < lo or (lo_open and v == lo)):
+                rng = f"({lo:g}, {hi:g}]" if lo_open else f"[{lo:g}, {hi:g}]"
+                raise _invalid(f"`{name}` must be in {rng}, got {v:g}")
+
+    logprobs_on = body.get("logprobs") is True
+    top = body.get("top_logprobs")
+    if top is not None:
+        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
+            raise _invalid(f"`top_logprobs` must be an integer in [0, 20], got {top!r}")
+        if not logprobs_on:
+            raise _invalid("`top_logprobs` needs `logprobs: true`")
+
+    stop_raw = body.get("stop")
+    stop: tuple[str, ...] = ()
+    if isinstance(stop_raw, str):
+        stop = (stop_raw,)
+    elif isinstance(stop_raw, list):
+        if len(stop_raw) > 16:
+            raise _invalid(f"`stop` takes at most 16 strings, got {len(stop_raw)}")
+        if not all(isinstance(s, str) for s in stop_raw):
+            raise _bad("stop", "invalid type, expected a string or a sequence of strings")
+        stop = tuple(stop_raw)
+    elif stop_raw is not None:
+        raise _bad("stop", f"invalid type: {_kind(stop_raw)}, expected a string or a sequence")
+
+    tools_raw = body.get("tools")
+    functions: list[Mapping[str, Any]] = []
+    if tools_raw is not None:
+        if not isinstance(tools_raw, list):
+            raise _bad("tools", f"invalid type: {_kind(tools_raw)}, expected a sequence")
+        if len(tools_raw) > 128:
+            raise _invalid(f"at most 128 tools are allowed, got {len(tools_raw)}")
+        for j, tool in enumerate(tools_raw):
+            tw = f"tools[{j}]"
+            if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
+                raise _bad(tw, "missing field `function`")
+            fn = tool["function"]
+            name = fn.get("name")
+            if not isinstance(name, str):
+                raise _bad(f"{tw}.function", "missing field `name`")
+            if not _TOOL_NAME.match(name):
+                raise _invalid(f"{tw}.function.name {name!r} must match [a-zA-Z0-9_-]{{1,64}}")
+            if fn.get("strict") is True:
+                problem = _check_strict_schema(
+                    fn.get("parameters", {"type": "object", "properties": {}, "required": [],
+                                          "additionalProperties": False}),
+                    "parameters",
+                )
+                if problem:
+                    raise Rejection(400, f"Invalid schema for function '{name}': {problem}")
+            functions.append(fn)
+
+    forced: str | None = None
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if choice == "required":
+            if not functions:
+                raise Rejection(400, "tool_choice `required` needs at least one tool in `tools`")
+            forced = str(functions[0]["name"])
+        elif isinstance(choice, dict):
+            fn = choice.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if choice.get("type") != "function" or not isinstance(name, str):
+                raise _bad("tool_choice", "expected `{\"type\": \"function\", \"function\": {\"name\": ...}}`")
+            if name not in {f["name"] for f in functions}:
+                raise Rejection(400, f"tool_choice names function `{name}`, which is not in `tools`")
+            forced = name
+        elif choice not in ("none", "auto"):
+            raise _bad(
+                "tool_choice",
+                f"unknown variant `{choice}`, expected `none`, `auto`, `required` or an object",
+            )
+    if forced is not None and thinking:
+        raise Rejection(400, "Thinking mode does not support tool_choice")  # S9
+
+    if reasoning_missing is not None and thinking:
+        raise Rejection(400, PASSBACK_MESSAGE)  # S7; "" counts as present
+
+    fmt = body.get("response_format")
+    json_mode = False
+    if fmt is not None:
+        if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object"):
+            got = fmt.get("type") if isinstance(fmt, dict) else fmt
+            raise _bad("response_format.type", f"unknown variant `{got}`, expected `text` or `json_object`")
+        json_mode = fmt["type"] == "json_object"
+        if json_mode:
+            prompt_text = " ".join(
+                _text_of(m.get("content"), "", allow_null=True)
+                for m in messages
+                if m.get("role") in ("system", "user")
+            )
+            if "json" not in prompt_text.lower():
+                # S37 MAY: DeepSeek's docs say the prompt must contain the word "json".
+                raise Rejection(
+                    400,
+                    "Prompt must contain the word 'json' in some form to use 'response_format' "
+                    "of type 'json_object'.",
+                )
+
+    prefix = None
+    last = messages[-1]
+    if last.get("role") == "assistant" and last.get("prefix") is True:
+        prefix = _text_of(last.get("content"), "", allow_null=True)
+
+    prompt_tokens = max(1, text_total // 4 + 4 * len(messages) + len(json.dumps(functions)) // 8)
+    if prompt_tokens + (max_tokens or 0) > context:
+        raise Rejection(
+            400,
+            f"This model's maximum context length is {context} tokens. However, you requested "
+            f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, "
+            f"{max_tokens or 0} in the completion). Please reduce the length of the messages or "
+            "completion.",
+        )
+
+    stream = body.get("stream") is True
+    return ChatRequest(
+        body=body,
+        model=model,
+        response_model=resolve_model(model, era),
+        thinking=thinking,
+        stream=stream,
+        beta=path.startswith("/beta/"),
+        max_tokens=max_tokens,
+        logprobs=(top or 0) if logprobs_on else None,
+        stop=stop,
+        tools=tuple(functions),
+        forced_tool=forced,
+        json_mode=json_mode,
+        prefix=prefix,
+        prompt_tokens=prompt_tokens,
+        view=RequestView(
+            last_user=last_user,
+            tool_results=frozenset(tool_results),
+            model=model,
+            headers=redact_headers(headers),
+        ),
+    )
