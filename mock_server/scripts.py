@@ -524,12 +524,17 @@ def _rebuild_script_error(
 _TAGS = frozenset({"reply", "fault", "raw"})
 
 
+def _strip_tag(loc: Sequence[int | str]) -> tuple[int | str, ...]:
+    # pydantic puts the union tag right after the step index (`steps.0.reply.match.user`,
+    # where `reply` is the tag, not the key); drop it so the path follows the document.
+    if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[1], int) and loc[2] in _TAGS:
+        return (*loc[:2], *loc[3:])
+    return tuple(loc)
+
+
 def _field_path(loc: Sequence[int | str]) -> str:
     out = ""
-    for i, part in enumerate(loc):
-        # pydantic puts the union tag into the location (`steps.0.reply.reply.content`); drop it.
-        if part in _TAGS and i + 1 < len(loc) and loc[i + 1] == part:
-            continue
+    for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -551,8 +556,6 @@ def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
                     nxt = value
                     line = key.start_mark.line + 1
                     break
-            if nxt is None and part in _TAGS:
-                continue  # a union tag, not a key
             node = nxt
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
             node = node.value[part] if part < len(node.value) else None
@@ -601,7 +604,7 @@ def parse_script(
         script = Script.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = tuple(err["loc"])
+        loc = _strip_tag(err["loc"])
         node = None
         if text is not None:
             try:

@@ -1,0 +1,71 @@
+"""Per-session routing: session keys, claims, matchers, 418 decisions, pending steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from mock_server import RequestView, Router, Script, session_of
+
+
+def test_session_key_order_and_no_key_leak() -> None:
+    assert session_of({"X-Mock-Session": "a", "x-deepseek-harness-session-id": "b"}) == "a"
+    assert session_of({"x-deepseek-harness-session-id": "b", "Authorization": "Bearer k"}) == "b"
+    key = session_of({"Authorization": "Bearer sk-secret"})
+    assert key.startswith("key-") and "secret" not in key
+    assert session_of({}) == "anonymous"
+
+
+def test_each_new_session_claims_the_next_script_or_its_own() -> None:
+    r = Router([Script.replies("a", name="A"), Script.replies("b", name="B")])
+    r.add(Script.replies("mine", name="M"), session="s-mine")
+    assert r.route("s-mine", RequestView()).script.name == "M"  # type: ignore[union-attr]
+    assert r.route("s1", RequestView()).script.name == "A"  # type: ignore[union-attr]
+    assert r.route("s2", RequestView()).script.name == "B"  # type: ignore[union-attr]
+    d = r.route("s3", RequestView())
+    assert d.kind == "no_script" and "s1" in d.message
+    with pytest.raises(ValueError, match="already has a script"):
+        r.add(Script.replies("x"), session="s1")
+
+
+def test_first_unconsumed_matching_step_answers() -> None:
+    s = Script.of(
+        {"reply": {"content": "weather"}, "match": {"user": "weather"}},
+        {"reply": {"content": "after tool"}, "match": {"tool_result": "call_1"}},
+        {"reply": {"content": "any"}},
+        name="m",
+    )
+    r = Router([s])
+    assert r.route("s", RequestView(last_user="hi")).index == 2
+    assert r.route("s", RequestView(tool_results=frozenset({"call_1"}))).index == 1
+    d = r.route("s", RequestView(last_user="hello", model="deepseek-chat"))
+    assert d.kind == "no_match" and d.index == 0
+    assert "match.user /weather/ not found" in d.message and "'hello'" in d.message
+    assert r.route("s", RequestView(last_user="the weather")).index == 0
+    d = r.route("s", RequestView())
+    assert d.kind == "exhausted" and "'m'" in d.message
+    assert r.pending() == []
+
+
+def test_model_and_header_matchers_and_nearest_step() -> None:
+    s = Script.of(
+        {"reply": {"content": "x"}, "match": {"model": "deepseek-chat", "headers": {"X-Team": "^blue$"}, "user": "z"}},
+        {"reply": {"content": "y"}, "match": {"headers": {"x-team": "red"}}},
+    )
+    r = Router([s])
+    d = r.route("s", RequestView(model="deepseek-chat", headers={"x-team": "green"}))
+    assert d.kind == "no_match" and d.index == 1  # fewest failing conditions
+    assert "match.headers.x-team wants /red/, got 'green'" in d.message
+    assert r.route("s", RequestView(headers={"x-team": "red"})).index == 1
+
+
+def test_repeat_last_and_pending() -> None:
+    r = Router([Script.of("success", "rate_limit", repeat_last=True, name="R"), Script.replies("z", name="Z")])
+    for expected in (0, 1, 1, 1):
+        assert r.route("s", RequestView()).index == expected
+    assert r.pending() == ["script 'Z': never claimed by any session (1 steps)"]
+
+
+def test_no_scripts_means_default() -> None:
+    r = Router()
+    assert r.route("s", RequestView()).kind == "default"
+    assert not r.scripted
