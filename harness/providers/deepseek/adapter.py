@@ -144,6 +144,7 @@ class DeepSeekAdapter:
             return
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
         response: httpx.Response | None = None
+        request_id: str | None = None
         streaming = False
         try:
             response = await race_signal(self._client.send(request, stream=True), waiter)
@@ -176,7 +177,10 @@ class DeepSeekAdapter:
                 if decoder.finished:
                     return
             if not received:
-                yield _error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE)
+                yield _with_request_id(
+                    _error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE),
+                    request_id,
+                )
                 return
             for chunk in decoder.close():
                 yield _with_request_id(chunk, request_id)
@@ -186,11 +190,9 @@ class DeepSeekAdapter:
             if signal is not None and signal.is_set():
                 yield _aborted()
             else:
-                yield Finish(
-                    reason=FinishReason(
-                        kind="error",
-                        failure=failure_from_exception(exc, self.base_url, streaming=streaming),
-                    )
+                failure = failure_from_exception(exc, self.base_url, streaming=streaming)
+                yield _with_request_id(
+                    Finish(reason=FinishReason(kind="error", failure=failure)), request_id
                 )
         finally:
             if waiter is not None:
@@ -200,9 +202,13 @@ class DeepSeekAdapter:
 
 
 def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:
-    if request_id and isinstance(chunk, Finish) and chunk.meta is not None:
-        return dataclasses.replace(chunk, meta=dataclasses.replace(chunk.meta, request_id=request_id))
-    if request_id and isinstance(chunk, Finish) and chunk.reason.failure is not None:
-        failure = dataclasses.replace(chunk.reason.failure, request_id=chunk.reason.failure.request_id or request_id)
-        return dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
+    """Stamp the response's request id on a finish: on its meta and on its failure, if any."""
+    if not request_id or not isinstance(chunk, Finish):
+        return chunk
+    if chunk.meta is not None:
+        chunk = dataclasses.replace(chunk, meta=dataclasses.replace(chunk.meta, request_id=request_id))
+    failure = chunk.reason.failure
+    if failure is not None and failure.request_id is None:
+        failure = dataclasses.replace(failure, request_id=request_id)
+        chunk = dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
     return chunk

@@ -121,7 +121,8 @@ def failure_from_http(
 def failure_from_error_object(error: Any, *, status: int | None = None) -> LlmFailure:
     """An error object met inside a 200 stream (`data: {"error": …}` or `event: error`)."""
     if not isinstance(error, dict):
-        error = {"message": error if isinstance(error, str) else json.dumps(error)}
+        # `event: error` with `data: null` carries no text: fall back to the generic message.
+        error = {"message": error if isinstance(error, str) or error is None else json.dumps(error)}
     message = error.get("message")
     if not isinstance(message, str) or not message:
         message = "provider reported an error inside the stream"
