@@ -1,0 +1,195 @@
+"""Built-in tools: `read`, `write`, `list`, `grep` and `bash`, with pinned parameters.
+
+These are the tools of the seed's example: the model calls `read {"file_path": "README.md"}` and
+gets back line-numbered text (`1:# DeepSeek Harness`). Each tool is a `define_tool` over a provider
+(`FileSystem`, `Shell`), so swapping the providers moves the tools to a sandbox unchanged. `bash`
+asks for approval under the default policy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from harness.llm import ToolError
+
+from .definition import ToolDefinition, define_tool
+from .providers import FileSystem, LocalFileSystem, LocalShell, Shell
+from .runtime import ToolCall
+
+__all__ = [
+    "BASH_PARAMETERS",
+    "GREP_PARAMETERS",
+    "LIST_PARAMETERS",
+    "READ_PARAMETERS",
+    "WRITE_PARAMETERS",
+    "builtin_tools",
+    "number_lines",
+]
+
+READ_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Path of the file, relative to the workspace root."},
+        "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+        "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to return."},
+    },
+    "required": ["file_path"],
+}
+WRITE_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string", "description": "Path of the file, relative to the workspace root."},
+        "content": {"type": "string", "description": "The complete new content of the file."},
+    },
+    "required": ["file_path", "content"],
+}
+LIST_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "description": "Directory to list (default: the workspace root)."}},
+}
+GREP_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "A Python regular expression."},
+        "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
+    },
+    "required": ["pattern"],
+}
+BASH_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "A shell command, run in the workspace root."},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command is killed."},
+    },
+    "required": ["command"],
+}
+
+MAX_READ_BYTES: Final = 256 * 1024
+MAX_GREP_MATCHES: Final = 200
+BASH_TIMEOUT: Final = 120.0
+BASH_OUTPUT_LIMIT: Final = 30_000
+
+
+def number_lines(text: str, offset: int = 1, limit: int | None = None) -> str:
+    """`<n>:<line>` for each line, joined by `\\n` (a final newline ends the last line)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    start = offset - 1
+    stop = len(lines) if limit is None else start + limit
+    return "\n".join(f"{n}:{line}" for n, line in enumerate(lines[start:stop], start=offset))
+
+
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:8192]
+
+
+def builtin_tools(
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    fs: FileSystem | None = None,
+    shell: Shell | None = None,
+    max_read_bytes: int = MAX_READ_BYTES,
+    bash_timeout: float = BASH_TIMEOUT,
+    bash_output_limit: int = BASH_OUTPUT_LIMIT,
+    names: tuple[str, ...] = ("bash", "grep", "list", "read", "write"),
+) -> list[ToolDefinition]:
+    """The built-in tools on `fs`/`shell` (local providers on `workspace` by default)."""
+    root = Path(workspace or ".")
+    files: FileSystem = fs or LocalFileSystem(root)
+    sh: Shell = shell or LocalShell(getattr(files, "root", root))
+
+    def read(args: dict[str, Any]) -> str:
+        path = args["file_path"]
+        if files.is_dir(path):
+            raise ToolError(f'"{path}" is a directory; use the list tool to see its entries', "IS_DIRECTORY")
+        size = files.size(path)
+        if size > max_read_bytes:
+            raise ToolError(
+                f'"{path}" is too large to read ({size} bytes; the limit is {max_read_bytes}); '
+                "search it with grep instead",
+                "FILE_TOO_LARGE",
+            )
+        data = files.read_bytes(path)
+        if _looks_binary(data):
+            raise ToolError(f'"{path}" looks like a binary file; read only reads UTF-8 text', "BINARY_FILE")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToolError(f'"{path}" is not valid UTF-8 text (byte {exc.start})', "BINARY_FILE") from exc
+        return number_lines(text, args.get("offset", 1), args.get("limit"))
+
+    def write(args: dict[str, Any]) -> str:
+        written = files.write_text(args["file_path"], args["content"])
+        return f"Wrote {written} bytes to {args['file_path']}"
+
+    def list_(args: dict[str, Any]) -> str:
+        entries = files.list_dir(args.get("path") or ".")
+        return "\n".join(e.name + ("/" if e.is_dir else "") for e in entries) or "(empty directory)"
+
+    def grep(args: dict[str, Any]) -> str:
+        try:
+            pattern = re.compile(args["pattern"])
+        except re.error as exc:
+            raise ToolError(f"invalid regular expression: {exc}", "INVALID_ARGS") from exc
+        out: list[str] = []
+        for rel in files.walk_files(args.get("path") or "."):
+            try:
+                if files.size(rel) > max_read_bytes:
+                    continue
+                data = files.read_bytes(rel)
+            except OSError:
+                continue
+            if _looks_binary(data):
+                continue
+            for n, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
+                if pattern.search(line):
+                    out.append(f"{rel}:{n}:{line}")
+                    if len(out) >= MAX_GREP_MATCHES:
+                        out.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the pattern or path]")
+                        return "\n".join(out)
+        return "\n".join(out) or "No matches."
+
+    async def bash(args: dict[str, Any], call: ToolCall) -> str:
+        timeout = float(args.get("timeout") or bash_timeout)
+        result = await sh.run(args["command"], timeout=timeout, output_limit=bash_output_limit, signal=call.signal)
+        if result.timed_out:
+            raise ToolError(
+                f"command timed out after {timeout:g}s and was killed; output so far:\n{result.output}", "TIMEOUT"
+            )
+        text = result.output
+        if result.truncated:
+            text += f"\n[output truncated after {bash_output_limit} bytes]"
+        if result.exit_code:
+            text += f"\n[exit code {result.exit_code}]"
+        return text or "(no output)"
+
+    tools = {
+        "read": define_tool(
+            "read", "Read a UTF-8 text file and return line-numbered content.", READ_PARAMETERS, read,
+            concurrency_safe=True,
+        ),
+        "write": define_tool(
+            "write", "Write a UTF-8 text file (creating parent directories), replacing its content.",
+            WRITE_PARAMETERS, write,
+        ),
+        "list": define_tool(
+            "list", "List a directory of the workspace; subdirectories end with '/'.", LIST_PARAMETERS, list_,
+            concurrency_safe=True,
+        ),
+        "grep": define_tool(
+            "grep", "Search workspace text files for a regular expression; prints path:line:text.",
+            GREP_PARAMETERS, grep, concurrency_safe=True,
+        ),
+        "bash": define_tool(
+            "bash", "Run a shell command in the workspace root and return its output.", BASH_PARAMETERS, bash,
+            requires_approval=True,
+        ),
+    }
+    unknown = [n for n in names if n not in tools]
+    if unknown:
+        raise ValueError(f"unknown built-in tools {unknown}; choose from {sorted(tools)}")
+    return [tools[n] for n in names]

@@ -1,0 +1,97 @@
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools, number_lines
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "README.md").write_text("# DeepSeek Harness\nA toolkit.\n\nEnd\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\nprint(x)\n")
+    return tmp_path
+
+
+def runtime(root: Path, **kw: object) -> ToolRuntime:
+    return ToolRuntime(builtin_tools(root, **kw), approver=auto_approver)  # type: ignore[arg-type]
+
+
+def test_number_lines() -> None:
+    assert number_lines("a\nb\n") == "1:a\n2:b"
+    assert number_lines("a\nb") == "1:a\n2:b"
+    assert number_lines("a\nb\nc\n", offset=2, limit=1) == "2:b"
+
+
+async def test_read_numbers_lines(workspace: Path) -> None:
+    result = await runtime(workspace).execute("c", "read", '{"file_path": "README.md"}')
+    assert result.text == "1:# DeepSeek Harness\n2:A toolkit.\n3:\n4:End"
+    part = await runtime(workspace).execute("c", "read", '{"file_path": "README.md", "offset": 2, "limit": 2}')
+    assert part.text == "2:A toolkit.\n3:"
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "src/../../x"])
+async def test_workspace_escape_refused(workspace: Path, path: str) -> None:
+    result = await runtime(workspace).execute("c", "read", f'{{"file_path": "{path}"}}')
+    assert result.is_error and "outside the workspace" in result.text
+
+
+async def test_symlink_out_refused(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "secret.txt"
+    outside.write_text("secret")
+    os.symlink(outside, workspace / "link.txt")
+    result = await runtime(workspace).execute("c", "read", '{"file_path": "link.txt"}')
+    assert result.is_error and "outside the workspace" in result.text
+
+
+async def test_binary_and_oversized_refused(workspace: Path) -> None:
+    (workspace / "bin.dat").write_bytes(b"\x89PNG\x00\x01")
+    (workspace / "big.txt").write_text("x" * 2000)
+    rt = runtime(workspace, max_read_bytes=1000)
+    binary = await rt.execute("c", "read", '{"file_path": "bin.dat"}')
+    assert binary.is_error and "binary" in binary.text
+    big = await rt.execute("c", "read", '{"file_path": "big.txt"}')
+    assert big.is_error and "too large" in big.text
+
+
+async def test_write_list_grep(workspace: Path) -> None:
+    rt = runtime(workspace)
+    assert not (await rt.execute("c", "write", '{"file_path": "new/b.txt", "content": "hello\\nworld"}')).is_error
+    assert (workspace / "new" / "b.txt").read_text() == "hello\nworld"
+    listing = await rt.execute("c", "list", "{}")
+    assert listing.text == "README.md\nnew/\nsrc/"
+    found = await rt.execute("c", "grep", '{"pattern": "print|world"}')
+    assert found.text.splitlines() == ["new/b.txt:2:world", "src/a.py:2:print(x)"]
+    escaped = await rt.execute("c", "write", '{"file_path": "../x", "content": ""}')
+    assert escaped.is_error
+
+
+async def test_bash_runs_and_asks_under_default_policy(workspace: Path) -> None:
+    ok = await runtime(workspace).execute("c", "bash", '{"command": "echo hi; exit 3"}')
+    assert ok.text == "hi\n\n[exit code 3]"
+    no_channel = await ToolRuntime(builtin_tools(workspace)).execute("c", "bash", '{"command": "echo hi"}')
+    assert no_channel.is_error and "requires approval" in no_channel.text
+
+
+async def test_bash_timeout(workspace: Path) -> None:
+    result = await runtime(workspace).execute("c", "bash", '{"command": "sleep 30", "timeout": 0.2}')
+    assert result.is_error and "timed out after 0.2s" in result.text
+    assert result.error is not None and result.error.code == "TIMEOUT"
+
+
+async def test_bash_output_cap(workspace: Path) -> None:
+    rt = runtime(workspace, bash_output_limit=100)
+    result = await rt.execute("c", "bash", '{"command": "yes x | head -c 100000"}')
+    assert result.text.startswith("x\nx\n") and result.text.endswith("[output truncated after 100 bytes]")
+    assert len(result.text) < 200
+
+
+async def test_bash_cancelled_by_signal(workspace: Path) -> None:
+    signal = asyncio.Event()
+    shell = LocalShell(workspace)
+    task = asyncio.create_task(shell.run("echo started; sleep 30", timeout=60, output_limit=1000, signal=signal))
+    signal.set()
+    result = await task
+    assert result.aborted and result.exit_code is None

@@ -1,0 +1,127 @@
+import asyncio
+
+from harness.llm import ToolCallBlock
+from harness.tools import ToolCall, ToolResult, ToolRuntime, define_tool, run_tool_calls
+
+OBJ = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+def block(i: int, name: str, arg: str = "") -> ToolCallBlock:
+    return ToolCallBlock(id=f"c{i}", name=name, arguments=f'{{"name": "{arg or i}"}}')
+
+
+class Gates:
+    """Bodies wait on their own event, so tests decide the completion order."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, asyncio.Event] = {}
+        self.started: dict[str, asyncio.Event] = {}
+        self.log: list[str] = []
+
+    def gate(self, name: str) -> asyncio.Event:
+        return self.gates.setdefault(name, asyncio.Event())
+
+    def started_event(self, name: str) -> asyncio.Event:
+        return self.started.setdefault(name, asyncio.Event())
+
+    async def body(self, args: dict[str, str], call: ToolCall) -> str:
+        name = args["name"]
+        self.log.append(f"begin {name}")
+        self.started_event(name).set()
+        await self.gate(name).wait()
+        self.log.append(f"end {name}")
+        return f"done {name}"
+
+
+async def test_parallel_bodies_finish_out_of_order_commit_in_model_order() -> None:
+    g = Gates()
+    rt = ToolRuntime([define_tool("safe", "x", OBJ, g.body, concurrency_safe=True)])
+    events: list[str] = []
+    calls = [block(1, "safe"), block(2, "safe"), block(3, "safe")]
+
+    async def drive() -> None:
+        for name in ("1", "2", "3"):
+            await g.started_event(name).wait()
+        g.gate("3").set()
+        g.gate("2").set()
+        g.gate("1").set()
+
+    driver = asyncio.create_task(drive())
+    out = await run_tool_calls(
+        rt, calls,
+        on_start=lambda b: events.append(f"call {b.id}"),
+        on_result=lambda b, r: events.append(f"result {b.id}"),
+    )
+    await driver
+    assert events == ["call c1", "call c2", "call c3", "result c1", "result c2", "result c3"]
+    assert [r.text for r in out.results] == ["done 1", "done 2", "done 3"]
+    assert g.log.index("end 3") < g.log.index("end 1")  # really finished out of order
+
+
+async def test_exclusive_calls_run_alone() -> None:
+    events: list[str] = []
+    rt = ToolRuntime([define_tool("solo", "x", OBJ, lambda a: events.append(f"body {a['name']}") or "ok")])
+    await run_tool_calls(
+        rt, [block(1, "solo"), block(2, "solo")],
+        on_start=lambda b: events.append(f"call {b.id}"),
+        on_result=lambda b, r: events.append(f"result {b.id}"),
+    )
+    assert events == ["call c1", "body 1", "result c1", "call c2", "body 2", "result c2"]
+
+
+async def test_pool_cap_is_honoured() -> None:
+    g = Gates()
+    rt = ToolRuntime([define_tool("safe", "x", OBJ, g.body, concurrency_safe=True)])
+    calls = [block(i, "safe") for i in range(1, 4)]
+    task = asyncio.create_task(run_tool_calls(rt, calls, max_parallel=2))
+    await g.started_event("1").wait()
+    await g.started_event("2").wait()
+    assert "begin 3" not in g.log
+    g.gate("1").set()
+    await g.started_event("3").wait()
+    g.gate("2").set()
+    g.gate("3").set()
+    out = await task
+    assert len(out.results) == 3 and not out.aborted
+
+
+async def test_cancellation_pairs_unstarted_calls_with_aborted_before_dispatch() -> None:
+    g = Gates()
+    signal = asyncio.Event()
+    rt = ToolRuntime([define_tool("solo", "x", OBJ, g.body)])
+    events: list[str] = []
+    results: dict[str, ToolResult] = {}
+
+    def on_result(b: ToolCallBlock, r: ToolResult) -> None:
+        events.append(f"result {b.id}")
+        results[b.id] = r
+
+    task = asyncio.create_task(
+        run_tool_calls(rt, [block(1, "solo"), block(2, "solo"), block(3, "solo")], signal=signal,
+                       on_start=lambda b: events.append(f"call {b.id}"), on_result=on_result)
+    )
+    await g.started_event("1").wait()
+    signal.set()
+    g.gate("1").set()  # the running body drains
+    out = await task
+    assert out.aborted
+    assert events == ["call c1", "result c1", "call c2", "result c2", "call c3", "result c3"]
+    assert results["c1"].error_event_data() == {"name": "AbortError", "code": "ABORTED"}
+    for cid in ("c2", "c3"):
+        assert results[cid].error_event_data() == {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+        assert results[cid].text == "Error: tool call aborted before dispatch"
+
+
+async def test_concluded_and_policy_order_is_model_order() -> None:
+    seen: list[str] = []
+
+    def concluding(args: dict[str, str], call: ToolCall) -> str:
+        call.conclude_turn()
+        return "bye"
+
+    rt = ToolRuntime(
+        [define_tool("end", "x", OBJ, concluding, concurrency_safe=True)],
+        pre_execute=[lambda c, n: seen.append(c.call_id) or n()],
+    )
+    out = await run_tool_calls(rt, [block(1, "end"), block(2, "end")])
+    assert out.concluded and seen == ["c1", "c2"]
