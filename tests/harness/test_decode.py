@@ -1,0 +1,156 @@
+"""`dshkit decode`: formats, detection, --status, --pretty, deterministic output, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.decode import CaptureError, decode_capture, detect_format
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO / "examples" / "seed-walk.sse"
+
+CHUNKS = [
+    {"id": "x1", "object": "chat.completion.chunk", "created": 1, "model": "deepseek-v4-flash", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+    {"id": "x1", "object": "chat.completion.chunk", "created": 1, "model": "deepseek-v4-flash", "choices": [{"index": 0, "delta": {"content": "Hello 你好"}, "finish_reason": None}]},
+    {"id": "x1", "object": "chat.completion.chunk", "created": 1, "model": "deepseek-v4-flash", "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+]
+SSE = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in CHUNKS).encode() + b"data: [DONE]\n\n"
+JSONL = "\n".join(json.dumps(c, ensure_ascii=False) for c in CHUNKS).encode() + b"\n"
+JSON_ARRAY = json.dumps(CHUNKS, ensure_ascii=False, indent=1).encode()
+ERROR_BODY = b'{"error":{"message":"Authentication Fails, Your api key: ****abcd is invalid","type":"authentication_error","param":null,"code":"invalid_request_error"}}'
+
+
+def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(("data", "fmt"), [(SSE, "sse"), (JSONL, "jsonl"), (JSON_ARRAY, "json"), (ERROR_BODY, "error"), (b": keep-alive\n\n" + SSE, "sse"), (b"\n\n  " + JSON_ARRAY, "json")])
+def test_detect_format(data: bytes, fmt: str) -> None:
+    assert detect_format(data) == fmt
+
+
+def test_detect_format_undetectable() -> None:
+    with pytest.raises(CaptureError, match="pass --format"):
+        detect_format(b"hello world\n")
+
+
+@pytest.mark.parametrize(("data", "fmt"), [(SSE, "sse"), (JSONL, "jsonl"), (JSON_ARRAY, "json")])
+def test_each_stream_format_gives_the_same_result(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, fmt: str) -> None:
+    path = write(tmp_path, f"capture.{fmt}", data)
+    for extra in ([], ["--format", fmt]):
+        code, out, err = cli(["decode", path, *extra], capsys)
+        assert (code, err) == (0, "")
+        doc = json.loads(out)
+        assert set(doc) == {"chunks", "message", "usage", "finish", "meta"}
+        assert doc["finish"] == {"kind": "stop"}
+        assert doc["usage"] == {"inputTokens": 5, "outputTokens": 2}
+        assert doc["message"]["content"] == [{"type": "text", "text": "Hello 你好"}]
+        assert doc["message"]["role"] == "assistant"
+        assert doc["meta"] == {"id": "x1", "model": "deepseek-v4-flash", "systemFingerprint": None, "doneMissing": False}
+        assert doc["chunks"][0] == {"type": "block-start", "index": 0, "blockType": "text"}
+        assert doc["chunks"][-1]["type"] == "finish"
+
+
+def test_error_body_detected_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "err.json", ERROR_BODY)
+    code, out, _ = cli(["decode", path], capsys)
+    failure = json.loads(out)["finish"]["failure"]
+    assert code == 0 and (failure["status"], failure["code"]) == (400, "INVALID_REQUEST")
+    code, out, _ = cli(["decode", path, "--status", "401"], capsys)
+    failure = json.loads(out)["finish"]["failure"]
+    assert code == 0 and (failure["status"], failure["code"]) == (401, "AUTH")
+    assert failure["providerError"] == {"type": "authentication_error", "code": "invalid_request_error", "param": None}
+    # --status turns any body into an HTTP error body, even a non-JSON one
+    text = write(tmp_path, "err.txt", b"upstream gateway timeout")
+    code, out, _ = cli(["decode", text, "--status", "504"], capsys)
+    failure = json.loads(out)["finish"]["failure"]
+    assert code == 0 and failure["code"] == "SERVER" and "upstream gateway timeout" in failure["message"]
+    assert json.loads(out)["message"]["content"] == []
+
+
+def test_pretty(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(["decode", str(SEED), "--pretty"], capsys)
+    assert code == 0
+    assert "── reasoning ──" in out
+    assert "── tool call read (" in out
+    assert '{"file_path":"README.md"}' in out
+    assert "finish: tool-calls" in out
+    assert out.splitlines()[-2].startswith("usage: input ")
+
+
+def test_pretty_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(["decode", write(tmp_path, "e.json", ERROR_BODY), "--status", "401", "--pretty"], capsys)
+    assert code == 0 and "finish: error — AUTH: Authentication Fails" in out and "(HTTP 401)" in out
+
+
+def test_seed_walk_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(["decode", str(SEED)], capsys)
+    doc = json.loads(out)
+    assert code == 0
+    calls = [b for b in doc["message"]["content"] if b["type"] == "tool-call"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [("read", '{"file_path":"README.md"}')]
+    assert doc["finish"] == {"kind": "tool-calls"}
+
+
+def test_output_is_deterministic(tmp_path: Path) -> None:
+    runs = [
+        subprocess.run([sys.executable, "-m", "harness.cli", "decode", str(SEED)], capture_output=True, check=True, cwd=REPO).stdout
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1] and runs[0]
+    # the message id is derived from the input: other bytes, other id
+    other = decode_capture(SSE).message_id
+    assert other == decode_capture(SSE).message_id != decode_capture(JSONL).message_id
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SSE)))
+    code, out, _ = cli(["decode", "-"], capsys)
+    assert code == 0 and json.loads(out)["finish"] == {"kind": "stop"}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [("missing.sse", None, "cannot read"), ("empty.sse", b"", "empty"), ("blank.sse", b"  \n\n", "empty"), ("prose.txt", b"just some text\n", "pass --format")],
+)
+def test_exit_2_for_missing_empty_or_undetectable(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes | None, reason: str) -> None:
+    path = str(tmp_path / name) if data is None else write(tmp_path, name, data)
+    code, out, err = cli(["decode", path], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and reason in err and name in err
+
+
+def test_exit_0_with_malformed_payload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "bad.sse", SSE.replace(b'"Hello', b'Hello', 1))
+    code, out, _ = cli(["decode", path], capsys)
+    finish = json.loads(out)["finish"]
+    assert code == 0 and finish["kind"] == "error" and finish["failure"]["code"] == "MALFORMED_RESPONSE"
+
+
+def test_exit_0_with_truncated_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "cut.sse", SSE[: SSE.index(b"data:", 10)] + b'data: {"cho')
+    code, out, _ = cli(["decode", path], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["finish"]["failure"]["code"] == "STREAM_CLOSED"
+    assert doc["meta"]["doneMissing"] is True
+
+
+def test_bad_json_array_with_forced_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(["decode", write(tmp_path, "x.json", b"[1, 2"), "--format", "json"], capsys)
+    assert code == 2 and "not a JSON array" in err
