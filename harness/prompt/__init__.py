@@ -4,7 +4,14 @@ Plugins contribute sections, contexts, variables and tools to a `SystemPrompt`; 
 loop calls `assemble()` and asks a `RuntimeContextSnapshot` whether to append a snapshot message.
 """
 
-from .assembly import HARNESS_IDENTITY, UNLISTED_TOOLS, Assembly, PromptPlugin, RenderedSection, SystemPrompt
+from .assembly import (
+    HARNESS_IDENTITY,
+    UNLISTED_TOOLS,
+    Assembly,
+    PromptPlugin,
+    RenderedSection,
+    SystemPrompt,
+)
 from .interpolate import VARIABLE_NAME, PromptError, interpolate
 from .runtime_context import (
     RUNTIME_CONTEXT_CLEARED,
@@ -14,7 +21,7 @@ from .runtime_context import (
     render_runtime_context,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
     "Assembly",
     "HARNESS_IDENTITY",
     "PromptError",

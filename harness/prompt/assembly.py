@@ -19,12 +19,12 @@ from harness.llm import ToolSchema
 from .interpolate import VARIABLE_NAME, PromptError, interpolate
 
 __all__ = [
-    "Assembly",
     "HARNESS_IDENTITY",
+    "UNLISTED_TOOLS",
+    "Assembly",
     "PromptPlugin",
     "RenderedSection",
     "SystemPrompt",
-    "UNLISTED_TOOLS",
 ]
 
 HARNESS_IDENTITY: Final = "You are an AI agent powered by DeepSeek Harness."

@@ -15,7 +15,7 @@ from typing import Final
 
 from harness.llm import HarnessError
 
-__all__ = ["PromptError", "VARIABLE_NAME", "interpolate"]
+__all__ = ["VARIABLE_NAME", "PromptError", "interpolate"]
 
 VARIABLE_NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
 

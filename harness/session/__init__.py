@@ -4,7 +4,14 @@ Everything the model sees is first appended here and then projected by `derive_m
 """
 
 from .calls import assemble_chunk_events, split_model_calls, step_chunk_events, stream_chunks
-from .chunk_rows import CHUNK_ROW_TYPES, MIN_PACKED_RUN, is_chunk_row, pack_events, unpack_row, unpack_rows
+from .chunk_rows import (
+    CHUNK_ROW_TYPES,
+    MIN_PACKED_RUN,
+    is_chunk_row,
+    pack_events,
+    unpack_row,
+    unpack_rows,
+)
 from .events import (
     CORE_EVENT_TYPES,
     PLUGIN_EVENT_TYPES,
@@ -38,7 +45,7 @@ from .repair import (
 from .session import EventLog, History, Session, SessionObserver
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
     "CHUNK_ROW_TYPES",
     "CORE_EVENT_TYPES",
     "Closer",

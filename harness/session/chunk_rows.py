@@ -11,6 +11,7 @@ but the standard library and `harness.llm`, so the mock server can use it to rep
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import pairwise
 from typing import Any, Final
 
 from harness.llm import SessionError
@@ -184,7 +185,7 @@ def _packable(event: Mapping[str, Json]) -> tuple[str, tuple[Json, ...]] | None:
 def _row(run: list[Mapping[str, Json]], kind: str) -> dict[str, Json]:
     first = run[0]
     data0, chunk0 = first["data"], first["data"]["chunk"]
-    dt = [b["time"] - a["time"] for a, b in zip(run, run[1:])]
+    dt = [b["time"] - a["time"] for a, b in pairwise(run)]
     data: dict[str, Json] = {"turn": data0["turn"], "step": data0["step"], "index": chunk0["index"]}
     if kind == "tool-call-delta":
         data["id"] = chunk0["id"]

@@ -210,6 +210,7 @@ def event_from_json(value: JsonValue, where: str = "event") -> SessionEvent:
         not isinstance(seqs, list) or not all(type(s) is int for s in seqs)
     ):
         raise SessionError(f"{where}.sourceEventSeqs: expected a list of integers", "INVALID_EVENT")
+    assert isinstance(seq, int) and isinstance(time, int)
     return SessionEvent(
         type=type_,
         seq=seq,

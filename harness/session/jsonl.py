@@ -220,8 +220,7 @@ def load_session(
                 f.seek(loaded.good_bytes - 1)
                 if f.read(1) != b"\n":
                     f.write(b"\n")
-            for event in loaded.closers:
-                f.write((_event_line(event, loaded.projected) + "\n").encode())
+            f.writelines((_event_line(event, loaded.projected) + "\n").encode() for event in loaded.closers)
             f.flush()
             os.fsync(f.fileno())
     return loaded.session
@@ -272,7 +271,7 @@ class JsonlWriter:
         self._pending: list[SessionEvent] = []
         if header is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file: IO[str] = open(self.path, "x", encoding="utf-8")
+            self._file: IO[str] = open(self.path, "x", encoding="utf-8")  # noqa: SIM115
             self._file.write(dumps_json_line(header.to_json()) + "\n")
             self._sync()
         else:
@@ -281,7 +280,7 @@ class JsonlWriter:
                 if existing.seek(0, os.SEEK_END) > 0:
                     existing.seek(-1, os.SEEK_END)
                     ends_open = existing.read(1) != b"\n"
-            self._file = open(self.path, "a", encoding="utf-8")
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
             if ends_open:  # never glue the next event onto an unterminated last line
                 self._file.write("\n")
 

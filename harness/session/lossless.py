@@ -41,9 +41,9 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _refuse
 
-    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
         _refuse()
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -61,12 +61,12 @@ class FrozenList(list[Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _refuse
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
-    def __iadd__(self, other: Iterable[Any]) -> NoReturn:  # type: ignore[override,misc]
+    def __iadd__(self, other: Iterable[Any]) -> NoReturn:  # type: ignore[misc]
         _refuse()
 
-    def __imul__(self, other: SupportsIndex) -> NoReturn:  # type: ignore[override,misc]
+    def __imul__(self, other: SupportsIndex) -> NoReturn:
         _refuse()
 
     def __reduce__(self) -> tuple[Any, ...]:

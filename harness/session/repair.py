@@ -16,7 +16,7 @@ from typing import Final
 from .events import SessionEvent
 from .lossless import JsonValue
 
-__all__ = ["Closer", "TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "interrupted_turn_closers"]
+__all__ = ["TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "Closer", "interrupted_turn_closers"]
 
 TOOL_NOT_STARTED_TEXT: Final = (
     "The tool call was interrupted before the Harness recorded it as started. "

@@ -339,7 +339,7 @@ class Session:
                 message = check_event_data(event.type, event.data, f"{where} data")
             except SessionError:
                 raise
-            except Exception as exc:  # a shape the codec did not expect is still an invalid event
+            except Exception as exc:
                 raise SessionError(f"{where} data: {exc}", "INVALID_EVENT") from exc
         plan = self._surface.plan(event, self._events)
         # --- commit: nothing below may fail ---
@@ -381,7 +381,7 @@ class Session:
             for observer in tuple(self._observers):
                 try:
                     observer(event)
-                except Exception as exc:  # an observer never undoes or breaks an append
+                except Exception as exc:  # noqa: BLE001
                     if self._on_observer_error is not None:
                         self._on_observer_error(observer, exc)
                     else:

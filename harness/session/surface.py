@@ -53,7 +53,7 @@ def _strip_inner_content(data: Mapping[str, Any]) -> Any:
 class Surface:
     """Model-visible nodes in order, plus a counter of replaces."""
 
-    __slots__ = ("nodes", "_pos", "replace_generation")
+    __slots__ = ("_pos", "nodes", "replace_generation")
 
     def __init__(self) -> None:
         self.nodes: list[int] = []

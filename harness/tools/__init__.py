@@ -34,7 +34,15 @@ from .policy import (
     no_tty_approver,
     terminal_approver,
 )
-from .providers import DirEntry, FileSystem, LocalFileSystem, LocalShell, Shell, ShellResult, WorkspaceError
+from .providers import (
+    DirEntry,
+    FileSystem,
+    LocalFileSystem,
+    LocalShell,
+    Shell,
+    ShellResult,
+    WorkspaceError,
+)
 from .results import (
     ABORTED,
     ABORTED_BEFORE_DISPATCH,
@@ -49,7 +57,7 @@ from .results import (
 from .runtime import PreparedCall, ToolCall, ToolRuntime, parse_arguments
 from .scheduler import DEFAULT_MAX_PARALLEL, StepToolResults, run_tool_calls
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
     "Accept",

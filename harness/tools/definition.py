@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +140,7 @@ class ToolDefinition:
             if argument_violations(self._validator, arguments):
                 return False
             return self.concurrency_safe(arguments) is True
-        except Exception:
+        except Exception:  # noqa: BLE001
             return False
 
     async def invoke(self, arguments: Any, call: ToolCall) -> tuple[Any, tuple[ContentBlock, ...]]:

@@ -188,7 +188,7 @@ class LocalShell:
             self._kill(proc)
             try:
                 await asyncio.wait_for(work, 5)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 work.cancel()
         text = kept.decode("utf-8", errors="replace")
         return ShellResult(

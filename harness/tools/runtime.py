@@ -19,7 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.llm import ContentBlock, TextBlock, ToolNotFoundError, ToolSchema, UsageError, UserMessage
+from harness.llm import (
+    ContentBlock,
+    TextBlock,
+    ToolNotFoundError,
+    ToolSchema,
+    UsageError,
+    UserMessage,
+)
 from harness.session import LosslessJsonError, freeze_json
 
 from .definition import ToolDefinition
@@ -206,7 +213,7 @@ class ToolRuntime:
                         break
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             return PreparedCall(call, error_result(exc), skip_post=True)
         if isinstance(decision, Deny):
             return PreparedCall(call, denied_result(decision.reason))
@@ -257,7 +264,7 @@ class ToolRuntime:
             return await self._wrapped(call, 0)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             prepared.skip_post = True
             return error_result(exc, contexts=call._deferred)
 
@@ -280,7 +287,7 @@ class ToolRuntime:
             value, content = await tool.invoke(call.arguments, call)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a tool that raises is an error result, never a crash
+        except Exception as exc:  # noqa: BLE001
             return error_result(exc, contexts=call._deferred)
         if call.signal.is_set():
             return aborted_result(call._deferred)
@@ -300,7 +307,7 @@ class ToolRuntime:
                 result = await self._post(call, result)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
                 result = error_result(exc)
         if call.signal.is_set() and not result.is_error:
             result = aborted_result(result.additional_contexts) if call.body_invoked else aborted_before_dispatch_result(result.additional_contexts)
@@ -310,12 +317,12 @@ class ToolRuntime:
                 new = finalize(call, result.content)
                 if new is not None:
                     result = _replace(result, content=tuple(new))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
                 result = error_result(exc)
         for observer in self.observers:
             try:
                 observer(call, result)
-            except Exception:
+            except Exception:  # noqa: BLE001
                 _log.exception("tool result observer %r failed for %s", observer, call.call_id)
         return result
 

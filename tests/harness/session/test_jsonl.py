@@ -124,7 +124,7 @@ def test_crash_repair_writes_closers_back(tmp_path: Path) -> None:
 
 
 def test_truncated_jsonl_torn_tail_is_cut_and_repaired(tmp_path: Path) -> None:
-    path, original = crashed_log(tmp_path, tool_call_logged=True)
+    path, _ = crashed_log(tmp_path, tool_call_logged=True)
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) - 25])  # tear the last line (the tool/call) mid-write
     loaded = parse_session_log(path.read_bytes())
