@@ -12,16 +12,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,openai]'
 	@touch $(STAMP)
 
-## run: the seed's walk, decoded from a capture on disk
+## run: the seed's walk on this repository's README.md, against the embedded mock server
 run: $(STAMP)
-	$(BIN)/dshkit decode examples/seed-walk.sse --pretty
+	$(BIN)/dshkit run "Read README.md and tell me what the project does." --workspace .
 
 ## test: the whole suite, in parallel workers, each with its own servers and ports
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto -q
 
 bench: $(STAMP)
-	$(BIN)/python bench/decode.py
+	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet ruff mypy types-PyYAML

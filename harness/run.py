@@ -1,0 +1,229 @@
+"""`dshkit run`: one turn of the agent against any DeepSeek-compatible endpoint, shown live.
+
+With no `--base-url` it starts the embedded mock server on loopback, serving the bundled script
+of the seed's walk (`harness/data/seed_walk.yaml`): the model reasons, calls `read` on README.md
+with its arguments split over several fragments, gets the line-numbered file back and answers.
+The session is written as JSONL while it runs and its path printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.llm import UsageError
+from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
+from harness.providers.deepseek import DeepSeekAdapter
+from harness.session import DEFAULT_SESSIONS_DIR, Session, SessionEvent, SessionHeader, SessionStore
+from harness.tools import ToolRuntime, builtin_tools, terminal_approver
+
+__all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
+
+BUNDLED_SCRIPT = Path(__file__).parent / "data" / "seed_walk.yaml"
+BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
+EXIT_CODES = {"completed": 0, "max-tokens": 0, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
+"""`turn/end` reason kind → exit status."""
+
+
+class LiveView:
+    """Prints the flow of a turn as it happens: a readable view, or one JSON line per event."""
+
+    def __init__(self, out: TextIO, *, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+        self._mode: str | None = None  # what is being streamed: reasoning / text
+        self.closed = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        if self.closed:
+            return
+        try:
+            self._show(event)
+        except BrokenPipeError:
+            self.closed = True  # the reader went away; the run itself goes on and is logged
+
+    def _show(self, event: AgentEvent) -> None:
+        if self.as_json:
+            data = event.data
+            if isinstance(data, SessionEvent):
+                from harness.session import event_to_json
+
+                payload: Any = {"type": "session/event", "event": event_to_json(data)}
+            else:
+                payload = {"type": event.type, **({k: _plain(v) for k, v in data.items()} if isinstance(data, dict) else {})}
+            self.out.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+            self.out.flush()
+            return
+        if event.type == "session/event":
+            self._session_event(event.data)
+        elif event.type == "agent/error":
+            self._end_stream()
+            failure = event.data["error"]
+            self._line(f"! error {failure.code}: {failure.message}")
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _line(self, text: str) -> None:
+        self._write(text + "\n")
+
+    def _end_stream(self) -> None:
+        if self._mode is not None:
+            self._write("\n")
+            self._mode = None
+
+    def _session_event(self, event: SessionEvent) -> None:
+        data = event.data
+        kind = event.type
+        if kind == "user/message":
+            self._end_stream()
+            source = data["source"]
+            who = "context" if source.get("kind") == "plugin" else "user"
+            text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+            if who == "context":
+                self._line(f"· runtime context ({len(text)} chars)")
+            else:
+                self._line(f"› {text}")
+        elif kind == "assistant/chunk":
+            chunk = data["chunk"]
+            ctype = chunk["type"]
+            if ctype in ("reasoning-delta", "text-delta"):
+                mode = "reasoning" if ctype == "reasoning-delta" else "text"
+                if self._mode != mode:
+                    self._end_stream()
+                    self._write("thinking: " if mode == "reasoning" else "answer: ")
+                    self._mode = mode
+                self._write(chunk["text"])
+        elif kind == "assistant/message":
+            self._end_stream()
+            for block in data["message"]["content"]:
+                if block["type"] == "tool-call":
+                    self._line(f"⚙ {block['name']} {block['arguments']}   [{block['id']}]")
+        elif kind == "tool/result":
+            self._end_stream()
+            block = data["message"]["content"][0]
+            text = "".join(b.get("text", "") for b in block["content"] if b.get("type") == "text")
+            lines = text.splitlines() or [""]
+            mark = "✗" if block.get("isError") else "↳"
+            shown = lines[:8] + ([f"… ({len(lines) - 8} more lines)"] if len(lines) > 8 else [])
+            self._line(f"{mark} " + "\n  ".join(shown))
+        elif kind == "llm/retry":
+            self._end_stream()
+            failure = data["failure"]
+            self._line(f"↻ retry {data['retry']} in {data['delayMs'] / 1000:.1f}s after {failure['code']}: {failure['message']}")
+        elif kind == "turn/end":
+            self._end_stream()
+            reason = data["reason"]
+            extra = f" ({reason['error']['code']}: {reason['error']['message']})" if reason["kind"] == "error" else ""
+            if reason["kind"] == "max-steps":
+                extra = f" (limit {reason['limit']})"
+            self._line(f"■ turn {data['turn']} {reason['kind']}{extra}")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return value
+
+
+def _open_session(args: argparse.Namespace, workspace: Path) -> tuple[Session, SessionStore, Path]:
+    if args.session:
+        path = Path(args.session)
+        store = SessionStore(path.parent)
+        if path.exists():
+            return store.open(path), store, path
+        header = SessionHeader.new(id=path.name.removesuffix(".jsonl"), cwd=str(workspace))
+        session = store.create(header)
+        return session, store, store.path_for(header.id)
+    store = SessionStore(DEFAULT_SESSIONS_DIR)
+    session = store.create(cwd=str(workspace))
+    return session, store, store.path_for(session.id)
+
+
+async def run_command(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """The body of `dshkit run`; returns the exit status."""
+    workspace = Path(args.workspace).resolve()
+    if not workspace.is_dir():
+        print(f"dshkit run: --workspace {args.workspace} is not a directory", file=sys.stderr)
+        return 2
+    names = [n.strip() for n in args.tools.split(",") if n.strip()] if args.tools is not None else list(BUILTIN_TOOLS)
+    unknown = sorted(set(names) - set(BUILTIN_TOOLS))
+    if unknown:
+        print(f"dshkit run: unknown tool(s) {', '.join(unknown)}; choose from {', '.join(BUILTIN_TOOLS)}", file=sys.stderr)
+        return 2
+    async with contextlib.AsyncExitStack() as stack:
+        base_url, api_key = args.base_url, args.api_key or os.environ.get("DEEPSEEK_API_KEY")
+        if base_url is None:
+            from mock_server import MockServer
+
+            server = await stack.enter_async_context(MockServer(BUNDLED_SCRIPT))
+            base_url, api_key = server.base_url, api_key or "sk-dshkit-embedded-mock"
+            if not args.json:
+                print(f"(embedded mock server at {base_url}, serving {BUNDLED_SCRIPT.name})", file=out)
+        if not api_key:
+            print("dshkit run: no API key; pass --api-key or set DEEPSEEK_API_KEY", file=sys.stderr)
+            return 2
+        try:
+            session, store, path = _open_session(args, workspace)
+        except UsageError as exc:
+            print(f"dshkit run: {exc}", file=sys.stderr)
+            return 2
+        stack.callback(store.close, session)
+        adapter = DeepSeekAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
+        stack.push_async_callback(adapter.aclose)
+        tools = ToolRuntime(
+            builtin_tools(workspace, names=tuple(names)), approver=terminal_approver(yes=args.yes)
+        )
+        agent = Agent(session, adapter, AgentOptions(model=args.model, max_steps=args.max_steps), tools=tools)
+        agent.subscribe(LiveView(out, as_json=args.json))
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, agent.cancel)
+        try:
+            outcome: TurnOutcome = await agent.run(args.prompt)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+        store.flush(session)
+        if args.json:
+            out.write(json.dumps({"type": "done", "reason": outcome.reason, "session": str(path)}) + "\n")
+        else:
+            print(f"session: {path}", file=out)
+        return EXIT_CODES.get(outcome.kind, 1)
+    return 1  # pragma: no cover - the stack never swallows
+
+
+def _run(args: argparse.Namespace) -> int:
+    return asyncio.run(run_command(args))
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run one turn of the agent, showing the flow live",
+        description=(
+            "Run one turn against a DeepSeek-compatible endpoint. Without --base-url, the "
+            "embedded mock server serves the bundled seed-walk script. Exit status: 0 completed "
+            "(or cut by max-tokens), 1 error, 3 blocked, 4 max-steps, 130 aborted, 2 bad usage."
+        ),
+    )
+    p.add_argument("prompt", help="the user's message")
+    p.add_argument("--base-url", help="endpoint base URL (clients append /chat/completions); default: embedded mock")
+    p.add_argument("--api-key", help="API key (default: $DEEPSEEK_API_KEY)")
+    p.add_argument("--model", default="deepseek-v4-flash", help="model id (default: deepseek-v4-flash)")
+    p.add_argument("--workspace", default=".", help="root the file tools are confined to (default: .)")
+    p.add_argument("--session", help="session JSONL to write, or to resume if it exists (default: ./.dshkit/sessions/<id>.jsonl)")
+    p.add_argument("--tools", help=f"comma-separated built-in tools to offer (default: {','.join(BUILTIN_TOOLS)})")
+    p.add_argument("--yes", action="store_true", help="approve every tool call that asks (e.g. bash)")
+    p.add_argument("--json", action="store_true", help="print one JSON live event per line instead of the human view")
+    p.add_argument("--max-steps", type=int, help="end the turn after N steps (exit 4)")
+    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without bytes before a call times out (default: 300)")
+    p.set_defaults(func=_run)
