@@ -56,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    "(`connection_refused` first: refuse connections for --listen-delay-ms)")
     p.add_argument("--repeat-last", action="store_true",
                    help="reuse the last --sequence step once all are used")
+    p.add_argument("--unscripted", choices=("error", "default"), default="error",
+                   help="what a new session gets when no script is left for it: a 418 "
+                   "`mock_no_script` error (default) or the generated default reply")
     p.add_argument("--seed", type=int, default=None, help="seed for ids, splits and random mode")
     p.add_argument("--weights", type=_weights, default=None, metavar="name=w,...",
                    help="weights for `random` steps")
@@ -107,6 +110,7 @@ def run_serve(args: argparse.Namespace) -> int:
             era=args.era,
             max_body_bytes=args.max_body_bytes,
             on_event=_print,
+            unscripted=args.unscripted,
         )
     except (ScriptError, ValueError) as e:
         return _fail(str(e))

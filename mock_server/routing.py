@@ -107,10 +107,18 @@ class _Cursor:
 class Router:
     """Scripts waiting to be claimed, the sessions that claimed them, and their progress.
 
-    Thread-safe: the server's loop thread routes while a test thread may add scripts.
+    `unscripted` says what a new session gets when no script is left for it: `error` (a 418
+    `mock_no_script`) or `default` (the generated default reply). Thread-safe: the server's
+    loop thread routes while a test thread may add scripts.
     """
 
-    def __init__(self, scripts: list[Script] | None = None) -> None:
+    def __init__(
+        self,
+        scripts: list[Script] | None = None,
+        *,
+        unscripted: Literal["error", "default"] = "error",
+    ) -> None:
+        self.unscripted = unscripted
         self._lock = threading.Lock()
         self._unclaimed: list[Script] = []
         self._reserved: dict[str, Script] = {}
@@ -148,6 +156,8 @@ class Router:
                 script = self._reserved.pop(session, None)
                 if script is None and self._unclaimed:
                     script = self._unclaimed.pop(0)
+                if script is None and self.unscripted == "default":
+                    return Decision(kind="default", session=session)
                 if script is None:
                     owners = ", ".join(sorted(self._claims)) or "none"
                     return Decision(
@@ -155,7 +165,9 @@ class Router:
                         session=session,
                         message=f"session {session!r} has no script: every script is claimed "
                         f"(by sessions: {owners}). Add a script for it, or send the same "
-                        f"X-Mock-Session header as the session that owns the script.",
+                        f"X-Mock-Session header as the session that owns the script (or start the "
+                        f"server with unscripted='default' to answer such sessions with the "
+                        f"generated default reply).",
                     )
                 cursor = _Cursor(script, [False] * len(script.steps))
                 self._claims[session] = cursor

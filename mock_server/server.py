@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -69,6 +69,9 @@ class MockServer:
         journal: a JSONL file the journal appends to (parents created).
         era: `v4` (default) or `v3.2` stream and limit shapes.
         on_event: called with each `request`/`result` telemetry dict.
+        unscripted: what a new session gets once no script is left for it: `error` (418
+            `mock_no_script`) or `default` (the generated reply). Without any script at all,
+            every request gets the default reply.
     """
 
     __test__ = False  # not a pytest test class
@@ -87,6 +90,7 @@ class MockServer:
         era: Era = "v4",
         max_body_bytes: int = 16 * 1024 * 1024,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        unscripted: Literal["error", "default"] = "error",
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -96,7 +100,7 @@ class MockServer:
         self.seed = seed if seed is not None else secrets.randbits(32)
         self.host = host
         self._requested_port = port
-        self.router = Router(loaded)
+        self.router = Router(loaded, unscripted=unscripted)
         self.journal = Journal(journal, pending=self.router.pending)
         self.config = ServerConfig(
             api_key=api_key,

@@ -1,0 +1,103 @@
+"""`python -m mock_server serve` (the `dshkit serve` command) as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .cli_process import ServeProcess
+from .wire import chat
+
+
+@pytest.fixture
+def serve() -> object:
+    started: list[ServeProcess] = []
+
+    def start(*args: str) -> ServeProcess:
+        p = ServeProcess(*args)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        p.kill()
+
+
+def test_ready_then_request_and_result_lines(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    journal = tmp_path / "j.jsonl"
+    p = serve("--sequence", "success,rate_limit", "--seed", "42", "--journal", str(journal), "--api-key", "sk-cli")
+    assert p.ready["type"] == "ready" and p.ready["seed"] == 42
+    assert p.ready["base_url"] == f"http://127.0.0.1:{p.ready['port']}"
+    headers = {"Authorization": "Bearer sk-cli", "X-Mock-Session": "cli"}
+    with httpx.Client(base_url=p.base_url, timeout=2, headers=headers) as c:
+        assert c.post("/v1/chat/completions", json=chat()).status_code == 200
+        assert c.post("/chat/completions", json=chat()).status_code == 429
+    lines = [p.next_line() for _ in range(4)]
+    assert [(x["type"], x["behavior"], x["session"], x["step"]) for x in lines] == [
+        ("request", "success", "cli", 0), ("result", "success", "cli", 0),
+        ("request", "rate_limit", "cli", 1), ("result", "rate_limit", "cli", 1)]
+    assert lines[1]["outcome"] == "completed" and lines[3]["status"] == 429
+    code, rest = p.stop(signal.SIGINT)
+    assert code == 130
+    text = journal.read_text()
+    assert len(text.splitlines()) == 2 and "sk-cli" not in text and "sk-cli" not in rest
+
+
+def test_sigterm_closes_a_stalled_stream(serve) -> None:  # type: ignore[no-untyped-def]
+    p = serve("--sequence", "stall")
+    with httpx.Client(timeout=httpx.Timeout(5.0)) as c:
+        with c.stream("POST", p.base_url + "/chat/completions", json=chat()) as r:
+            assert r.status_code == 200
+            assert p.next_line()["type"] == "request"  # the server is now holding the stream
+            p.proc.send_signal(signal.SIGTERM)
+            with pytest.raises(httpx.HTTPError):
+                for _ in r.iter_raw():
+                    pass
+    code, rest = p.stop(None)
+    assert code == 143
+    result = json.loads(rest.splitlines()[0])
+    assert result["type"] == "result" and result["outcome"] == "closed"
+
+
+def test_default_reply_without_script(serve) -> None:  # type: ignore[no-untyped-def]
+    p = serve()
+    with httpx.Client(timeout=2) as c:
+        r = c.post(p.base_url + "/chat/completions", json=chat("hello there", stream=False))
+    assert r.json()["choices"][0]["message"]["content"] == 'You said: "hello there"'
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sequence", "nope"], "steps[0].fault"),
+        (["--sequence", "success,connection_refused"], "only as the first"),
+        (["--sequence", "connection_refused,success"], "explicit non-zero --port"),
+        (["--listen-delay-ms", "5"], "only allowed with"),
+        (["--weights", "success=1"], "needs `random`"),
+        (["--sequence", "random", "--weights", "nope=1"], "unknown fault"),
+        (["--script", "/nonexistent.yaml"], "cannot read script file"),
+    ],
+)
+def test_bad_options_exit_2_with_a_message(args: list[str], message: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "mock_server", "serve", *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and message in r.stderr and r.stdout == ""
+
+
+def test_connection_refused_phase(serve) -> None:  # type: ignore[no-untyped-def]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = serve("--sequence", "connection_refused,success", "--port", str(port), "--listen-delay-ms", "1000")
+    assert p.ready["type"] == "unavailable" and p.ready["listen_delay_ms"] == 1000
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"http://127.0.0.1:{port}/chat/completions", json=chat(), timeout=1)
+    ready = p.next_line(timeout=10)
+    assert ready["type"] == "ready" and ready["port"] == port
+    assert httpx.post(ready["base_url"] + "/chat/completions", json=chat(), timeout=2).status_code == 200
