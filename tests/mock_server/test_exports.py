@@ -1,0 +1,21 @@
+"""The public namespace: a sorted `__all__` naming exactly the public names."""
+
+from __future__ import annotations
+
+import mock_server
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert mock_server.__all__ == sorted(mock_server.__all__)
+    public = {n for n in vars(mock_server) if not n.startswith("_")}
+    modules = {n for n, v in vars(mock_server).items() if type(v).__name__ == "module"}
+    assert set(mock_server.__all__) == public - modules
+    for name in mock_server.__all__:
+        assert getattr(mock_server, name) is not None
+
+
+def test_claimed_items_are_checklist_ids() -> None:
+    import re
+
+    assert all(re.fullmatch(r"S\d+b?", s) for s in mock_server.CLAIMED_S_ITEMS)
+    assert len(set(mock_server.CLAIMED_S_ITEMS)) == len(mock_server.CLAIMED_S_ITEMS)
