@@ -10,7 +10,7 @@ against the bare limit, on one generated DeepSeek stream of more than 10,000 chu
 
 Each contender runs several times and its best time counts. Prints both ratios, and as the
 very last line one JSON object `{"vs_openai": ..., "vs_limit": ...}` (ratios of throughput:
-dshkit/openai and dshkit/limit). Run: `python bench/decode.py` (about 20 s).
+dshkit/openai and dshkit/limit). Run: `python bench/decode.py` (about 10 s).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock  # noqa: E402
-from harness.providers.deepseek import StreamDecoder  # noqa: E402
+from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
+from harness.providers.deepseek import StreamDecoder
 
 READ = 64 * 1024
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
@@ -36,10 +36,7 @@ HEAD = (
     '"choices":[{"index":0,"delta":'
 )
 TAIL_OPEN = ',"logprobs":null,"finish_reason":null}],"usage":null}'
-WORDS = (
-    "the user wants to know what the project does so I should read README.md first and then "
-    "answer with a short summary 项目 说明 🙂 of its main features and how to run it"
-).split()
+WORDS = ["the", "user", "wants", "to", "know", "what", "the", "project", "does", "so", "I", "should", "read", "README.md", "first", "and", "then", "answer", "with", "a", "short", "summary", "项目", "说明", "🙂", "of", "its", "main", "features", "and", "how", "to", "run", "it"]
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
@@ -166,10 +163,14 @@ def main() -> int:
         print("openai SDK and dshkit disagree on the assembled result", file=sys.stderr)
         return 1
     assert run_limit(body) == chunks
-    t_ours = best(lambda: run_dshkit(body), 7)
-    t_limit = best(lambda: run_limit(body), 7)
-    t_sdk = best(sdk, 2)
-    rate = lambda t: chunks / t  # noqa: E731
+    # Interleave the contenders so a busy machine slows all of them alike; keep each best.
+    t_ours = t_limit = t_sdk = float("inf")
+    for _ in range(4):
+        t_sdk = min(t_sdk, best(sdk, 1))
+        for _ in range(4):
+            t_ours = min(t_ours, best(lambda: run_dshkit(body), 1))
+            t_limit = min(t_limit, best(lambda: run_limit(body), 1))
+    rate = lambda t: chunks / t
     print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB")
     print(f"dshkit (SSE + translate + assemble): {rate(t_ours):12,.0f} chunks/s  {t_ours * 1e3:8.1f} ms")
     print(f"bare limit (split + json.loads):     {rate(t_limit):12,.0f} chunks/s  {t_limit * 1e3:8.1f} ms")

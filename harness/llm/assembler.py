@@ -74,7 +74,15 @@ class BlockAssembler:
 
     def feed(self, chunk: StreamChunk) -> None:
         """Apply one chunk. Never raises for the core chunk types."""
-        if isinstance(chunk, (TextDelta, ReasoningDelta)):
+        kind_of = type(chunk)
+        if kind_of is TextDelta or kind_of is ReasoningDelta:
+            # The hot path (most chunks of a stream): one dict lookup and one append.
+            partial = self._partials.get(chunk.index)  # type: ignore[union-attr]
+            if partial is None:
+                partial = self._get(chunk.index, "text" if kind_of is TextDelta else "reasoning")  # type: ignore[union-attr]
+            if partial.block is None:  # a straggler after block-end is ignored
+                partial.parts.append(chunk.text)  # type: ignore[union-attr]
+        elif isinstance(chunk, (TextDelta, ReasoningDelta)):
             kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
             partial = self._get(chunk.index, kind)
             if partial.block is None:  # a straggler after block-end is ignored

@@ -45,6 +45,14 @@ class SSEDecoder:
         self._bom_checked = False
 
     def feed(self, chunk: bytes) -> list[SSEEvent | SSEComment]:
+        return [
+            SSEComment(data) if name is None else SSEEvent(data, name, event_id)
+            for name, data, event_id in self.feed_raw(chunk)
+        ]
+
+    def feed_raw(self, chunk: bytes) -> list[tuple[str | None, str, str | None]]:
+        """`feed` without the event objects, for the hot path: `(event name, data, id)` per
+        event and `(None, text, None)` per comment."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -66,35 +74,36 @@ class SSEDecoder:
             text = chunk[:last]
         if last + 1 < len(chunk):
             self._pieces.append(chunk[last + 1 :])
-        return self._lines(text.split(b"\n"))
+        # Only whole lines are decoded, so no UTF-8 sequence is cut; LF never occurs inside
+        # one, so decoding the block at once equals decoding line by line.
+        return self._lines(text.decode("utf-8", "replace").split("\n"))
 
-    def _lines(self, lines: list[bytes]) -> list[SSEEvent | SSEComment]:
+    def _lines(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
         if not self._bom_checked:
             self._bom_checked = True
-            if lines[0].startswith(b"\xef\xbb\xbf"):
-                lines[0] = lines[0][3:]
-        out: list[SSEEvent | SSEComment] = []
+            if lines[0].startswith("\ufeff"):
+                lines[0] = lines[0][1:]
+        out: list[tuple[str | None, str, str | None]] = []
         data = self._data
         for line in lines:
-            if line.startswith(b"data:"):
-                value = line[6:] if line[5:6] == b" " else line[5:]
-                data.append(value.decode("utf-8", "replace"))
+            if line.startswith("data:"):
+                data.append(line[6:] if line[5:6] == " " else line[5:])
             elif not line:
                 if data:
                     text = data[0] if len(data) == 1 else "\n".join(data)
-                    out.append(SSEEvent(text, self._event or "message", self._id))
+                    out.append((self._event or "message", text, self._id))
                     data.clear()
                 self._event = None
-            elif line[0] == 0x3A:  # ":"
-                out.append(SSEComment(line[1:].decode("utf-8", "replace").lstrip(" ")))
+            elif line[0] == ":":
+                out.append((None, line[1:].lstrip(" "), None))
             else:
-                name, _, value = line.partition(b":")
-                if value[:1] == b" ":
+                name, _, value = line.partition(":")
+                if value[:1] == " ":
                     value = value[1:]
-                if name == b"event":
-                    self._event = value.decode("utf-8", "replace")
-                elif name == b"id" and b"\0" not in value:
-                    self._id = value.decode("utf-8", "replace")
+                if name == "event":
+                    self._event = value
+                elif name == "id" and "\0" not in value:
+                    self._id = value
                 # `retry:` and unknown fields do not affect payloads.
         return out
 
@@ -102,7 +111,7 @@ class SSEDecoder:
         """End of input. Returns the data of an event that never got its blank line (it is not
         dispatched, as WHATWG says), or None when nothing was pending."""
         if self._pieces:
-            self._lines([b"".join(self._pieces)])
+            self._lines(b"".join(self._pieces).decode("utf-8", "replace").split("\n"))
             self._pieces.clear()
         if not self._data:
             return None

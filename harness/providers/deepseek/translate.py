@@ -11,6 +11,7 @@ blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from harness.llm import (
@@ -34,7 +35,7 @@ from harness.llm import (
 )
 
 from .failures import failure_from_error_object
-from .sse import SSEComment, SSEDecoder
+from .sse import SSEDecoder
 
 __all__ = ["StreamDecoder", "Translator", "map_finish_reason", "map_usage"]
 
@@ -136,40 +137,74 @@ class Translator:
 
     def feed(self, chunk: Any) -> list[StreamChunk]:
         """Translate one parsed `data:` payload."""
+        out: list[StreamChunk] = []
+        self.feed_into(chunk, out)
+        return out
+
+    def feed_into(self, chunk: Any, out: list[StreamChunk]) -> None:
+        """`feed`, appending to `out` (the hot path: no list per payload)."""
         if self.finished:
-            return []
+            return
         if not isinstance(chunk, dict):
-            return self._terminate(_malformed(f"wire chunk is not a JSON object: {_clip(chunk)}"))
+            out += self._terminate(_malformed(f"wire chunk is not a JSON object: {_clip(chunk)}"))
+            return
         if self.id is None:
             self._take_ids(chunk)
         error = chunk.get("error")
         if error:
-            return self._terminate(self._provider_error(error))
-        out: list[StreamChunk] = []
+            out += self._terminate(self._provider_error(error))
+            return
         choices = chunk.get("choices")
         if choices:
+            mark = len(out)  # a malformed payload emits nothing but its terminal finish
             if not isinstance(choices, list):
-                return self._terminate(_malformed(f"`choices` is not a list: {_clip(chunk)}"))
+                del out[mark:]
+                out += self._terminate(_malformed(f"`choices` is not a list: {_clip(chunk)}"))
+                return
             for choice in choices:
                 if not isinstance(choice, dict):
-                    return self._terminate(_malformed(f"a choice is not an object: {_clip(chunk)}"))
+                    del out[mark:]
+                    out += self._terminate(_malformed(f"a choice is not an object: {_clip(chunk)}"))
+                    return
                 if choice.get("index", 0) not in (0, None):
                     continue  # n > 1 is not something the harness asks for
                 delta = choice.get("delta")
                 if delta:
                     if not isinstance(delta, dict):
-                        return self._terminate(_malformed(f"`delta` is not an object: {_clip(chunk)}"))
-                    failure = self._delta(delta, out)
-                    if failure is not None:
-                        out.append(self._terminate(failure)[0])
-                        return out
+                        del out[mark:]
+                        out += self._terminate(_malformed(f"`delta` is not an object: {_clip(chunk)}"))
+                        return
+                    # Inlined `_delta` for the two common cases: reasoning and content.
+                    reasoning = delta.get("reasoning_content")
+                    if reasoning is None:
+                        reasoning = delta.get("reasoning")  # the field name some other servers use
+                    if reasoning and type(reasoning) is str:
+                        index = self._reasoning
+                        if index is None:
+                            index = self._reasoning = self._open("reasoning", out)
+                            self._order.append((index, "reasoning", None))
+                        self._reasoning_parts.append(reasoning)
+                        out.append(ReasoningDelta(index=index, text=reasoning))
+                    content = delta.get("content")
+                    if content and type(content) is str:
+                        index = self._text
+                        if index is None:
+                            index = self._text = self._open("text", out)
+                            self._order.append((index, "text", None))
+                        self._text_parts.append(content)
+                        out.append(TextDelta(index=index, text=content))
+                    calls = delta.get("tool_calls")
+                    if calls:
+                        failure = self._calls(calls, delta, out)
+                        if failure is not None:
+                            out += self._terminate(failure)
+                            return
                 reason = choice.get("finish_reason")
-                if isinstance(reason, str) and reason:
+                if reason and isinstance(reason, str):
                     self.finish_reason = reason
         usage = chunk.get("usage")
         if usage and isinstance(usage, dict):
             self._usage = map_usage(usage)
-        return out
 
     def _take_ids(self, chunk: dict[str, Any]) -> None:
         id_, model, fp = chunk.get("id"), chunk.get("model"), chunk.get("system_fingerprint")
@@ -183,35 +218,15 @@ class Translator:
         out.append(BlockStart(index=index, block_type=kind))
         return index
 
-    def _delta(self, delta: dict[str, Any], out: list[StreamChunk]) -> Finish | None:
-        reasoning = delta.get("reasoning_content")
-        if reasoning is None:
-            reasoning = delta.get("reasoning")  # the field name some other servers use
-        if reasoning and isinstance(reasoning, str):
-            index = self._reasoning
-            if index is None:
-                index = self._reasoning = self._open("reasoning", out)
-                self._order.append((index, "reasoning", None))
-            self._reasoning_parts.append(reasoning)
-            out.append(ReasoningDelta(index=index, text=reasoning))
-        content = delta.get("content")
-        if content and isinstance(content, str):
-            index = self._text
-            if index is None:
-                index = self._text = self._open("text", out)
-                self._order.append((index, "text", None))
-            self._text_parts.append(content)
-            out.append(TextDelta(index=index, text=content))
-        calls = delta.get("tool_calls")
-        if calls:
-            if not isinstance(calls, list):
-                return _malformed(f"`tool_calls` is not a list: {_clip(delta)}")
-            for entry in calls:
-                if not isinstance(entry, dict):
-                    return _malformed(f"a tool_calls entry is not an object: {_clip(delta)}")
-                failure = self._tool_delta(entry, out)
-                if failure is not None:
-                    return failure
+    def _calls(self, calls: Any, delta: dict[str, Any], out: list[StreamChunk]) -> Finish | None:
+        if not isinstance(calls, list):
+            return _malformed(f"`tool_calls` is not a list: {_clip(delta)}")
+        for entry in calls:
+            if not isinstance(entry, dict):
+                return _malformed(f"a tool_calls entry is not an object: {_clip(delta)}")
+            failure = self._tool_delta(entry, out)
+            if failure is not None:
+                return failure
         return None
 
     def _tool_delta(self, entry: dict[str, Any], out: list[StreamChunk]) -> Finish | None:
@@ -338,6 +353,22 @@ def _clip(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """`json.loads` for one payload, calling the C scanner directly on the common case (a
+    payload that is exactly one JSON value); anything else goes through `json.loads`, which
+    accepts surrounding whitespace and raises the usual `JSONDecodeError`."""
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
+
+
 class StreamDecoder:
     """Bytes of one response body in, `StreamChunk`s out: SSE decode, JSON, translate.
 
@@ -363,26 +394,32 @@ class StreamDecoder:
         if self.done or self.translator.finished:
             return []
         translator = self.translator
+        feed_into = translator.feed_into
+        scan = _scan_once
         out: list[StreamChunk] = []
-        loads = json.loads
-        for event in self._sse.feed(data):
-            if type(event) is SSEComment:
-                self.comments += 1
-                continue
-            payload = event.data  # type: ignore[union-attr]
-            if event.event == "error":  # type: ignore[union-attr]
-                out += translator.error_event(payload)
-                return out
+        for name, payload, _ in self._sse.feed_raw(data):
+            if name != "message":
+                if name is None:  # a comment: liveness, not data
+                    self.comments += 1
+                    continue
+                if name == "error":
+                    out += translator.error_event(payload)
+                    return out
             if payload == "[DONE]":
                 self.done = True
                 out += translator.end(done=True)
                 return out
-            try:
-                chunk = loads(payload)
-            except ValueError:
-                out += translator.malformed(payload)
-                return out
-            out += translator.feed(chunk)
+            try:  # `_loads`, inlined: this loop runs once per wire chunk
+                chunk, end = scan(payload, 0)
+                if end != len(payload):
+                    chunk = json.loads(payload)
+            except (StopIteration, ValueError):
+                try:
+                    chunk = json.loads(payload)
+                except ValueError:
+                    out += translator.malformed(payload)
+                    return out
+            feed_into(chunk, out)
             if translator.finished:
                 return out
         return out

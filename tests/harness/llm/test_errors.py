@@ -21,8 +21,8 @@ from harness.llm import (
 )
 
 CONTEXT = [
-    "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens "
-    "(139000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+    ("This model's maximum context length is 131072 tokens. However, you requested 140000 tokens "
+    "(139000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."),
     "context_length_exceeded",
     "Context window exceeded",
     "context-limit-exceeded",  # not a pattern: "limit" needs "context length/window limit exceeded"

@@ -5,6 +5,7 @@ expected files, never snapshotted; without the corpus these tests skip."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -44,7 +45,7 @@ def decode(body: bytes, cuts: list[int]) -> tuple[list[StreamChunk], StreamDecod
     decoder = StreamDecoder()
     out: list[StreamChunk] = []
     bounds = [0, *sorted(cuts), len(body)]
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         out += decoder.feed(body[a:b])
     out += decoder.close()
     return out, decoder

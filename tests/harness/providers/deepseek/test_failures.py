@@ -5,7 +5,13 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from harness.providers.deepseek import classify_status, failure_from_error_object, failure_from_exception, failure_from_http, parse_retry_after_ms
+from harness.providers.deepseek import (
+    classify_status,
+    failure_from_error_object,
+    failure_from_exception,
+    failure_from_http,
+    parse_retry_after_ms,
+)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,13 @@ from harness.llm import (
     UsageError,
     UserMessage,
 )
-from harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig, encode_body, resolve_thinking, serialize
+from harness.providers.deepseek import (
+    DeepSeekAdapter,
+    DeepSeekConfig,
+    encode_body,
+    resolve_thinking,
+    serialize,
+)
 
 SRC = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 ODD_ARGS = [

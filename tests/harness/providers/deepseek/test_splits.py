@@ -130,9 +130,9 @@ def test_unfinished_line_is_kept_as_pieces_not_recopied() -> None:
     reads = [b"data: ", *([b"x" * 7] * 1000)]
     for r in reads:
         assert decoder.feed(r) == []
-    pending = decoder._pieces  # noqa: SLF001 - white-box check of the buffering strategy
+    pending = decoder._pieces
     assert len(pending) == len(reads)
     assert sum(map(len, pending)) == sum(map(len, reads))
     events = decoder.feed(b"\n\n")
     assert len(events) == 1 and len(events[0].data) == 7000  # type: ignore[union-attr]
-    assert decoder._pieces == []  # noqa: SLF001
+    assert decoder._pieces == []

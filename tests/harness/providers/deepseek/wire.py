@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -71,7 +72,7 @@ def decode(body: bytes, reads: list[int] | None = None) -> list[StreamChunk]:
     decoder = StreamDecoder()
     out: list[StreamChunk] = []
     cuts = [0, *(reads or []), len(body)]
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in itertools.pairwise(cuts):
         out += decoder.feed(body[a:b])
     out += decoder.close()
     return out
