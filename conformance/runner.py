@@ -1,0 +1,385 @@
+"""The runner: play each scenario over real HTTP against an adapter and judge the result.
+
+One mock server serves the whole run. Each scenario gets its own API key, so the server routes
+its requests to its own script (routing by key hash, `mock_server.routing`) and the journal
+tells its request bodies apart, which lets scenarios run concurrently on one event loop. The
+adapter comes from a factory `module:callable`, called as
+`factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)`, a fresh one per scenario.
+Each scenario has a time budget; exceeding it is `fail: timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.llm import (
+    BlockAssembler,
+    Message,
+    ModelSource,
+    StreamChunk,
+    ToolResultMessage,
+    UserMessage,
+)
+from mock_server import MockServer, Script, session_of
+
+from .checks import (
+    CheckResult,
+    check_assemble,
+    check_finish,
+    check_meta,
+    check_request,
+    check_translate,
+    check_usage,
+    unified,
+)
+from .scenario import CAPABILITIES, Scenario, Step, area_of
+from .wire import build_messages, build_options, to_mock_step
+
+__all__ = [
+    "DEFAULT_ADAPTER",
+    "AdapterFactory",
+    "FactoryError",
+    "ScenarioResult",
+    "Status",
+    "load_factory",
+    "run_catalogue",
+    "run_scenario",
+    "summarize",
+]
+
+DEFAULT_ADAPTER = "harness.providers.deepseek:DeepSeekAdapter"
+Status = Literal["pass", "fail", "n/a"]
+AdapterFactory = Callable[..., Any]
+
+
+class FactoryError(ValueError):
+    """The adapter factory path cannot be used: says what was wrong and what to write."""
+
+
+def load_factory(spec: str) -> AdapterFactory:
+    """Import `module:callable` (e.g. `harness.providers.deepseek:DeepSeekAdapter`)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise FactoryError(f"adapter factory {spec!r} must look like `package.module:callable`")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise FactoryError(f"cannot import module {module_name!r} for adapter factory {spec!r}: {exc}") from None
+    target: Any = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise FactoryError(f"module {module_name!r} has no attribute {attr!r} (adapter factory {spec!r})") from None
+    if not callable(target):
+        raise FactoryError(f"adapter factory {spec!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """The verdict on one scenario."""
+
+    id: str
+    tags: list[str]
+    status: Status
+    diff: str = ""
+    reason: str = ""
+    """Why n/a, or a one-line summary of the failure."""
+    info: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    title: str = ""
+
+    @property
+    def area(self) -> str:
+        return area_of(self.tags)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "tags": self.tags, "status": self.status}
+        if self.status == "fail":
+            out["diff"] = self.diff
+        return out
+
+
+def summarize(results: Sequence[ScenarioResult]) -> dict[str, int]:
+    counts = {"pass": 0, "fail": 0, "n/a": 0}
+    for r in results:
+        counts[r.status] += 1
+    return counts
+
+
+# --- one scenario ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _StepRun:
+    chunks: list[StreamChunk] = field(default_factory=list)
+    raised: BaseException | None = None
+    cancelled: bool = False
+
+
+async def _consume(adapter: Any, options: Any, step: Step, run: _StepRun, ready: asyncio.Event) -> None:
+    agen = adapter.stream(options)
+    try:
+        async for chunk in agen:
+            run.chunks.append(chunk)
+            n = len(run.chunks)
+            if step.abort is not None and step.abort.after_chunks == n and options.signal is not None:
+                options.signal.set()
+            if step.cancel is not None and n >= step.cancel.after_chunks:
+                ready.set()
+    finally:
+        closer = getattr(agen, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+async def _play_step(adapter: Any, options: Any, step: Step) -> _StepRun:
+    run = _StepRun()
+    ready = asyncio.Event()
+    if step.abort is not None and step.abort.before and options.signal is not None:
+        options.signal.set()
+    task = asyncio.ensure_future(_consume(adapter, options, step, run, ready))
+    if step.cancel is not None:
+        waiter = asyncio.ensure_future(ready.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.cancelled():
+        run.cancelled = True
+    elif task.exception() is not None:
+        run.raised = task.exception()
+    return run
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _make_adapter(factory: AdapterFactory, base_url: str, key: str, sc: Scenario) -> Any:
+    adapter = factory(base_url, key, connect_timeout_s=sc.connect_timeout_s, idle_timeout_s=sc.idle_timeout_s)
+    return adapter
+
+
+def missing_capabilities(adapter: Any, sc: Scenario) -> list[str]:
+    caps = getattr(adapter, "capabilities", None)
+    return [name for name in sc.requires if name in CAPABILITIES and not getattr(caps, name, True)]
+
+
+async def _close(adapter: Any) -> None:
+    closer = getattr(adapter, "aclose", None)
+    if closer is not None:
+        result = closer()
+        if inspect.isawaitable(result):
+            await result
+
+
+async def _wait_closed(server: MockServer, session: str, seq_from: int, timeout: float = 1.0) -> str | None:
+    """The outcome the server recorded for the session's last request, once it is known."""
+    deadline = time.monotonic() + timeout
+    while True:
+        entries = [e for e in server.journal.chat() if e.session == session and e.seq > seq_from]
+        outcome = entries[-1].outcome if entries else None
+        if outcome not in (None, "stalled") or time.monotonic() > deadline:
+            return outcome
+        await asyncio.sleep(0.02)
+
+
+async def run_scenario(
+    sc: Scenario, factory: AdapterFactory, server: MockServer, *, provider: str = "conformance"
+) -> ScenarioResult:
+    """Run one scenario against a fresh adapter; never raises for adapter misbehaviour."""
+    started = time.monotonic()
+    key = f"sk-conf-{sc.id}-{uuid.uuid4().hex[:8]}"
+    session = session_of({"Authorization": f"Bearer {key}"})
+    base = Path(sc.source).parent if sc.source else Path(".")
+    base_url = server.base_url if sc.endpoint == "mock" else f"http://127.0.0.1:{_free_port()}"
+    result = ScenarioResult(id=sc.id, tags=list(sc.tags), status="pass", title=sc.title)
+    try:
+        adapter = _make_adapter(factory, base_url, key, sc)
+    except Exception as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
+        result.status = "fail"
+        result.reason = f"the adapter factory raised {type(exc).__name__}: {exc}"
+        result.diff = unified({"factory": "returns an adapter"}, {"factory": result.reason}, "factory")
+        return result
+    missing = missing_capabilities(adapter, sc)
+    if missing:
+        await _close(adapter)
+        result.status = "n/a"
+        result.reason = f"the adapter declares no {', '.join(missing)} capability"
+        return result
+    if sc.endpoint == "mock":
+        steps = [to_mock_step(s.wire, base=base, seed=i) for i, s in enumerate(sc.steps)]
+        server.add_script(Script(name=sc.id, steps=steps), session=session)
+    checks: list[CheckResult] = []
+    thinking_off = sc.request.reasoning_effort == "off" or sc.request.purpose == "session-title"
+    history: list[Message] = build_messages(sc.request.messages, model=sc.request.model)
+    try:
+        async with asyncio.timeout(sc.budget_s):
+            for i, step in enumerate(sc.steps):
+                before = max((e.seq for e in server.journal.entries), default=0)
+                options = build_options(sc.request, history, provider=provider)
+                if step.abort is not None:
+                    options = _with_signal(options)
+                run = await _play_step(adapter, options, step)
+                entries = [e for e in server.journal.chat() if e.session == session and e.seq > before]
+                checks += _judge(i, step, run, entries, thinking_off, server, session, before)
+                if step.cancel is not None:
+                    outcome = await _wait_closed(server, session, before)
+                    if sc.endpoint == "mock" and outcome not in ("client_closed", "closed", "completed", "reset"):
+                        checks.append(CheckResult(
+                            f"step{i}.cancel", False,
+                            unified({"server sees": "the response closed"}, {"server sees": outcome}, f"step{i}.cancel"),
+                        ))
+                if i + 1 < len(sc.steps):
+                    history = _next_history(history, run, step, sc, i)
+    except TimeoutError:
+        result.status = "fail"
+        result.reason = f"timeout: the scenario took longer than its {sc.budget_s:g} s budget"
+        result.diff = unified({"outcome": f"done within {sc.budget_s:g} s"}, {"outcome": "timeout"}, "budget")
+        await _close(adapter)
+        result.seconds = time.monotonic() - started
+        return result
+    await _close(adapter)
+    failed = [c for c in checks if not c.ok]
+    for c in checks:
+        result.info += [f"{c.name}: {note}" for note in c.info]
+    if sc.by_design:
+        result.info.append(f"by design: {sc.by_design}")
+    if failed:
+        result.status = "fail"
+        result.reason = "failed: " + ", ".join(c.name for c in failed)
+        result.diff = "".join(c.diff for c in failed)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _with_signal(options: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(options, signal=asyncio.Event())
+
+
+def _judge(
+    i: int, step: Step, run: _StepRun, entries: list[Any], thinking_off: bool,
+    server: MockServer, session: str, before: int,
+) -> list[CheckResult]:
+    exp = step.expect
+    out: list[CheckResult] = []
+    if run.raised is not None:
+        exc = run.raised
+        text = f"{type(exc).__name__}: {exc}"
+        out.append(CheckResult(f"step{i}.translate", False, unified(
+            {"stream": "ends with a finish chunk, raises nothing"}, {"stream": f"raised {text}"}, f"step{i}.translate")))
+    else:
+        expected_chunks = exp.chunks
+        res = check_translate(run.chunks, expected_chunks, cancelled=exp.cancelled)
+        out.append(_named(res, i))
+    if exp.cancelled:
+        ok = run.cancelled
+        out.append(CheckResult(f"step{i}.cancel", ok, "" if ok else unified(
+            {"consumer task": "cancelled (CancelledError re-raised)"},
+            {"consumer task": "ended normally (CancelledError swallowed)" if run.raised is None else f"raised {type(run.raised).__name__}"},
+            f"step{i}.cancel")))
+    assembler = BlockAssembler()
+    for c in run.chunks:
+        assembler.feed(c)
+    if exp.message is not None:
+        out.append(_named(check_assemble(assembler, exp.message), i))
+    if exp.finish is not None:
+        out.append(_named(check_finish(run.chunks, exp.finish), i))
+    if exp.usage is not None or exp.no_usage:
+        out.append(_named(check_usage(assembler, exp.usage, exp.no_usage), i))
+    if exp.meta is not None:
+        out.append(_named(check_meta(run.chunks, exp.meta), i))
+    if exp.request is not None:
+        want = exp.request
+        if not want.sent:
+            ok = not entries
+            out.append(CheckResult(f"step{i}.serialize", ok, "" if ok else unified(
+                {"requests sent": 0}, {"requests sent": len(entries)}, f"step{i}.serialize")))
+        elif len(entries) != 1:
+            out.append(CheckResult(f"step{i}.serialize", False, unified(
+                {"requests sent": 1}, {"requests sent": len(entries)}, f"step{i}.serialize")))
+        else:
+            e = entries[0]
+            out.append(_named(check_request(e.body, e.headers, want, thinking_off=thinking_off), i))
+    return out
+
+
+def _named(res: CheckResult, i: int) -> CheckResult:
+    name = f"step{i}.{res.name}"
+    diff = res.diff.replace(f"expected/{res.name}", f"expected/{name}").replace(f"actual/{res.name}", f"actual/{name}")
+    return CheckResult(name, res.ok, diff, res.info)
+
+
+def _next_history(history: list[Message], run: _StepRun, step: Step, sc: Scenario, i: int) -> list[Message]:
+    assembler = BlockAssembler()
+    for c in run.chunks:
+        assembler.feed(c)
+    message = assembler.message(ModelSource(provider="conformance", model=sc.request.model), id=f"conf-step-{i}")
+    out = [*history, message]
+    results = step.tool_results or []
+    for k, call in enumerate(message.tool_calls):
+        text = results[k] if k < len(results) else "ok"
+        out.append(ToolResultMessage.create(call.id, text, id=f"conf-result-{i}-{k}"))
+    if step.then_user is not None:
+        out.append(UserMessage.text(step.then_user, id=f"conf-user-{i}"))
+    return out
+
+
+# --- the whole catalogue -----------------------------------------------------------------------
+
+
+async def run_catalogue(
+    scenarios: Sequence[Scenario],
+    factory: AdapterFactory,
+    *,
+    concurrency: int = 16,
+    server: MockServer | None = None,
+    on_result: Callable[[ScenarioResult, int, int], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run `scenarios` concurrently on one mock server; results come back in catalogue order."""
+    own = server is None
+    srv = server or MockServer(seed=7)
+    if own:
+        await srv.start()
+    gate = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+
+    async def one(sc: Scenario) -> ScenarioResult:
+        nonlocal done
+        async with gate:
+            try:
+                res = await run_scenario(sc, factory, srv)
+            except Exception as exc:  # noqa: BLE001 - a runner bug must not sink the whole run
+                res = ScenarioResult(id=sc.id, tags=list(sc.tags), status="fail", title=sc.title,
+                                     reason=f"runner error: {type(exc).__name__}: {exc}",
+                                     diff=unified({"runner": "ok"}, {"runner": f"{type(exc).__name__}: {exc}"}, "runner"))
+        done += 1
+        if on_result is not None:
+            on_result(res, done, len(scenarios))
+        return res
+
+    try:
+        return list(await asyncio.gather(*(one(sc) for sc in scenarios)))
+    finally:
+        if own:
+            await srv.close()
