@@ -149,6 +149,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
     async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
         cfg = rt.config
+        # The session is known from the headers alone: record it before validation so rejected
+        # requests are attributed too (journal.for_session sees every request of a session).
+        session = session_of(request.headers)
+        entry.session = session
         try:
             check_auth(request.headers, cfg.api_key)
             raw = await _read_body(request, cfg.max_body_bytes)
@@ -160,8 +164,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         except Rejection as r:
             return await _reject(rt, entry, x, r)
         x.chat = chat
-        session = session_of(request.headers)
-        entry.session = session
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
             if override not in FAULTS:
