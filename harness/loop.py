@@ -524,7 +524,8 @@ class Agent:
                     delay = retry_delay_ms(o.retry_policy, failure, retry, random=self._random)
                 if delay is None:
                     raise LlmError(failure)
-                await self._retry_wait(turn, step, failure, retry, delay)
+                # whole milliseconds, as DSH logs `delayMs` (a float would log as `2000.0`)
+                await self._retry_wait(turn, step, failure, retry, round(delay))
                 continue
             message = assembler.message(source)
             session.append_assistant_message(
@@ -539,7 +540,7 @@ class Agent:
             self._check()
             return {"kind": "completed"} if outcome else None
 
-    async def _retry_wait(self, turn: int, step: int, failure: LlmFailure, retry: int, delay: float) -> None:
+    async def _retry_wait(self, turn: int, step: int, failure: LlmFailure, retry: int, delay: int) -> None:
         policy = self.options.retry_policy
         assert policy is not None
         retry_id = uuid.uuid4().hex

@@ -83,7 +83,7 @@ async def test_retry_429_honours_retry_after_in_the_same_step(loop_rig: RigFacto
     rig = await loop_rig({"fault": "rate_limit", "retry_after": 2}, reply("after the wait"))
     assert (await rig.run("hi")).kind == "completed"
     (retry,) = rig.data("llm/retry")
-    assert retry["delayMs"] == 2000
+    assert retry["delayMs"] == 2000 and type(retry["delayMs"]) is int  # whole ms, as DSH logs it
     assert (retry["turn"], retry["step"], retry["retry"]) == (1, 1, 1)
     assert retry["failure"]["code"] == "RATE_LIMIT" and retry["failure"]["status"] == 429
     assert rig.sleeps == [2.0]
@@ -118,7 +118,8 @@ async def test_retry_503_honours_retry_after(loop_rig: RigFactory) -> None:
 async def test_retry_backoff_without_retry_after_uses_the_injected_random(loop_rig: RigFactory) -> None:
     rig = await loop_rig("server_error", "server_error", reply("ok"))
     assert (await rig.run("hi")).kind == "completed"
-    assert [r["delayMs"] for r in rig.data("llm/retry")] == [500, 1000]  # random 0.5 → no jitter
+    delays = [r["delayMs"] for r in rig.data("llm/retry")]
+    assert delays == [500, 1000] and all(type(d) is int for d in delays)  # random 0.5 → no jitter
     assert rig.sleeps == [0.5, 1.0]
 
 
