@@ -148,8 +148,10 @@ def _open_session(args: argparse.Namespace, workspace: Path) -> tuple[Session, S
     return session, store, store.path_for(session.id)
 
 
-async def run_command(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """The body of `dshkit run`; returns the exit status."""
+async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """The body of `dshkit run`; returns the exit status. `out` defaults to the current
+    `sys.stdout` (looked up per call, so redirections and pytest's capture see the view)."""
+    out = out if out is not None else sys.stdout
     workspace = Path(args.workspace).resolve()
     if not workspace.is_dir():
         print(f"dshkit run: --workspace {args.workspace} is not a directory", file=sys.stderr)
