@@ -244,9 +244,10 @@ class Translator:
             call = self._tools[wire_index] = _ToolCall(self._open("tool-call", out))
             self._order.append((call.index, "tool-call", call))
         self._last_tool = call
-        # A later `"id": ""` or a repeated type never starts a new call; a repeated full id or
-        # name overwrites rather than concatenates (A5).
-        if id_ and isinstance(id_, str):
+        # A later `"id": ""` or a repeated type never starts a new call; id and name come from
+        # the first delta that carries them (A5), so a repeated or changed one neither
+        # concatenates nor replaces.
+        if id_ and isinstance(id_, str) and not call.id:
             call.id = id_
         function = entry.get("function")
         fragment = ""
@@ -254,7 +255,7 @@ class Translator:
             if not isinstance(function, dict):
                 return _malformed(f"`function` is not an object: {_clip(entry)}")
             name = function.get("name")
-            if name and isinstance(name, str):
+            if name and isinstance(name, str) and not call.name:
                 call.name = name
             args = function.get("arguments")
             if isinstance(args, str):
