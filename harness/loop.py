@@ -409,7 +409,7 @@ class Agent:
         except LlmError as exc:
             reason = {"kind": "error", "error": failure_to_json(exc.failure)}
             self._emit(AgentEvent("agent/error", {"turn": turn, "step": step, "error": exc.failure}))
-        except Exception as exc:  # a plugin or prompt failure ends the turn, never the host
+        except Exception as exc:  # noqa: BLE001 (a plugin or prompt failure ends the turn, never the host)
             failure = LlmFailure(message=_error_chain(exc), code=getattr(exc, "code", None) or ErrorCode.UNKNOWN)
             reason = {"kind": "error", "error": failure_to_json(failure)}
             self._emit(AgentEvent("agent/error", {"turn": turn, "step": step, "error": failure}))

@@ -7,7 +7,12 @@ from typing import Any
 
 from harness.llm import UserMessage
 from harness.loop import AgentOptions, Enter, PreStep, PreStepDecision, Reject
-from harness.prompt import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER, RUNTIME_CONTEXT_PLUGIN, SystemPrompt
+from harness.prompt import (
+    RUNTIME_CONTEXT_CLEARED,
+    RUNTIME_CONTEXT_HEADER,
+    RUNTIME_CONTEXT_PLUGIN,
+    SystemPrompt,
+)
 
 from .conftest import MODEL, RigFactory, call, reply, script
 
