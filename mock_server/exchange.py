@@ -27,13 +27,12 @@ from mock_server.generate import (
     Era,
     Reply,
     build_completion,
-    encode_events,
-    generate_chunks,
+    encode_stream,
     make_meta,
     plan_writes,
 )
 from mock_server.journal import Journal, JournalEntry, Write
-from mock_server.scripts import RawSpec, StreamSpec, Timing
+from mock_server.scripts import RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body
 
 __all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig"]
@@ -45,6 +44,7 @@ SSE_HEADERS: Mapping[str, str] = {
 }
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 KEEP_ALIVE = b": keep-alive\n\n"
+_PER_EVENT = WriteSpec()
 
 #: Test pressure, not production incidence (upstream's defaults, dsh-testing.md §1.6).
 DEFAULT_WEIGHTS: Mapping[str, float] = {
@@ -93,6 +93,21 @@ class Runtime:
                 self.config.on_event(event)
             except Exception:  # noqa: BLE001 - telemetry must not break serving
                 pass
+
+
+def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any] | None:
+    """The transport and writer behind a prepared chunked response, if it is safe to write to
+    the transport directly (no compression, chunked framing); else None."""
+    writer = getattr(resp, "_payload_writer", None)
+    transport = getattr(writer, "transport", None)
+    if (
+        transport is None
+        or not getattr(writer, "chunked", False)
+        or getattr(writer, "_compress", None) is not None
+        or not hasattr(writer, "drain")
+    ):
+        return None
+    return transport, writer
 
 
 class Exchange:
@@ -144,6 +159,22 @@ class Exchange:
         log = self.entry.writes
         mono = time.monotonic
         if not delay:
+            fast = _chunked_transport(resp)
+            if fast is not None:
+                # The hot path: one transport.write (one send) per planned write, framed as
+                # HTTP chunks here instead of through aiohttp's per-write machinery.
+                transport, writer = fast
+                send_headers = getattr(writer, "send_headers", None)
+                if send_headers is not None:
+                    send_headers()  # aiohttp may still hold them for the first payload write
+                for data in writes:
+                    if transport.is_closing():
+                        raise ConnectionResetError("the client closed the connection")
+                    log.append(Write(mono(), data))
+                    transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+                    if transport.get_write_buffer_size() > 0x10000:
+                        await writer.drain()
+                return True
             for data in writes:
                 log.append(Write(mono(), data))
                 await resp.write(data)
@@ -258,7 +289,7 @@ class Exchange:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
         chat = self._chat()
         seed = spec.seed if spec.seed is not None else self.seed
-        chunks = generate_chunks(
+        return encode_stream(
             self._prepare(reply),
             model=chat.response_model,
             thinking=self.thinking(spec),
@@ -272,8 +303,9 @@ class Exchange:
             prompt_tokens=chat.prompt_tokens,
             max_tokens=chat.max_tokens,
             logprobs=logprobs if logprobs is not None else chat.logprobs,
+            framing=spec.framing,
+            done=done,
         )
-        return encode_events(chunks, spec.framing, done=done, quirks=spec.quirks)
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
@@ -315,8 +347,11 @@ class Exchange:
                 return self.reset()
             await self.write(body)
             return await self.end()
-        data = b"".join(self.events(reply, spec, logprobs=logprobs))
-        writes = plan_writes(data, spec.writes.to_plan(self.seed))
+        events = self.events(reply, spec, logprobs=logprobs)
+        if spec.writes == _PER_EVENT:
+            writes = events  # the default plan: one write per event, no scan needed
+        else:
+            writes = plan_writes(b"".join(events), spec.writes.to_plan(self.seed))
         await self.start(200, headers or SSE_HEADERS)
         if not await self.keep_alive_phase(timing):
             return self.reset()
@@ -332,7 +367,11 @@ class Exchange:
         if not await self.keep_alive_phase(timing):
             return self.reset()
         chunk_delay = timing.chunk_delay_ms / 1000
-        for data, delay in raw.writes_with_delays(self.seed):
+        writes = raw.writes_with_delays(self.seed)
+        if not chunk_delay and not any(d for _, d in writes):
+            await self.write_all([w for w, _ in writes])
+            return await self.end()
+        for data, delay in writes:
             await self.write(data)
             if (delay or chunk_delay) and not await self.wait(delay + chunk_delay):
                 return self.reset()

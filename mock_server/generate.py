@@ -14,7 +14,7 @@ import json
 import random
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ __all__ = [
     "compute_usage",
     "encode_events",
     "encode_sse",
+    "encode_stream",
     "frame_jsonl",
     "generate_chunks",
     "make_meta",
@@ -505,9 +506,66 @@ def _emit_tool_calls(
                 emit({"tool_calls": [e]})
 
 
+def _make_encoder() -> Callable[[Any], str]:
+    # DeepSeek sends compact JSON with raw (unescaped) non-ASCII text. One encoder is built
+    # once: `json.dumps` with custom arguments builds a new one per call, which dominated
+    # the server's per-chunk cost (bench/server.py).
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    c_make = getattr(json.encoder, "c_make_encoder", None)
+    if c_make is None:  # pragma: no cover - CPython always has the C accelerator
+        return enc.encode
+    c_enc = c_make(
+        None, enc.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    return lambda obj: "".join(c_enc(obj, 0))
+
+
+_encode = _make_encoder()
+_escape: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_CHUNK_KEYS = ["id", "object", "created", "model", "system_fingerprint", "choices", "usage"]
+_CHOICE_KEYS = ["index", "delta", "logprobs", "finish_reason"]
+
+
 def _dumps(obj: Any) -> bytes:
-    # DeepSeek sends compact JSON with raw (unescaped) non-ASCII text.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _encode(obj).encode("utf-8")
+
+
+class _ChunkEncoder:
+    """Encodes chunks byte-identically to `_dumps`, reusing the envelope bytes of a stream."""
+
+    __slots__ = ("_key", "_prefix")
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] | None = None
+        self._prefix = ""
+
+    def __call__(self, chunk: Mapping[str, Any]) -> bytes:
+        # Fast path only for the exact shape generate_chunks() makes (same keys, same order);
+        # anything else goes through the full encoder.
+        if list(chunk) != _CHUNK_KEYS:
+            return _dumps(chunk)
+        choices = chunk["choices"]
+        if len(choices) != 1 or list(choices[0]) != _CHOICE_KEYS or choices[0]["index"] != 0:
+            return _dumps(chunk)
+        key = (chunk["id"], chunk["object"], chunk["created"], chunk["model"],
+               chunk["system_fingerprint"])
+        if key != self._key:
+            head = {k: chunk[k] for k in _CHUNK_KEYS[:5]}
+            self._prefix = _encode(head)[:-1] + ',"choices":[{"index":0,"delta":'
+            self._key = key
+        c = choices[0]
+        lp, fin, usage = c["logprobs"], c["finish_reason"], chunk["usage"]
+        return "".join((
+            self._prefix,
+            _encode(c["delta"]),
+            ',"logprobs":',
+            "null" if lp is None else _encode(lp),
+            ',"finish_reason":',
+            "null" if fin is None else _encode(fin),
+            '}],"usage":',
+            "null" if usage is None else _encode(usage),
+            "}",
+        )).encode("utf-8")
 
 
 def encode_events(
@@ -527,14 +585,97 @@ def encode_events(
     prefix = b"data:" if "data_no_space" in q else b"data: "
     tail = eol + eol
     comment = b": OPENROUTER PROCESSING" + tail if "comments" in q else b""
+    encode = _ChunkEncoder()
     out: list[bytes] = []
     for chunk in chunks:
-        body = chunk if isinstance(chunk, bytes) else _dumps(chunk)
+        body = chunk if isinstance(chunk, bytes) else encode(chunk)
         if comment:
             out.append(comment)
         out.append(prefix + body + tail)
     if done:
         out.append(prefix + b"[DONE]" + tail)
+    return out
+
+
+def encode_stream(
+    reply: Reply,
+    *,
+    model: str = "deepseek-v4-flash",
+    thinking: bool = True,
+    quirks: Iterable[str] = (),
+    split: FragmentPlan | SplitPlan | None = None,
+    seed: int = 0,
+    meta: StreamMeta | None = None,
+    era: Era = "v4",
+    prompt_tokens: int = 16,
+    max_tokens: int | None = None,
+    logprobs: int | None = None,
+    framing: Framing = "lf",
+    done: bool = True,
+) -> list[bytes]:
+    """`encode_events(generate_chunks(...))` in one step: the SSE events of a reply.
+
+    Byte-identical to the two-step form. Plain DeepSeek streams (no quirks, no logprobs) are
+    encoded from templates, with no dict per chunk: this is the server's hot path.
+    """
+    q = frozenset(quirks)
+    if q or logprobs is not None or reply.usage is not None:
+        chunks = generate_chunks(
+            reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
+            era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
+        )
+        return encode_events(chunks, framing, done=done, quirks=q)
+    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    meta = meta or make_meta(model, seed=seed, era=era)
+    pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
+    eol = b"\r\n" if framing == "crlf" else b"\n"
+    head = _encode(
+        {
+            "id": meta.id,
+            "object": "chat.completion.chunk",
+            "created": meta.created,
+            "model": meta.model,
+            "system_fingerprint": meta.system_fingerprint,
+        }
+    )[:-1]
+    pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
+    post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
+    esc = _escape
+    out: list[bytes] = []
+    if thinking:
+        out.append(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
+        out += [
+            pre + b'{"content":null,"reasoning_content":' + esc(f).encode() + b"}" + post
+            for f in pieces.reasoning
+        ]
+        out += [
+            pre + b'{"content":' + esc(f).encode() + b',"reasoning_content":null}' + post
+            for f in pieces.content
+        ]
+    else:
+        out.append(pre + b'{"role":"assistant","content":""}' + post)
+        out += [pre + b'{"content":' + esc(f).encode() + b"}" + post for f in pieces.content]
+    for i, (call_id, name, frags) in enumerate(pieces.calls):
+        out.append(
+            pre + b'{"tool_calls":[{"index":%d,"id":%b,"type":"function","function":{"name":%b,'
+            b'"arguments":""}}]}' % (i, esc(call_id).encode(), esc(name).encode()) + post
+        )
+        opener = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i
+        out += [pre + opener + esc(f).encode() + b"}}]}" + post for f in frags]
+    usage = compute_usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=pieces.completion_tokens,
+        reasoning_tokens=len(pieces.reasoning),
+        era=era,
+    )
+    finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
+    out.append(
+        pre + finish_delta + b',"logprobs":null,"finish_reason":'
+        + esc(pieces.finish_reason).encode() + b'}],"usage":' + _encode(usage).encode()
+        + b"}" + eol + eol
+    )
+    if done:
+        out.append(b"data: [DONE]" + eol + eol)
     return out
 
 

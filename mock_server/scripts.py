@@ -384,6 +384,7 @@ class RawSpec(_Model):
         default=None, description="How `file` bytes are cut into writes; default one per event."
     )
     _file_bytes: bytes | None = PrivateAttr(default=None)
+    _planned: dict[int, list[tuple[bytes, float]]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _writes_or_file(self) -> RawSpec:
@@ -408,8 +409,13 @@ class RawSpec(_Model):
         if self.file is not None:
             if self._file_bytes is None:
                 self.load_file(None)
-            plan = (self.write_plan or WriteSpec()).to_plan(seed)
-            return [(w, 0.0) for w in plan_writes(self._file_bytes or b"", plan)]
+            spec = self.write_plan or WriteSpec()
+            key = seed if spec.random_max else 0  # only random cuts depend on the seed
+            cached = self._planned.get(key)
+            if cached is None:
+                cached = [(w, 0.0) for w in plan_writes(self._file_bytes or b"", spec.to_plan(seed))]
+                self._planned[key] = cached
+            return cached
         return [(w.data(), w.delay_ms / 1000) for w in self.writes]
 
 

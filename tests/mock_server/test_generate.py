@@ -20,6 +20,7 @@ from mock_server import (
     compute_usage,
     encode_events,
     encode_sse,
+    encode_stream,
     frame_jsonl,
     generate_chunks,
     make_meta,
@@ -262,3 +263,33 @@ def test_reassembly_equals_the_logical_reply(
     assert got["content"] == content and got["reasoning"] == reasoning
     assert [(c["name"], c["arguments"]) for c in got["tool_calls"]] == [(c.name, c.arguments) for c in calls]
     assert got["finish_reason"] == ("tool_calls" if calls else "stop")
+
+
+@given(
+    content=_text, reasoning=_text, seed=st.integers(0, 2**32 - 1),
+    quirks=st.sets(st.sampled_from(sorted(QUIRKS))), logprobs=st.one_of(st.none(), st.integers(0, 3)),
+)
+def test_fast_encoder_is_byte_identical_to_json_dumps(
+    content: str, reasoning: str, seed: int, quirks: set[str], logprobs: int | None
+) -> None:
+    reply = Reply(content=content, reasoning=reasoning, tool_calls=(ToolCall(name="f", arguments='{"é": "\\n"}'),))
+    chunks = generate_chunks(reply, seed=seed, quirks=quirks, logprobs=logprobs)
+    plain = [json.dumps(c, ensure_ascii=False, separators=(",", ":")).encode() for c in chunks]
+    fast = [e for e in encode_events(chunks, done=False) if e.startswith(b"data: ")]
+    assert fast == [b"data: " + p + b"\n\n" for p in plain]
+
+
+@given(
+    content=_text, reasoning=_text, split=_split, seed=st.integers(0, 2**32 - 1), thinking=st.booleans(),
+    crlf=st.booleans(), max_tokens=st.one_of(st.none(), st.integers(1, 30)),
+    args=st.lists(_text, max_size=2),
+)
+def test_encode_stream_matches_the_two_step_form(
+    content: str, reasoning: str, split: SplitPlan, seed: int, thinking: bool, crlf: bool,
+    max_tokens: int | None, args: list[str],
+) -> None:
+    reply = Reply(content=content, reasoning=reasoning,
+                  tool_calls=tuple(ToolCall(name=f"t{i}", arguments=a) for i, a in enumerate(args)))
+    kw: dict = dict(thinking=thinking, split=split, seed=seed, max_tokens=max_tokens, prompt_tokens=300)
+    framing = "crlf" if crlf else "lf"
+    assert encode_stream(reply, framing=framing, **kw) == encode_events(generate_chunks(reply, **kw), framing)
