@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
