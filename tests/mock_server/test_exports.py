@@ -19,3 +19,11 @@ def test_claimed_items_are_checklist_ids() -> None:
 
     assert all(re.fullmatch(r"S\d+b?", s) for s in mock_server.CLAIMED_S_ITEMS)
     assert len(set(mock_server.CLAIMED_S_ITEMS)) == len(mock_server.CLAIMED_S_ITEMS)
+
+
+def test_docs_list_every_fault_and_quirk() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "mock_server.md").read_text(encoding="utf-8")
+    for name in [*mock_server.FAULTS, *mock_server.QUIRKS]:
+        assert f"| `{name}` |" in doc, name
