@@ -27,7 +27,7 @@ from harness.llm import (
     ToolSchema,
     UsageError,
 )
-from harness.session import thaw_json
+from harness.session import LosslessJsonError, freeze_json, thaw_json
 
 from .results import INVALID_TOOL_OUTPUT
 
@@ -83,11 +83,17 @@ def argument_violations(validator: jsonschema.protocols.Validator, value: Any, r
     return out
 
 
+def _is_blocks(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        hasattr(b, "type") and not isinstance(b, dict) for b in value
+    )
+
+
 def to_content(value: Any) -> tuple[ContentBlock, ...]:
     """Default rendering: a string is one text block, blocks stay, other JSON is dumped."""
     if isinstance(value, str):
         return (TextBlock(text=value),)
-    if isinstance(value, (list, tuple)) and value and all(hasattr(b, "type") and not isinstance(b, dict) for b in value):
+    if _is_blocks(value):
         return tuple(value)
     return (TextBlock(text=json.dumps(value, ensure_ascii=False)),)
 
@@ -149,6 +155,13 @@ class ToolDefinition:
         outcome = self.handler(args, call) if self._handler_arity >= 2 else self.handler(args)
         if inspect.isawaitable(outcome):
             outcome = await outcome
+        if not _is_blocks(outcome):
+            try:  # the value must survive the log as JSON (dsh-core.md §4.3 step 5)
+                freeze_json(outcome, "output")
+            except LosslessJsonError as exc:
+                raise ToolError(
+                    f'tool "{self.name}" returned invalid output: {exc}', INVALID_TOOL_OUTPUT
+                ) from exc
         if self._output_validator is not None:
             violations = argument_violations(self._output_validator, outcome, root="output")
             if violations:

@@ -531,7 +531,6 @@ async def test_trap_28_no_built_in_max_steps(loop_rig: RigFactory) -> None:
     assert len(rig.events("step/start")) == 13 and len(rig.requests) == 13
 
 
-@pytest.mark.xfail(strict=True, reason="harness.tools renders a non-lossless tool value (NaN) instead of failing INVALID_TOOL_OUTPUT (dsh-core.md §4.3 step 5); reported, not fixed here")
 async def test_trap_27_non_lossless_tool_output_is_invalid_tool_output(loop_rig: RigFactory) -> None:
     nan = define_tool("nan", "returns NaN", {"type": "object"}, lambda a: {"x": float("nan")})
     rig = await loop_rig(reply(calls=[call("nan", "{}", "call_nan")]), reply("ok"), tools=[nan], builtin=False)
