@@ -354,20 +354,10 @@ def _clip(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# The C scanner behind `json.loads`, called directly on the common case (a payload that is
+# exactly one JSON value); anything else falls back to `json.loads`, which accepts surrounding
+# whitespace and raises the usual errors. Same values, less per-chunk overhead.
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-def _loads(text: str) -> Any:
-    """`json.loads` for one payload, calling the C scanner directly on the common case (a
-    payload that is exactly one JSON value); anything else goes through `json.loads`, which
-    accepts surrounding whitespace and raises the usual `JSONDecodeError`."""
-    try:
-        value, end = _scan_once(text, 0)
-    except StopIteration:
-        return json.loads(text)
-    if end != len(text):
-        return json.loads(text)
-    return value
 
 
 class StreamDecoder:
@@ -410,7 +400,7 @@ class StreamDecoder:
                 self.done = True
                 out += translator.end(done=True)
                 return out
-            try:  # `_loads`, inlined: this loop runs once per wire chunk
+            try:  # see `_scan_once`: this loop runs once per wire chunk
                 chunk, end = scan(payload, 0)
                 if end != len(payload):
                     chunk = json.loads(payload)
