@@ -106,11 +106,13 @@ def _user(message: UserMessage | ToolResultMessage) -> list[dict[str, Any]]:
     text = _text(message.content, TextBlock)
     results = [b for b in message.content if isinstance(b, ToolResultBlock)]
     out: list[dict[str, Any]] = []
-    if text or not results:
-        out.append({"role": "user", "content": text})
     for result in results:
         body = _text(result.content, TextBlock)
         out.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": body or NO_OUTPUT})
+    # Tool messages first: they must follow the assistant turn that made the calls, before any
+    # user text (wire.md A18; DeepSeek answers 400 "No tool output found" otherwise).
+    if text or not results:
+        out.append({"role": "user", "content": text})
     return out
 
 

@@ -172,10 +172,11 @@ def test_user_message_with_several_tool_results_and_text() -> None:
             OpaqueBlock(type="future", data={"type": "future"}),
         )
     )
+    # Tool messages come first: they must directly follow the assistant turn (wire.md A18).
     assert serialize(opts(message))["messages"] == [
-        {"role": "user", "content": "note"},
         {"role": "tool", "tool_call_id": "x", "content": "1"},
         {"role": "tool", "tool_call_id": "y", "content": "(no output)"},
+        {"role": "user", "content": "note"},
     ]
 
 
