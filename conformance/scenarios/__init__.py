@@ -1,0 +1,1 @@
+"""The scenario catalogue: data files read by `conformance.scenario.load_catalogue`."""

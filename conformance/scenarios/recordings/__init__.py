@@ -1,0 +1,1 @@
+"""Small recorded bodies the catalogue replays (written for dshkit, not copied from the corpus)."""
