@@ -126,8 +126,12 @@ def _fail(message: str) -> int:
 async def _serve(server: MockServer, refuse_for: float) -> int:
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[int] = loop.create_future()
+    def request_stop(code: int) -> None:
+        if not stop.done():
+            stop.set_result(code)
+
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
-        loop.add_signal_handler(sig, lambda c=code: stop.done() or stop.set_result(c))
+        loop.add_signal_handler(sig, request_stop, code)
     if refuse_for:
         # A bound socket cannot refuse a connection, so refusal is a phase before binding.
         _print({"type": "unavailable", "base_url": f"http://{server.host}:{server._requested_port}",

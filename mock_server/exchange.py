@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import socket
 import struct
@@ -36,6 +37,8 @@ from mock_server.scripts import RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body
 
 __all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig"]
+
+log = logging.getLogger("mock_server")
 
 SSE_HEADERS: Mapping[str, str] = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -91,8 +94,8 @@ class Runtime:
         if self.config.on_event is not None:
             try:
                 self.config.on_event(event)
-            except Exception:  # noqa: BLE001 - telemetry must not break serving
-                pass
+            except Exception:  # telemetry must not break serving
+                log.debug("on_event observer failed", exc_info=True)
 
 
 def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any] | None:

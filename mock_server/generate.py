@@ -16,6 +16,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 __all__ = [
@@ -229,7 +230,7 @@ def split_text(text: str, plan: SplitPlan, rng: random.Random | None = None) -> 
     if plan.mode == "points":
         cuts = sorted({p for p in plan.points if 0 < p < len(text)})
         bounds = [0, *cuts, len(text)]
-        return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        return [text[a:b] for a, b in pairwise(bounds)]
     rng = rng or random.Random(0)
     out: list[str] = []
     i = 0
@@ -521,7 +522,7 @@ def _make_encoder() -> Callable[[Any], str]:
 
 
 _encode = _make_encoder()
-_escape: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_escape: Callable[[str], str] = json.encoder.encode_basestring
 _CHUNK_KEYS = ["id", "object", "created", "model", "system_fingerprint", "choices", "usage"]
 _CHOICE_KEYS = ["index", "delta", "logprobs", "finish_reason"]
 
@@ -742,7 +743,7 @@ def plan_writes(data: bytes, plan: WritePlan | None = None) -> list[bytes]:
             cuts.add(i + 1)
             i = data.find(b"\\", i + 2)
     bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in pairwise(bounds)]
 
 
 def build_completion(

@@ -198,7 +198,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             _emit_request(rt, entry)
             return await x.serve_raw(step.raw, step.timing)
         entry.script_behavior = step.fault
-        name = step.fault
+        name: str = step.fault
         if name == "random":
             name = pick_random(rt.random, cfg.weights)
         entry.behavior = name

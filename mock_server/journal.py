@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -153,7 +154,7 @@ class Journal:
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        path: str | os.PathLike[str] | None = None,
         *,
         pending: Callable[[], list[str]] | None = None,
     ) -> None:

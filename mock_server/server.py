@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from aiohttp import web
 
@@ -190,8 +190,9 @@ class MockServer:
             await runner.cleanup()
         self.journal.close()
 
-    async def __aenter__(self) -> MockServer:
-        return await self.start()
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
 
     async def __aexit__(
         self,
@@ -228,8 +229,9 @@ class MockServer:
         loop.close()
         self._loop = None
 
-    def __enter__(self) -> MockServer:
-        return self.start_in_thread()
+    def __enter__(self) -> Self:
+        self.start_in_thread()
+        return self
 
     def __exit__(
         self,

@@ -415,13 +415,13 @@ def validate_chat(
                 raise Rejection(400, "tool_choice `required` needs at least one tool in `tools`")
             forced = str(functions[0]["name"])
         elif isinstance(choice, dict):
-            fn = choice.get("function")
-            name = fn.get("name") if isinstance(fn, dict) else None
-            if choice.get("type") != "function" or not isinstance(name, str):
+            chosen = choice.get("function")
+            choice_name = chosen.get("name") if isinstance(chosen, dict) else None
+            if choice.get("type") != "function" or not isinstance(choice_name, str):
                 raise _bad("tool_choice", "expected `{\"type\": \"function\", \"function\": {\"name\": ...}}`")
-            if name not in {f["name"] for f in functions}:
-                raise Rejection(400, f"tool_choice names function `{name}`, which is not in `tools`")
-            forced = name
+            if choice_name not in {f["name"] for f in functions}:
+                raise Rejection(400, f"tool_choice names function `{choice_name}`, which is not in `tools`")
+            forced = choice_name
         elif choice not in ("none", "auto"):
             raise _bad(
                 "tool_choice",

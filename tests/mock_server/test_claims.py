@@ -221,7 +221,7 @@ def s21(c: Client) -> None:
     head = r.content[: r.content.index(b"data: ")]
     assert head and set(head.split(b"\n\n")[:-1]) == {b": keep-alive"}
     r, _ = c.stream(session="tools")
-    assert not re.search(rb"^(event|id|retry):", r.content, re.M)
+    assert not re.search(rb"^(event|id|retry):", r.content, re.MULTILINE)
 
 
 def s21b(c: Client) -> None:

@@ -52,14 +52,15 @@ def test_ready_then_request_and_result_lines(serve, tmp_path: Path) -> None:  # 
 
 def test_sigterm_closes_a_stalled_stream(serve) -> None:  # type: ignore[no-untyped-def]
     p = serve("--sequence", "stall")
-    with httpx.Client(timeout=httpx.Timeout(5.0)) as c:
-        with c.stream("POST", p.base_url + "/chat/completions", json=chat()) as r:
-            assert r.status_code == 200
-            assert p.next_line()["type"] == "request"  # the server is now holding the stream
-            p.proc.send_signal(signal.SIGTERM)
-            with pytest.raises(httpx.HTTPError):
-                for _ in r.iter_raw():
-                    pass
+    with httpx.Client(timeout=httpx.Timeout(5.0)) as c, c.stream(
+        "POST", p.base_url + "/chat/completions", json=chat()
+    ) as r:
+        assert r.status_code == 200
+        assert p.next_line()["type"] == "request"  # the server is now holding the stream
+        p.proc.send_signal(signal.SIGTERM)
+        with pytest.raises(httpx.HTTPError):
+            for _ in r.iter_raw():
+                pass
     code, rest = p.stop(None)
     assert code == 143
     result = json.loads(rest.splitlines()[0])

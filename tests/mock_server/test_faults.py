@@ -5,7 +5,6 @@ Stall faults are observed through the client's own read timeout (0.25 s); nothin
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,11 +43,13 @@ class Seen:
 async def via_httpx(url: str, body: dict[str, Any]) -> Seen:
     seen = Seen()
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(2.0, read=READ_TIMEOUT)) as c:
-            async with c.stream("POST", url, json=body) as r:
-                seen.status, seen.headers = r.status_code, {k.lower(): v for k, v in r.headers.items()}
-                async for b in r.aiter_raw():
-                    seen.body += b
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(2.0, read=READ_TIMEOUT)) as c,
+            c.stream("POST", url, json=body) as r,
+        ):
+            seen.status, seen.headers = r.status_code, {k.lower(): v for k, v in r.headers.items()}
+            async for b in r.aiter_raw():
+                seen.body += b
     except httpx.ReadTimeout:
         seen.error = "timeout"
     except (httpx.ReadError, httpx.RemoteProtocolError):
@@ -60,12 +61,11 @@ async def via_aiohttp(url: str, body: dict[str, Any]) -> Seen:
     seen = Seen()
     timeout = aiohttp.ClientTimeout(total=3, sock_read=READ_TIMEOUT)
     try:
-        async with aiohttp.ClientSession(timeout=timeout) as s:
-            async with s.post(url, json=body) as r:
-                seen.status, seen.headers = r.status, {k.lower(): v for k, v in r.headers.items()}
-                async for b in r.content.iter_any():
-                    seen.body += b
-    except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
+        async with aiohttp.ClientSession(timeout=timeout) as s, s.post(url, json=body) as r:
+            seen.status, seen.headers = r.status, {k.lower(): v for k, v in r.headers.items()}
+            async for b in r.content.iter_any():
+                seen.body += b
+    except (TimeoutError, aiohttp.ServerTimeoutError):
         seen.error = "timeout"
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, aiohttp.ClientPayloadError):
         seen.error = "reset"

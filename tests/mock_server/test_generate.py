@@ -290,6 +290,6 @@ def test_encode_stream_matches_the_two_step_form(
 ) -> None:
     reply = Reply(content=content, reasoning=reasoning,
                   tool_calls=tuple(ToolCall(name=f"t{i}", arguments=a) for i, a in enumerate(args)))
-    kw: dict = dict(thinking=thinking, split=split, seed=seed, max_tokens=max_tokens, prompt_tokens=300)
+    kw: dict = {"thinking": thinking, "split": split, "seed": seed, "max_tokens": max_tokens, "prompt_tokens": 300}
     framing = "crlf" if crlf else "lf"
     assert encode_stream(reply, framing=framing, **kw) == encode_events(generate_chunks(reply, **kw), framing)

@@ -39,6 +39,6 @@ def test_entries_lookups_and_jsonl(tmp_path: Path) -> None:
 
 
 def test_assert_consumed_lists_unused_steps() -> None:
-    Journal(pending=lambda: []).assert_consumed()
+    Journal(pending=list).assert_consumed()
     with pytest.raises(UnconsumedStepsError, match=r"2 scripted step\(s\).*\n  a\n  b"):
         Journal(pending=lambda: ["a", "b"]).assert_consumed()

@@ -112,11 +112,13 @@ def test_sync_stream_helper_accumulates_tool_calls(mock_deepseek: MockServer) ->
     # The SDK's stream() helper concatenates repeated id/name strings (wire.md §12), so this
     # also checks that id and name are sent once per call (S26).
     mock_deepseek.add_script(Script.of({"reply": SHAPES["parallel_tools"]}))
-    with openai.OpenAI(**_client_kwargs(mock_deepseek)) as client:
-        with client.chat.completions.stream(**REQUEST) as s:
-            for _ in s:
-                pass
-            final = s.get_final_completion()
+    with (
+        openai.OpenAI(**_client_kwargs(mock_deepseek)) as client,
+        client.chat.completions.stream(**REQUEST) as s,
+    ):
+        for _ in s:
+            pass
+        final = s.get_final_completion()
     calls = final.choices[0].message.tool_calls or []
     assert [(c.function.name, c.function.arguments) for c in calls] == [("a", '{"x": 1}'), ("b", "{}")]
     assert all(c.id.startswith(f"call_0{i}_") and len(c.id) == 32 for i, c in enumerate(calls))

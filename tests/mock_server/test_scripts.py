@@ -10,7 +10,18 @@ from typing import get_args
 import pytest
 
 import mock_server
-from mock_server import FAULTS, QUIRKS, FaultStep, RawStep, ReplyStep, Script, ScriptError, load_script, load_scripts, script_json_schema
+from mock_server import (
+    FAULTS,
+    QUIRKS,
+    FaultStep,
+    RawStep,
+    ReplyStep,
+    Script,
+    ScriptError,
+    load_script,
+    load_scripts,
+    script_json_schema,
+)
 from mock_server.scripts import FaultName, QuirkName
 
 SCHEMA = Path(mock_server.__file__).parent / "script.schema.json"
