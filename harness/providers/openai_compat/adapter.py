@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from harness.llm import (
@@ -47,7 +48,19 @@ from harness.providers.deepseek import (
     serialize,
 )
 
-__all__ = ["OpenAICompatAdapter"]
+__all__ = ["OpenAICompatAdapter", "OpenAICompatCapabilities"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAICompatCapabilities(AdapterCapabilities):
+    """What the SDK hides from this adapter (the conformance suite marks those scenarios n/a)."""
+
+    done_marker: bool = False
+    """The SDK ends iteration on `[DONE]` and on EOF alike, so `doneMissing` cannot be set and a
+    `[DONE]` without any finish_reason cannot be told from a truncated stream."""
+    strict_sse: bool = False
+    """The SDK's SSE decoder dispatches data-less blocks (`event:`/`id:` only) as empty JSON and
+    keeps a leading byte order mark, so both end as malformed responses."""
 
 
 def _fail(message: str, code: str, **fields: Any) -> Finish:
@@ -127,7 +140,7 @@ class _Blocks:
 class OpenAICompatAdapter:
     """Adapter for any OpenAI-compatible Chat Completions server, through the `openai` SDK."""
 
-    capabilities = AdapterCapabilities()
+    capabilities = OpenAICompatCapabilities()
 
     def __init__(
         self,
@@ -182,7 +195,7 @@ class OpenAICompatAdapter:
                 code=classify_status(exc.status_code, detail or exc.message),
                 status=exc.status_code,
                 provider_retry_after_ms=parse_retry_after_ms(headers.get("retry-after")),
-                request_id=headers.get("x-request-id") or None,
+                request_id=headers.get("x-request-id") or headers.get("x-deepseek-request-id") or None,
                 provider_error=ProviderError(
                     type=_s(error.get("type")), code=_s(error.get("code")), param=_s(error.get("param"))
                 )
@@ -217,6 +230,7 @@ class OpenAICompatAdapter:
         usage = None
         ids: dict[str, str | None] = {}
         stream: Any = None
+        received = False
         try:
             stream = await race_signal(self._client.chat.completions.create(**kwargs), waiter)
             chunks = stream.__aiter__()
@@ -225,18 +239,27 @@ class OpenAICompatAdapter:
                     chunk = await race_signal(chunks.__anext__(), waiter)
                 except StopAsyncIteration:
                     break
+                received = True
                 if not ids:
                     ids = {"id": chunk.id, "model": chunk.model, "fp": chunk.system_fingerprint}
                 out: list[StreamChunk] = []
-                for choice in chunk.choices or ():
-                    if choice.index != 0:
-                        continue
-                    if choice.delta is not None:
-                        blocks.delta(choice.delta, out)
-                    if choice.finish_reason:
-                        finish_reason = choice.finish_reason
-                if chunk.usage is not None:
-                    usage = map_usage(chunk.usage.model_dump())
+                try:
+                    for choice in chunk.choices or ():
+                        if choice.index != 0:
+                            continue
+                        if choice.delta is not None:
+                            blocks.delta(choice.delta, out)
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+                    if chunk.usage is not None:
+                        usage = map_usage(chunk.usage.model_dump())
+                except (AttributeError, TypeError) as exc:
+                    # The SDK builds chunk models without validation, so a payload of the wrong
+                    # shape (`choices: [null]`) surfaces here; it must end the stream as data.
+                    for item in out:
+                        yield item
+                    yield _fail(f"malformed chunk: {exc}", ErrorCode.MALFORMED_RESPONSE)
+                    return
                 for item in out:
                     yield item
         except SignalAborted:
@@ -252,6 +275,9 @@ class OpenAICompatAdapter:
             if stream is not None:
                 await stream.close()
         meta = FinishMeta(id=ids.get("id"), model=ids.get("model"), system_fingerprint=ids.get("fp"))
+        if not received:
+            yield _fail("the server returned no chunk at all", ErrorCode.EMPTY_RESPONSE)
+            return
         if finish_reason is None:
             failure = LlmFailure(message="stream ended before a finish_reason", code=ErrorCode.STREAM_CLOSED)
             yield Finish(reason=FinishReason(kind="error", failure=failure), meta=meta)
