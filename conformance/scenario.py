@@ -52,10 +52,16 @@ __all__ = [
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
-#: Capabilities a scenario may require; an adapter declares them on `capabilities` (a missing
-#: attribute counts as supported). `done_missing` is the dshkit `meta.doneMissing` flag.
-CAPABILITIES = ("reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_missing")
-Capability = Literal["reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_missing"]
+#: Capabilities a scenario may require; an adapter declares them on its `capabilities` object (a
+#: missing attribute counts as supported). Beyond `AdapterCapabilities`: `done_marker`, the
+#: adapter can tell `data: [DONE]` from EOF (so it can set `meta.doneMissing`); `strict_sse`, its
+#: SSE decoder follows WHATWG on data-less blocks and a byte order mark.
+CAPABILITIES = (
+    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse",
+)
+Capability = Literal[
+    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse"
+]
 
 _TAG_RE = re.compile(
     r"^(A([1-9]|1[0-9]|2[0-4])|S([1-9]|[1-3][0-9]|4[01])|S21b|dsh-exact|by-design"
