@@ -11,6 +11,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import conformance.cli
     import mock_server.cli
     from harness import decode, run
 
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     decode.register(sub)
     run.register(sub)
     mock_server.cli.register(sub)
+    conformance.cli.register(sub)
     return parser
 
 

@@ -1,0 +1,120 @@
+"""`dshkit conformance`: run the catalogue against an adapter, or the server checks against a URL.
+
+Exit status: 0 when every scenario passed or is not applicable, 1 on any failure, 2 on a usage
+error (a bad factory path, an unknown tag, an invalid scenario file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .report import Progress, render_table, write_json, write_junit
+from .runner import DEFAULT_ADAPTER, FactoryError, ScenarioResult, load_factory, run_catalogue, summarize
+from .scenario import Scenario, ScenarioError, load_catalogue
+
+__all__ = ["register", "run_conformance", "select"]
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    p = subparsers.add_parser(
+        "conformance",
+        help="run the adapter conformance catalogue (or the server checks with --server)",
+        description=(
+            "Play the scenario catalogue over real HTTP against a provider adapter and judge "
+            "translate, assemble, serialize and error mapping. With --server, check a "
+            "DeepSeek-compatible endpoint against wire.md S1-S41 instead. Exit status: 0 all "
+            "pass or n/a, 1 any failure, 2 usage error."
+        ),
+    )
+    p.add_argument("--adapter", default=DEFAULT_ADAPTER, metavar="MOD:FACTORY",
+                   help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
+                        f"idle_timeout_s) (default: {DEFAULT_ADAPTER})")
+    p.add_argument("--only", action="append", default=[], metavar="TAG",
+                   help="run only scenarios with this tag, id or area (A5, dsh-exact, area:tools, "
+                        "tool-split-arguments); repeat to widen")
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    p.add_argument("--json", metavar="FILE", help="write the JSON report")
+    p.add_argument("--scenarios", action="append", metavar="PATH",
+                   help="scenario file or folder instead of the bundled catalogue (repeatable)")
+    p.add_argument("--server", metavar="URL", help="check this endpoint against S1-S41 instead")
+    p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
+    p.add_argument("--concurrency", type=int, default=16, help="scenarios in flight at once (default: 16)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every failure's diff and the information notes")
+    p.set_defaults(func=_main)
+
+
+def _fail(message: str) -> int:
+    print(f"dshkit conformance: {message}", file=sys.stderr)
+    return 2
+
+
+def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]:
+    """The scenarios matching any of `only` (a tag, an id, an area name); raises ValueError for a
+    selector that matches nothing."""
+    if not only:
+        return list(scenarios)
+    out: list[Scenario] = []
+    for sel in only:
+        hits = [s for s in scenarios if sel in s.tags or sel == s.id or f"area:{sel}" in s.tags]
+        if not hits:
+            known = sorted({t for s in scenarios for t in s.tags if not t.startswith(("quirk:",))})
+            raise ValueError(f"--only {sel!r} matches no scenario; known tags: {', '.join(known)}")
+        out += [h for h in hits if h not in out]
+    order = {s.id: i for i, s in enumerate(scenarios)}
+    return sorted(out, key=lambda s: order[s.id])
+
+
+def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool) -> None:
+    if verbose:
+        for r in results:
+            if r.status == "fail" and r.diff:
+                print(f"--- {r.id} ({r.reason})")
+                print(r.diff.rstrip("\n"))
+            for note in r.info:
+                print(f"  info {r.id}: {note}")
+    print(render_table(results, title=title))
+
+
+def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
+    """Run what `args` ask for; returns the exit status and the results."""
+    if args.server:
+        from .server_checks import run_server_checks, select_checks
+
+        try:
+            ids = select_checks(args.only)
+        except ValueError as exc:
+            return _fail(str(exc)), []
+        progress = Progress()
+        results = asyncio.run(run_server_checks(args.server, args.api_key, ids=ids, on_result=progress))
+        progress.close()
+        _print_results(results, f"server checks: {args.server}", args.verbose)
+        if args.json:
+            write_json(args.json, results, adapter=None, server=args.server)
+        if args.junit:
+            write_junit(args.junit, results, name=f"dshkit server conformance: {args.server}")
+        return (1 if summarize(results)["fail"] else 0), results
+    try:
+        factory = load_factory(args.adapter)
+        scenarios = select(load_catalogue(args.scenarios), args.only)
+    except (FactoryError, ScenarioError, ValueError) as exc:
+        return _fail(str(exc)), []
+    if args.concurrency < 1:
+        return _fail("--concurrency must be at least 1"), []
+    progress = Progress()
+    results = asyncio.run(run_catalogue(scenarios, factory, concurrency=args.concurrency, on_result=progress))
+    progress.close()
+    _print_results(results, f"adapter conformance: {args.adapter}", args.verbose)
+    if args.json:
+        write_json(args.json, results, adapter=args.adapter)
+    if args.junit:
+        write_junit(args.junit, results, name=f"dshkit adapter conformance: {args.adapter}")
+    return (1 if summarize(results)["fail"] else 0), results
+
+
+def _main(args: argparse.Namespace) -> int:
+    code, _ = run_conformance(args)
+    return code

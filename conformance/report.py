@@ -1,0 +1,110 @@
+"""Reports of a run: the JSON document, JUnit XML, the closing table and the live progress line.
+
+All four read the same list of `ScenarioResult`s, so they always count the same things. The
+JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "tags", "status", "diff"?}],
+"summary": {"pass", "fail", "n/a"}}`; JUnit uses the checklist area as classname and the
+scenario id as test name.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from .runner import ScenarioResult, summarize
+
+__all__ = ["Progress", "render_table", "to_json", "to_junit", "write_json", "write_junit"]
+
+
+def to_json(results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None) -> dict[str, Any]:
+    """The JSON report document."""
+    doc: dict[str, Any] = {"adapter": adapter}
+    if server is not None:
+        doc["server"] = server
+    doc["scenarios"] = [r.to_json() for r in results]
+    doc["summary"] = summarize(results)
+    return doc
+
+
+def write_json(path: str | Path, results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None) -> None:
+    text = json.dumps(to_json(results, adapter=adapter, server=server), indent=2, ensure_ascii=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def to_junit(results: Sequence[ScenarioResult], *, name: str) -> ET.Element:
+    """A `<testsuites>` element: one `<testcase classname=AREA name=ID>` per scenario."""
+    counts = summarize(results)
+    seconds = sum(r.seconds for r in results)
+    root = ET.Element("testsuites", name=name, tests=str(len(results)), failures=str(counts["fail"]),
+                      skipped=str(counts["n/a"]), errors="0", time=f"{seconds:.3f}")
+    suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(results)),
+                          failures=str(counts["fail"]), skipped=str(counts["n/a"]), errors="0",
+                          time=f"{seconds:.3f}")
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname=r.area, name=r.id, time=f"{r.seconds:.3f}")
+        if r.status == "fail":
+            failure = ET.SubElement(case, "failure", message=r.reason or "failed", type="conformance")
+            failure.text = r.diff
+        elif r.status == "n/a":
+            ET.SubElement(case, "skipped", message=r.reason or "not applicable")
+        if r.info:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(r.info)
+    return root
+
+
+def write_junit(path: str | Path, results: Sequence[ScenarioResult], *, name: str) -> None:
+    tree = ET.ElementTree(to_junit(results, name=name))
+    ET.indent(tree)
+    tree.write(str(path), encoding="utf-8", xml_declaration=True)
+
+
+def render_table(results: Sequence[ScenarioResult], *, title: str) -> str:
+    """The closing table: one row per checklist area, then the failures and n/a by id."""
+    areas: dict[str, dict[str, int]] = {}
+    for r in results:
+        row = areas.setdefault(r.area, {"pass": 0, "fail": 0, "n/a": 0})
+        row[r.status] += 1
+    width = max([len("area"), *(len(a) for a in areas)])
+    lines = [title, f"{'area':<{width}}  {'pass':>5} {'fail':>5} {'n/a':>5}"]
+    lines.append("-" * (width + 19))
+    for area in sorted(areas):
+        row = areas[area]
+        lines.append(f"{area:<{width}}  {row['pass']:>5} {row['fail']:>5} {row['n/a']:>5}")
+    total = summarize(results)
+    lines.append("-" * (width + 19))
+    lines.append(f"{'total':<{width}}  {total['pass']:>5} {total['fail']:>5} {total['n/a']:>5}")
+    for r in results:
+        if r.status == "fail":
+            lines.append(f"FAIL {r.area}/{r.id}: {r.reason}")
+    for r in results:
+        if r.status == "n/a":
+            lines.append(f"n/a  {r.area}/{r.id}: {r.reason}")
+    return "\n".join(lines)
+
+
+class Progress:
+    """A live one-line counter on a terminal (`\\r`-rewritten); silent on anything else."""
+
+    def __init__(self, stream: TextIO | None = None, *, enabled: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.counts = {"pass": 0, "fail": 0, "n/a": 0}
+
+    def __call__(self, result: ScenarioResult, done: int, total: int) -> None:
+        self.counts[result.status] += 1
+        if not self.enabled:
+            return
+        c = self.counts
+        line = f"[{done:>3}/{total}] pass {c['pass']} fail {c['fail']} n/a {c['n/a']}  {result.id}"
+        self.stream.write("\r\x1b[K" + line[:120])
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
