@@ -28,6 +28,10 @@ def test_claimed_items_are_checklist_ids() -> None:
 def test_docs_list_every_fault_and_quirk() -> None:
     from pathlib import Path
 
-    doc = (Path(__file__).parents[2] / "docs" / "mock_server.md").read_text(encoding="utf-8")
-    for name in [*mock_server.FAULTS, *mock_server.QUIRKS]:
-        assert f"| `{name}` |" in doc, name
+    root = Path(__file__).parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    guide = (root / "docs" / "mock_server.md").read_text(encoding="utf-8")
+    for name in mock_server.FAULTS:  # the fault table lives in the README (issue 3)
+        assert f"| `{name}` |" in readme, name
+    for name in mock_server.QUIRKS:
+        assert f"| `{name}` |" in guide, name
