@@ -1,0 +1,53 @@
+"""The adapter conformance suite: a catalogue of wire scenarios (data), a runner that plays them
+over real HTTP against any adapter factory, the server checks (S1–S41), reports, the
+`dshkit conformance` command and a pytest plugin (`pytest --pyargs conformance
+--dshkit-adapter MOD:FACTORY`).
+"""
+
+from .checks import CheckResult, canonical, unified
+from .report import Progress, render_table, to_json, to_junit, write_json, write_junit
+from .runner import (
+    DEFAULT_ADAPTER,
+    FactoryError,
+    ScenarioResult,
+    load_factory,
+    run_catalogue,
+    run_scenario,
+    summarize,
+)
+from .scenario import (
+    CAPABILITIES,
+    SCENARIO_DIR,
+    Scenario,
+    ScenarioError,
+    load_catalogue,
+    load_scenario_file,
+)
+from .server_checks import SERVER_CHECKS, run_server_checks
+
+__all__ = [
+    "CAPABILITIES",
+    "CheckResult",
+    "DEFAULT_ADAPTER",
+    "FactoryError",
+    "Progress",
+    "SCENARIO_DIR",
+    "SERVER_CHECKS",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioResult",
+    "canonical",
+    "load_catalogue",
+    "load_factory",
+    "load_scenario_file",
+    "render_table",
+    "run_catalogue",
+    "run_scenario",
+    "run_server_checks",
+    "summarize",
+    "to_json",
+    "to_junit",
+    "unified",
+    "write_json",
+    "write_junit",
+]

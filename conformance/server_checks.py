@@ -1,0 +1,661 @@
+"""The server direction: probe any DeepSeek-compatible endpoint and judge it against S1–S41.
+
+Each check sends ordinary requests and reads the answers from outside, so it works on DeepSeek
+itself, a gateway or our mock server. Items that need a server-side switch (S13, S33, S36) use
+the dshkit mock's `X-Mock-Behavior` header; a server that ignores it gets `n/a`, as do items that
+cannot be seen from outside at all (S35 needs a recording on the server). Results have the same
+shape as adapter results, so the same reports print them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .checks import unified
+from .runner import ScenarioResult, Status
+
+__all__ = ["SERVER_CHECKS", "run_server_checks", "select_checks"]
+
+U = [{"role": "user", "content": "Say hello in five words."}]
+TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_CALL_ID = re.compile(r"^call_\d{2}_[A-Za-z0-9]{24}$")
+PASSBACK = "The reasoning_content in the thinking mode must be passed back to the API."
+
+
+class Verdict(Exception):
+    """Raised by a check to give its status and what it saw."""
+
+    def __init__(self, status: Status, expected: Any = None, actual: Any = None, note: str = "") -> None:
+        super().__init__(note)
+        self.status = status
+        self.expected = expected
+        self.actual = actual
+        self.note = note
+
+
+def need(cond: bool, expected: Any, actual: Any) -> None:
+    if not cond:
+        raise Verdict("fail", expected, actual)
+
+
+def na(reason: str) -> None:
+    raise Verdict("n/a", note=reason)
+
+
+@dataclass(slots=True)
+class Streamed:
+    status: int
+    headers: httpx.Headers
+    raw: bytes
+    events: list[tuple[str, str]]
+    """(kind, text): kind is `data`, `comment` or `field` (an event:/id:/retry: line)."""
+    chunks: list[dict[str, Any]]
+    done: bool
+
+
+def parse_sse(raw: bytes) -> tuple[list[tuple[str, str]], list[dict[str, Any]], bool]:
+    text = raw.decode("utf-8", "replace").replace("\r\n", "\n")
+    events: list[tuple[str, str]] = []
+    chunks: list[dict[str, Any]] = []
+    done = False
+    for block in text.split("\n\n"):
+        for line in block.split("\n"):
+            if not line:
+                continue
+            if line.startswith(":"):
+                events.append(("comment", line))
+            elif line.startswith("data:"):
+                data = line[5:].lstrip(" ")
+                events.append(("data", data))
+                if data == "[DONE]":
+                    done = True
+                else:
+                    try:
+                        value = json.loads(data)
+                    except ValueError:
+                        continue
+                    if isinstance(value, dict):
+                        chunks.append(value)
+            else:
+                events.append(("field", line))
+    return events, chunks, done
+
+
+class Probe:
+    """An HTTP client for one endpoint; every request gets its own session header."""
+
+    def __init__(self, base_url: str, api_key: str | None) -> None:
+        self.base = base_url.rstrip("/")
+        self.key = api_key
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
+
+    def headers(self, extra: dict[str, str] | None = None, *, auth: bool = True) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "X-Mock-Session": f"srv-{uuid.uuid4().hex[:10]}"}
+        if auth:
+            h["Authorization"] = f"Bearer {self.key or 'sk-dshkit-conformance'}"
+        return {**h, **(extra or {})}
+
+    async def post(self, body: Any, *, path: str = "/chat/completions", raw: bytes | None = None,
+                   headers: dict[str, str] | None = None, auth: bool = True) -> httpx.Response:
+        content = raw if raw is not None else json.dumps(body).encode()
+        return await self.client.post(self.base + path, content=content, headers=self.headers(headers, auth=auth))
+
+    async def chat(self, **body: Any) -> tuple[httpx.Response, dict[str, Any]]:
+        r = await self.post({"model": "deepseek-v4-flash", "messages": U, **body})
+        try:
+            data = json.loads(r.content) if r.content.strip() else {}
+        except ValueError:
+            data = {}
+        return r, data if isinstance(data, dict) else {}
+
+    async def stream(self, *, behavior: str | None = None, **body: Any) -> Streamed:
+        headers = {"X-Mock-Behavior": behavior} if behavior else None
+        payload = {"model": "deepseek-v4-flash", "messages": U, "stream": True, **body}
+        try:
+            r = await self.post(payload, headers=headers)
+        except httpx.TransportError as exc:
+            return Streamed(0, httpx.Headers(), str(exc).encode(), [], [], False)
+        events, chunks, done = parse_sse(r.content)
+        return Streamed(r.status_code, r.headers, r.content, events, chunks, done)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def _err(r: httpx.Response) -> dict[str, Any]:
+    try:
+        body = r.json()
+    except ValueError:
+        return {}
+    err = body.get("error") if isinstance(body, dict) else None
+    return err if isinstance(err, dict) else {}
+
+
+def _deltas(s: Streamed) -> list[dict[str, Any]]:
+    return [c["choices"][0].get("delta") or {} for c in s.chunks if c.get("choices")]
+
+
+def _finish(s: Streamed) -> str | None:
+    reasons = [c["choices"][0].get("finish_reason") for c in s.chunks if c.get("choices")]
+    return next((r for r in reversed(reasons) if r), None)
+
+
+def _usage(s: Streamed) -> dict[str, Any] | None:
+    return next((c["usage"] for c in reversed(s.chunks) if isinstance(c.get("usage"), dict)), None)
+
+
+THINK_OFF = {"thinking": {"type": "disabled"}}
+
+# --- request handling (S1–S13) -------------------------------------------------------------------
+
+
+async def s1(p: Probe) -> None:
+    for path in ("/chat/completions", "/v1/chat/completions", "/beta/chat/completions"):
+        r = await p.post({"model": "deepseek-v4-flash", "messages": U, **THINK_OFF}, path=path)
+        need(r.status_code == 200, {path: 200}, {path: r.status_code})
+
+
+async def s2(p: Probe) -> None:
+    if not p.key:
+        na("needs --api-key to tell a wrong key from the right one")
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U}, auth=False)
+    need(r.status_code == 401 and bool(_err(r).get("message")), {"no key": "401 + error envelope"}, {"no key": r.status_code})
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U}, headers={"Authorization": "Bearer sk-wrong-0000"})
+    need(r.status_code == 401, {"wrong key": 401}, {"wrong key": r.status_code})
+
+
+async def s3(p: Probe) -> None:
+    r, _ = await p.chat(model="deepseek-no-such-model")
+    need(r.status_code == 400 and _err(r).get("message") == "Model Not Exist",
+         {"status": 400, "message": "Model Not Exist"}, {"status": r.status_code, "message": _err(r).get("message")})
+    for model in ("deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-v4-pro", "deepseek-flash"):
+        r, _ = await p.chat(model=model, max_tokens=16)
+        need(r.status_code == 200, {model: 200}, {model: r.status_code})
+
+
+async def s4(p: Probe) -> None:
+    cases: dict[str, Any] = {
+        "not json": b"{nope",
+        "no messages": {"model": "deepseek-v4-flash"},
+        "empty messages": {"model": "deepseek-v4-flash", "messages": []},
+        "no role": {"model": "deepseek-v4-flash", "messages": [{"content": "hi"}]},
+        "unknown role": {"model": "deepseek-v4-flash", "messages": [{"role": "robot", "content": "hi"}]},
+        "unknown part": {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {}}]}]},
+    }
+    for name, body in cases.items():
+        r = await p.post(body, raw=body if isinstance(body, bytes) else None)
+        need(r.status_code == 400, {name: 400}, {name: r.status_code})
+
+
+async def s5(p: Probe) -> None:
+    r, _ = await p.chat(max_tokens=0)
+    msg = _err(r).get("message") or ""
+    need(r.status_code == 400 and "max_tokens" in msg, {"max_tokens 0": "400 Invalid max_tokens value…"}, {"max_tokens 0": [r.status_code, msg]})
+    r, _ = await p.chat(model="deepseek-chat", temperature=5)
+    need(r.status_code in (400, 422), {"temperature 5": "422"}, {"temperature 5": r.status_code})
+
+
+async def s6(p: Probe) -> None:
+    r, _ = await p.chat(messages=[*U, {"role": "tool", "tool_call_id": "call_nowhere", "content": "x"}], **THINK_OFF)
+    need(r.status_code == 400, {"orphan tool message": 400}, {"orphan tool message": r.status_code})
+
+
+def _tool_history(reasoning: str | None) -> list[dict[str, Any]]:
+    call = {"id": "call_00_abcdefghijklmnopqrstuvwx", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    assistant: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [call]}
+    if reasoning is not None:
+        assistant["reasoning_content"] = reasoning
+    return [*U, assistant, {"role": "tool", "tool_call_id": call["id"], "content": "cold"}]
+
+
+async def s7(p: Probe) -> None:
+    r, _ = await p.chat(messages=_tool_history(None), tools=[TOOL])
+    need(r.status_code == 400 and _err(r).get("message") == PASSBACK,
+         {"missing passback": [400, PASSBACK]}, {"missing passback": [r.status_code, _err(r).get("message")]})
+    r, _ = await p.chat(messages=_tool_history(""), tools=[TOOL])
+    need(r.status_code == 200, {'reasoning_content ""': 200}, {'reasoning_content ""': r.status_code})
+
+
+async def s8(p: Probe) -> None:
+    msgs = [*U, {"role": "assistant", "content": "Hello there friend, hi!", "reasoning_content": "greet"}, {"role": "user", "content": "again"}]
+    r, _ = await p.chat(messages=msgs)
+    need(r.status_code == 200, {"reasoning on plain turn": 200}, {"reasoning on plain turn": r.status_code})
+
+
+async def s9(p: Probe) -> None:
+    r, _ = await p.chat(tools=[TOOL], tool_choice="required", **THINK_OFF)
+    calls = ((r.json().get("choices") or [{}])[0].get("message") or {}).get("tool_calls") if r.status_code == 200 else None
+    need(r.status_code == 200 and bool(calls), {"required, thinking off": "200 with tool_calls"}, {"required, thinking off": r.status_code})
+    r, _ = await p.chat(tools=[TOOL], tool_choice="required", thinking={"type": "enabled"})
+    need(r.status_code == 400, {"required, thinking on": 400}, {"required, thinking on": r.status_code})
+
+
+async def s10(p: Probe) -> None:
+    r, _ = await p.chat(thinking={"type": "enabled"}, temperature=9, top_p=0, presence_penalty=7, frequency_penalty=-9)
+    need(r.status_code == 200, {"ignored sampling params": 200}, {"ignored sampling params": r.status_code})
+
+
+def _message(data: dict[str, Any]) -> dict[str, Any]:
+    choices = data.get("choices") or [{}]
+    msg = choices[0].get("message") if isinstance(choices[0], dict) else None
+    return msg if isinstance(msg, dict) else {}
+
+
+async def s11(p: Probe) -> None:
+    seen = {}
+    for label, body in (("deepseek-reasoner", {"model": "deepseek-reasoner"}), ("deepseek-chat", {"model": "deepseek-chat"}),
+                        ("v4 default", {}), ("v4 disabled", THINK_OFF)):
+        r, data = await p.chat(**body)
+        seen[label] = "reasoning_content" in _message(data)
+    want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False}
+    need(seen == want, want, seen)
+
+
+async def s12(p: Probe) -> None:
+    r, _ = await p.chat(user_id="user_123", n=1, some_future_field={"x": 1})
+    need(r.status_code == 200, {"unknown fields": 200}, {"unknown fields": r.status_code})
+
+
+async def _switch(p: Probe, behavior: str, status: int) -> httpx.Response:
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U}, headers={"X-Mock-Behavior": behavior})
+    if r.status_code == 200:
+        na(f"the server has no test switch for {behavior} (X-Mock-Behavior is a dshkit mock header)")
+    return r
+
+
+async def s13(p: Probe) -> None:
+    for behavior, status in (("insufficient_balance", 402), ("rate_limit", 429), ("server_error", 500), ("service_unavailable", 503)):
+        r = await _switch(p, behavior, status)
+        need(r.status_code == status and bool(_err(r).get("message")), {behavior: status}, {behavior: r.status_code})
+
+
+# --- non-streaming (S14–S17) --------------------------------------------------------------------
+
+
+async def s14(p: Probe) -> None:
+    r, d = await p.chat(**THINK_OFF)
+    ct = r.headers.get("content-type", "")
+    choices = d.get("choices") or []
+    shape = {
+        "content-type json": ct.startswith("application/json"),
+        "object": d.get("object"),
+        "uuid id": bool(_UUID.match(str(d.get("id", "")))),
+        "int created": isinstance(d.get("created"), int),
+        "model": isinstance(d.get("model"), str),
+        "fingerprint": isinstance(d.get("system_fingerprint"), str),
+        "one choice index 0": len(choices) == 1 and choices[0].get("index") == 0,
+        "logprobs null": bool(choices) and choices[0].get("logprobs") is None,
+    }
+    want = {**{k: True for k in shape}, "object": "chat.completion"}
+    need(shape == want, want, shape)
+
+
+async def s15(p: Probe) -> None:
+    _, on = await p.chat(thinking={"type": "enabled"})
+    _, off = await p.chat(**THINK_OFF)
+    got = {"thinking on has reasoning": isinstance(_message(on).get("reasoning_content"), str),
+           "thinking off has the key": "reasoning_content" in _message(off)}
+    want = {"thinking on has reasoning": True, "thinking off has the key": False}
+    need(got == want, want, got)
+
+
+async def s16(p: Probe) -> None:
+    r, d = await p.chat(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}}, **THINK_OFF)
+    choice = (d.get("choices") or [{}])[0]
+    calls = _message(d).get("tool_calls") or []
+    ok = (choice.get("finish_reason") == "tool_calls" and bool(calls) and all(
+        isinstance(c, dict) and "index" in c and isinstance(c.get("id"), str) and c.get("type") == "function"
+        and isinstance((c.get("function") or {}).get("name"), str) and isinstance((c.get("function") or {}).get("arguments"), str)
+        for c in calls))
+    need(ok, {"finish_reason": "tool_calls", "tool_calls": "index, id, type function, name, arguments string"},
+         {"finish_reason": choice.get("finish_reason"), "tool_calls": calls})
+
+
+async def s17(p: Probe) -> None:
+    r, _ = await p.chat(**THINK_OFF)
+    try:
+        json.loads(r.content.lstrip(b"\n"))
+    except ValueError:
+        need(False, {"body": "JSON after optional blank lines"}, {"body": r.content[:80].decode("utf-8", "replace")})
+
+
+# --- streaming (S18–S36) ------------------------------------------------------------------------
+
+
+async def s18(p: Probe) -> None:
+    s = await p.stream()
+    ct = s.headers.get("content-type", "")
+    need(s.status == 200 and ct.startswith("text/event-stream"), {"status": 200, "content-type": "text/event-stream"},
+         {"status": s.status, "content-type": ct})
+
+
+async def s19(p: Probe) -> None:
+    s = await p.stream()
+    text = s.raw.decode("utf-8", "replace")
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    bad = [b[:60] for b in blocks if not b.startswith(":") and (b.count("\n") != 0 or not b.startswith("data: "))]
+    need(not bad and text.endswith("\n\n"), {"events": "one `data: <json>` line each"}, {"odd events": bad})
+
+
+async def s20(p: Probe) -> None:
+    s = await p.stream()
+    need(s.raw.endswith(b"data: [DONE]\n\n"), {"last bytes": "data: [DONE]\\n\\n"}, {"last bytes": s.raw[-24:].decode("utf-8", "replace")})
+
+
+async def s21(p: Probe) -> None:
+    s = await p.stream()
+    fields = [t for k, t in s.events if k == "field"]
+    comments = [t for k, t in s.events if k == "comment" and t.strip() != ": keep-alive"]
+    need(not fields and not comments, {"filler": "only `: keep-alive`"}, {"fields": fields, "comments": comments})
+
+
+async def s21b(p: Probe) -> None:
+    s = await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF)
+    bad = [k for d in _deltas(s) for k, v in d.items()
+           if isinstance(v, list) and any(isinstance(e, dict) and "index" not in e for e in v)]
+    need(not bad, {"index-less object lists in delta": []}, {"index-less object lists in delta": bad})
+
+
+async def s22(p: Probe) -> None:
+    s = await p.stream()
+    keys = ("id", "created", "model", "system_fingerprint", "object")
+    seen = {k: sorted({json.dumps(c.get(k)) for c in s.chunks}) for k in keys}
+    ok = all(len(v) == 1 for v in seen.values()) and seen["object"] == ['"chat.completion.chunk"']
+    need(ok, {k: "one value" for k in keys}, seen)
+
+
+async def s23(p: Probe) -> None:
+    off = _deltas(await p.stream(**THINK_OFF))
+    on = _deltas(await p.stream(thinking={"type": "enabled"}))
+    got = {"thinking off": off[0] if off else None, "thinking on": on[0] if on else None}
+    want = {"thinking off": {"role": "assistant", "content": ""},
+            "thinking on": {"role": "assistant", "content": None, "reasoning_content": ""}}
+    need(got == want, want, got)
+
+
+async def s24(p: Probe) -> None:
+    on = _deltas(await p.stream(thinking={"type": "enabled"}))[1:]
+    off = _deltas(await p.stream(**THINK_OFF))[1:]
+    bad = [d for d in on if d.get("reasoning_content") and set(d) != {"content", "reasoning_content"} or
+           d.get("reasoning_content") and d.get("content") is not None]
+    bad += [d for d in on if d.get("content") and d.get("reasoning_content", "missing") is not None]
+    bad += [d for d in off if d.get("content") and set(d) != {"content"}]
+    need(not bad, {"odd deltas": []}, {"odd deltas": bad[:5]})
+
+
+async def s25(p: Probe) -> None:
+    deltas = _deltas(await p.stream(thinking={"type": "enabled"}))
+    answer_started = False
+    bad: list[Any] = []
+    for d in deltas:
+        if d.get("reasoning_content"):
+            if answer_started or d.get("content"):
+                bad.append(d)
+        if d.get("content") or d.get("tool_calls"):
+            answer_started = True
+    need(not bad, {"reasoning after or mixed with the answer": []}, {"reasoning after or mixed with the answer": bad[:5]})
+
+
+def _tool_deltas(s: Streamed) -> list[dict[str, Any]]:
+    return [e for d in _deltas(s) for e in (d.get("tool_calls") or [])]
+
+
+async def s26(p: Probe) -> None:
+    entries = _tool_deltas(await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF))
+    seen: set[int] = set()
+    bad: list[Any] = []
+    for e in entries:
+        i = e.get("index")
+        if i not in seen:
+            seen.add(i)
+            fn = e.get("function") or {}
+            if not (_CALL_ID.match(str(e.get("id"))) and e.get("type") == "function" and fn.get("name") and fn.get("arguments") == ""):
+                bad.append(e)
+        elif set(e) != {"index", "function"} or set(e["function"]) != {"arguments"}:
+            bad.append(e)
+    need(bool(entries) and not bad, {"openers and fragments": "as in S26"}, {"odd entries": bad[:4] or "no tool call"})
+
+
+async def s27(p: Probe) -> None:
+    s = await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF)
+    per_delta = [len(d.get("tool_calls") or []) for d in _deltas(s) if d.get("tool_calls")]
+    order = [e.get("index") for e in _tool_deltas(s)]
+    firsts = list(dict.fromkeys(order))
+    ok = all(n == 1 for n in per_delta) and firsts == list(range(len(firsts))) and order == sorted(order)
+    need(bool(order) and ok, {"indexes": "0.. consecutive, one per delta, finished in turn"}, {"indexes": order, "per delta": per_delta})
+
+
+async def s28(p: Probe) -> None:
+    entries = _tool_deltas(await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF))
+    args: dict[int, str] = {}
+    for e in entries:
+        args[e.get("index", 0)] = args.get(e.get("index", 0), "") + ((e.get("function") or {}).get("arguments") or "")
+    bad = {}
+    for i, a in args.items():
+        try:
+            json.loads(a)
+        except ValueError:
+            bad[i] = a
+    need(bool(args) and not bad, {"arguments": "valid JSON"}, {"arguments": bad or "no tool call"})
+
+
+async def s29(p: Probe) -> None:
+    for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
+        s = await p.stream(**body)
+        finishes = [i for i, c in enumerate(s.chunks) if c.get("choices") and c["choices"][0].get("finish_reason")]
+        early_usage = [i for i, c in enumerate(s.chunks[:-1]) if c.get("usage") is not None]
+        last = s.chunks[-1] if s.chunks else {}
+        delta = (last.get("choices") or [{}])[0].get("delta")
+        want_delta = {"content": "", "reasoning_content": None} if body.get("thinking", {}).get("type") == "enabled" else {"content": ""}
+        got = {"finish chunks": finishes, "earlier usage": early_usage, "finish delta": delta, "usage on it": isinstance(last.get("usage"), dict)}
+        want = {"finish chunks": [len(s.chunks) - 1], "earlier usage": [], "finish delta": want_delta, "usage on it": True}
+        need(got == want, want, got)
+
+
+async def s30(p: Probe) -> None:
+    s = await p.stream(stream_options=None)
+    empty = [c for c in s.chunks if c.get("choices") == []]
+    need(not empty and _usage(s) is not None, {"usage chunk": "none; usage on the finish chunk"}, {"choices [] chunks": len(empty), "usage": _usage(s)})
+
+
+async def s31(p: Probe) -> None:
+    problems: list[str] = []
+    for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
+        u = _usage(await p.stream(**body)) or {}
+        pt, ct = u.get("prompt_tokens", -1), u.get("completion_tokens", -1)
+        hit, miss = u.get("prompt_cache_hit_tokens", 0), u.get("prompt_cache_miss_tokens", pt)
+        if u.get("total_tokens") != pt + ct:
+            problems.append("total != prompt + completion")
+        if hit + miss != pt:
+            problems.append("hit + miss != prompt")
+        cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens", hit)
+        if cached != hit:
+            problems.append("cached_tokens != hit")
+        reasoning = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        thinking = body.get("thinking", {}).get("type") == "enabled"
+        if thinking and (reasoning is None or reasoning > ct):
+            problems.append("reasoning_tokens missing or above completion")
+        if not thinking and reasoning is not None:
+            problems.append("reasoning_tokens without reasoning")
+    need(not problems, {"usage invariants": []}, {"usage invariants": problems})
+
+
+async def s32(p: Probe) -> None:
+    s = await p.stream(thinking={"type": "enabled"}, max_tokens=2)
+    need(_finish(s) == "length", {"finish_reason": "length"}, {"finish_reason": _finish(s)})
+
+
+async def s33(p: Probe) -> None:
+    for behavior, reason in (("content_filter", "content_filter"), ("insufficient_system_resource", "insufficient_system_resource")):
+        s = await p.stream(behavior=behavior, **THINK_OFF)
+        if _finish(s) == "stop":
+            na(f"the server has no test switch for {behavior}")
+        need(_finish(s) == reason, {behavior: reason}, {behavior: _finish(s)})
+
+
+async def s34(p: Probe) -> None:
+    s = await p.stream(logprobs=True, top_logprobs=2, **THINK_OFF)
+    bad: list[Any] = []
+    for c in s.chunks:
+        choice = (c.get("choices") or [{}])[0]
+        lp = choice.get("logprobs")
+        content = (choice.get("delta") or {}).get("content")
+        if content:
+            entries = (lp or {}).get("content") or []
+            if not entries or not all({"token", "logprob", "bytes", "top_logprobs"} <= set(e) for e in entries):
+                bad.append(lp)
+        elif lp is not None:
+            bad.append(lp)
+    need(not bad, {"logprobs": "entries on content chunks, null elsewhere"}, {"odd logprobs": bad[:3]})
+
+
+async def s35(p: Probe) -> None:
+    na("replay serves a recording placed on the server; it cannot be checked from outside")
+
+
+async def s36(p: Probe) -> None:
+    s = await p.stream(behavior="partial_disconnect", **THINK_OFF)
+    if s.done:
+        na("the server has no fault switches (X-Mock-Behavior is a dshkit mock header)")
+    s = await p.stream(behavior="inband_error", **THINK_OFF)
+    need(any("error" in c for c in s.chunks), {"inband_error": "a data: {error} event"}, {"inband_error": len(s.chunks)})
+    s = await p.stream(behavior="keep_alive", **THINK_OFF)
+    need(any(k == "comment" for k, _ in s.events) and s.done, {"keep_alive": "comments then a reply"}, {"keep_alive": s.events[:2]})
+    s = await p.stream(behavior="split_writes", **THINK_OFF)
+    need(s.done and bool(s.chunks), {"split_writes": "a complete reply"}, {"split_writes": s.done})
+
+
+# --- JSON mode, prefix, FIM, strict (S37–S41) ----------------------------------------------------
+
+
+async def s37(p: Probe) -> None:
+    msgs = [{"role": "system", "content": "Answer in json."}, {"role": "user", "content": 'Give {"a": 1} as json.'}]
+    r, d = await p.chat(messages=msgs, response_format={"type": "json_object"}, **THINK_OFF)
+    content = _message(d).get("content") or ""
+    try:
+        json.loads(content)
+        ok = r.status_code == 200
+    except ValueError:
+        ok = False
+    need(ok, {"content": "valid JSON"}, {"status": r.status_code, "content": content[:80]})
+
+
+async def s38(p: Probe) -> None:
+    msgs = [{"role": "user", "content": "Repeat exactly: alpha beta STOP gamma"}]
+    r, d = await p.chat(messages=msgs, stop=["STOP"], **THINK_OFF)
+    content = _message(d).get("content") or ""
+    reason = (d.get("choices") or [{}])[0].get("finish_reason")
+    need(r.status_code == 200 and "STOP" not in content and reason == "stop", {"stop honoured": True},
+         {"status": r.status_code, "content": content[:80], "finish_reason": reason})
+
+
+async def s39(p: Probe) -> None:
+    msgs = [*U, {"role": "assistant", "content": "Hello", "prefix": True}]
+    r = await p.post({"model": "deepseek-v4-flash", "messages": msgs, **THINK_OFF}, path="/beta/chat/completions")
+    content = _message(r.json() if r.status_code == 200 else {}).get("content") or ""
+    need(r.status_code == 200 and not content.startswith("Hello"), {"prefix": "continued, not repeated"},
+         {"status": r.status_code, "content": content[:80]})
+
+
+async def s40(p: Probe) -> None:
+    r = await p.post({"model": "deepseek-v4-flash", "prompt": "def add(a, b):", "suffix": "    return c", "max_tokens": 16}, path="/beta/completions")
+    if r.status_code == 404:
+        na("no FIM endpoint (S40 is a MAY)")
+    text = ((r.json().get("choices") or [{}])[0]).get("text") if r.status_code == 200 else None
+    need(isinstance(text, str), {"choices[0].text": "a string"}, {"status": r.status_code})
+
+
+async def s41(p: Probe) -> None:
+    good = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}}
+    bad = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}
+    r1, _ = await p.chat(tools=[good], **THINK_OFF)
+    r2, _ = await p.chat(tools=[bad], **THINK_OFF)
+    need(r1.status_code == 200 and r2.status_code == 400, {"valid strict": 200, "invalid strict": 400},
+         {"valid strict": r1.status_code, "invalid strict": r2.status_code})
+
+
+Check = Callable[[Probe], Awaitable[None]]
+SERVER_CHECKS: dict[str, Check] = {
+    **{f"S{i}": fn for i, fn in enumerate(
+        [s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16, s17, s18, s19, s20, s21], start=1)},
+    "S21b": s21b,
+    **{f"S{i}": fn for i, fn in enumerate(
+        [s22, s23, s24, s25, s26, s27, s28, s29, s30, s31, s32, s33, s34, s35, s36, s37, s38, s39, s40, s41], start=22)},
+}
+_AREAS = {**{f"S{i}": "server-requests" for i in range(1, 14)}, **{f"S{i}": "server-json" for i in range(14, 18)},
+          **{f"S{i}": "server-stream" for i in range(18, 37)}, "S21b": "server-stream",
+          **{f"S{i}": "server-beta" for i in range(37, 42)}}
+
+
+def select_checks(only: Sequence[str]) -> list[str]:
+    """Check ids for `--only` (S-item ids or `area:server-…`); ValueError for unknown ones."""
+    if not only:
+        return list(SERVER_CHECKS)
+    out: list[str] = []
+    for sel in only:
+        hits = [k for k in SERVER_CHECKS if sel == k or sel == f"area:{_AREAS[k]}" or sel == _AREAS[k]]
+        if not hits:
+            raise ValueError(f"--only {sel!r} names no server check; use S1…S41, S21b or an area "
+                             f"({', '.join(sorted(set(_AREAS.values())))})")
+        out += [h for h in hits if h not in out]
+    return [k for k in SERVER_CHECKS if k in out]
+
+
+async def _one(p: Probe, item: str) -> ScenarioResult:
+    started = time.monotonic()
+    tags = [item, f"area:{_AREAS[item]}"]
+    try:
+        await SERVER_CHECKS[item](p)
+        res = ScenarioResult(id=item, tags=tags, status="pass")
+    except Verdict as v:
+        res = ScenarioResult(id=item, tags=tags, status=v.status, reason=v.note)
+        if v.status == "fail":
+            res.reason = "response differs"
+            res.diff = unified(v.expected, v.actual, item)
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        res = ScenarioResult(id=item, tags=tags, status="fail", reason=f"{type(exc).__name__}: {exc}",
+                             diff=unified({item: "a readable answer"}, {item: f"{type(exc).__name__}: {exc}"}, item))
+    res.seconds = time.monotonic() - started
+    return res
+
+
+async def run_server_checks(
+    base_url: str, api_key: str | None = None, *, ids: Sequence[str] | None = None,
+    on_result: Callable[[ScenarioResult, int, int], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run the server checks (all, or `ids`) against `base_url`, one after another."""
+    import asyncio
+
+    probe = Probe(base_url, api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"))
+    items = list(ids or SERVER_CHECKS)
+    results: list[ScenarioResult] = []
+    done = 0
+    gate = asyncio.Semaphore(6)
+
+    async def one(item: str) -> ScenarioResult:
+        nonlocal done
+        async with gate:
+            res = await _one(probe, item)
+        done += 1
+        if on_result is not None:
+            on_result(res, done, len(items))
+        return res
+
+    try:
+        results = list(await asyncio.gather(*(one(i) for i in items)))
+    finally:
+        await probe.aclose()
+    return results
