@@ -170,7 +170,9 @@ def main() -> int:
         for _ in range(4):
             t_ours = min(t_ours, best(lambda: run_dshkit(body), 1))
             t_limit = min(t_limit, best(lambda: run_limit(body), 1))
-    rate = lambda t: chunks / t
+    def rate(t: float) -> float:
+        return chunks / t
+
     print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB")
     print(f"dshkit (SSE + translate + assemble): {rate(t_ours):12,.0f} chunks/s  {t_ours * 1e3:8.1f} ms")
     print(f"bare limit (split + json.loads):     {rate(t_limit):12,.0f} chunks/s  {t_limit * 1e3:8.1f} ms")

@@ -140,7 +140,7 @@ def render_pretty(result: DecodeResult) -> str:
     """A readable view: reasoning, text, tool calls with raw arguments, finish, usage."""
     doc = result.to_json()
     lines: list[str] = []
-    for block in result.assembler.blocks() if doc["finish"]["kind"] != "error" else result.assembler.blocks():
+    for block in result.assembler.blocks():
         if isinstance(block, ReasoningBlock):
             lines += ["── reasoning ──", block.text, ""]
         elif isinstance(block, TextBlock):

@@ -10,6 +10,7 @@ closed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -70,8 +71,7 @@ async def race_signal(awaitable: Awaitable[T], waiter: asyncio.Future[Any] | Non
     if task.done():
         return task.result()
     task.cancel()
-    try:
+    # The losing operation's outcome no longer matters: the caller aborted.
+    with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
-    except (asyncio.CancelledError, Exception):
-        pass
     raise SignalAborted

@@ -132,7 +132,7 @@ class BlockAssembler:
             return state
         kept = [
             entry
-            for index, entry in zip(self._order, entries)
+            for index, entry in zip(self._order, entries, strict=True)
             if self._partials[index].block_type != "tool-call"
             and getattr(self._partials[index].block, "type", None) != "tool-call"
         ]

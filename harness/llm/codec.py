@@ -109,7 +109,7 @@ def _opt(d: Mapping[str, Json], key: str, types: type | tuple[type, ...], path: 
     value = d.get(key)
     if value is None:
         return None
-    if not isinstance(value, types) or isinstance(value, bool) and bool not in _tuple(types):
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
         raise CodecError(f"{path}.{key}", f"unexpected {_kind(value)}")
     return value
 

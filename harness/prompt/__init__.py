@@ -21,7 +21,7 @@ from .runtime_context import (
     render_runtime_context,
 )
 
-__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
+__all__ = [
     "Assembly",
     "HARNESS_IDENTITY",
     "PromptError",

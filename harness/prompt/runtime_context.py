@@ -86,7 +86,7 @@ class RuntimeContextSnapshot:
     """
 
     def __init__(self) -> None:
-        self._retained: _Retained | None | _Never = _NEVER
+        self._retained: _Retained | _Never | None = _NEVER
 
     @classmethod
     def attach(cls, session: Session) -> RuntimeContextSnapshot:

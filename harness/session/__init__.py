@@ -45,7 +45,7 @@ from .repair import (
 from .session import EventLog, History, Session, SessionObserver
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
 
-__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
+__all__ = [
     "CHUNK_ROW_TYPES",
     "CORE_EVENT_TYPES",
     "Closer",

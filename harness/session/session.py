@@ -110,7 +110,7 @@ class History(Sequence[Message]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
-        return len(other) == self._n and all(a == b for a, b in zip(self, other))
+        return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=True))
 
     __hash__ = None  # type: ignore[assignment]
 

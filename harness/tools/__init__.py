@@ -57,7 +57,7 @@ from .results import (
 from .runtime import PreparedCall, ToolCall, ToolRuntime, parse_arguments
 from .scheduler import DEFAULT_MAX_PARALLEL, StepToolResults, run_tool_calls
 
-__all__ = [  # noqa: RUF022 (plain sorted, checked by a test)
+__all__ = [
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
     "Accept",

@@ -10,6 +10,7 @@ runs a command in its own process group with a timeout, an output cap and cancel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal as _signal
 from collections.abc import Iterator
@@ -206,7 +207,5 @@ class LocalShell:
         try:
             os.killpg(proc.pid, _signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            except ProcessLookupError:
-                pass

@@ -25,8 +25,8 @@ from harness.llm import (
     FinishReason,
     GenerateOptions,
     LlmFailure,
-    StreamChunk,
     SignalAborted,
+    StreamChunk,
     UsageError,
     race_signal,
 )

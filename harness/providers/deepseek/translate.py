@@ -22,7 +22,6 @@ from harness.llm import (
     FinishMeta,
     FinishReason,
     LlmFailure,
-    ProviderError,
     ReasoningBlock,
     ReasoningDelta,
     StreamChunk,

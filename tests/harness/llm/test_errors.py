@@ -38,7 +38,7 @@ CONTEXT_EXPECTED = [True, True, True, False, True, True, True, True, True, True,
 NOT_CONTEXT = ["Model Not Exist", "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]", "rate limited", ""]
 
 
-@pytest.mark.parametrize(("text", "expected"), list(zip(CONTEXT, CONTEXT_EXPECTED)))
+@pytest.mark.parametrize(("text", "expected"), list(zip(CONTEXT, CONTEXT_EXPECTED, strict=True)))
 def test_context_window_wording(text: str, expected: bool) -> None:
     assert is_context_window_exceeded(text) is expected
     assert is_context_window_exceeded(text.upper()) is expected

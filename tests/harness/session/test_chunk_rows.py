@@ -10,7 +10,7 @@ def chunk(seq: int, time: int, kind: str, index: int = 0, **fields: object) -> d
 
 
 def texts(seq0: int, parts: list[str], times: list[int], kind: str = "text-delta") -> list[dict[str, object]]:
-    return [chunk(seq0 + i, t, kind, text=p) for i, (p, t) in enumerate(zip(parts, times))]
+    return [chunk(seq0 + i, t, kind, text=p) for i, (p, t) in enumerate(zip(parts, times, strict=True))]
 
 
 def test_run_of_three_packs_with_gaps_and_round_trips() -> None:
@@ -47,7 +47,7 @@ def test_mixed_kinds_and_non_whitelisted_shapes() -> None:
     events = texts(0, ["a", "b", "c"], [0, 0, 0], "reasoning-delta") + texts(3, ["x", "y", "z"], [1, 1, 1])
     odd = dict(events[-1])
     odd["ignorable"] = True  # not the exact envelope: stays verbatim
-    rows = pack_events(events[:-1] + [odd])
+    rows = pack_events([*events[:-1], odd])
     assert [r["type"] for r in rows] == ["reasoning-chunks", "assistant/chunk", "assistant/chunk", "assistant/chunk"]
 
 

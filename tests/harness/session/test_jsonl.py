@@ -155,7 +155,7 @@ def test_bad_line_before_a_turn_end_is_corruption(tmp_path: Path) -> None:
 def test_torn_tail_after_last_turn_end_is_tolerated() -> None:
     s = Session(SessionHeader.new(id="t"), clock=tick)
     full_turn(s)
-    text = dump_session(s) + '{"type":"turn/start","seq":' 
+    text = dump_session(s) + '{"type":"turn/start","seq":'
     loaded = parse_session_log(text)
     assert loaded.dropped_lines == 1 and loaded.closers == ()
     assert list(loaded.session.events) == list(s.events)

@@ -204,7 +204,7 @@ def test_tool_result_replace_only_inner_content() -> None:
     assert s.derive_messages() == (pruned,)
     changed_id = ToolResultMessage.create("c1", "[pruned]")
     last = s.surface_nodes[0]
-    with pytest.raises(SessionError, match="only message.content"):
+    with pytest.raises(SessionError, match=r"only message\.content"):
         s.append("tool/result", {"turn": 1, "step": 1, "message": message_to_json(changed_id)},
                  surface_op=SurfaceReplace(last, last), source_event_seqs=[last])
     u = s.append_user_message(user("u"))

@@ -65,7 +65,7 @@ async def test_pydantic_parameters_give_a_model_instance() -> None:
     assert tool.parameters["required"] == ["path"]
     rt = ToolRuntime([tool])
     assert (await rt.execute("c", "p", '{"path": "a", "count": 3}')).text == "ax3"
-    assert "INVALID_ARGS" == (await rt.execute("c", "p", '{"count": 3}')).error.code  # type: ignore[union-attr]
+    assert (await rt.execute("c", "p", '{"count": 3}')).error.code == "INVALID_ARGS"  # type: ignore[union-attr]
 
 
 async def test_raising_tool_becomes_error_result() -> None:
