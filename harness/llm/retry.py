@@ -120,6 +120,7 @@ def retry_delay_ms(
             return after
         if policy.mode == "normal":
             return None
-    base = min(b.initial_delay_ms * 2 ** (retry - 1), b.max_delay_ms)
+    base = min(b.initial_delay_ms * 2.0 ** (retry - 1), b.max_delay_ms)
     j = b.jitter_ratio
-    return min(base * (1 - j + 2 * j * random()), b.max_delay_ms)
+    spread: float = 1 - j + 2 * j * random()
+    return min(base * spread, b.max_delay_ms)

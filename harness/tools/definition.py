@@ -64,7 +64,7 @@ def argument_violations(validator: jsonschema.protocols.Validator, value: Any, r
             full = missing if where == root else f"{where}.{missing}"
             out.append(f'missing required property "{full}"')
         elif kind == "type":
-            expected = error.validator_value
+            expected: Any = error.validator_value
             words = (
                 _TYPE_WORDS.get(expected, expected) if isinstance(expected, str)
                 else " or ".join(_TYPE_WORDS.get(t, t) for t in expected)
@@ -75,7 +75,9 @@ def argument_violations(validator: jsonschema.protocols.Validator, value: Any, r
         elif kind == "const":
             out.append(f'"{where}" must be {json.dumps(error.validator_value)}')
         elif kind == "additionalProperties":
-            extras = [k for k in error.instance if k not in (error.schema.get("properties") or {})]
+            schema: Any = error.schema
+            instance: Any = error.instance
+            extras = [k for k in instance if k not in (schema.get("properties") or {})]
             for key in extras:
                 out.append(f'"{key}" is not a declared property (additionalProperties: false)')
         else:
@@ -231,7 +233,7 @@ def define_tool(
         out_validator = None
         if output_schema is not None:
             out_cls = jsonschema.validators.validator_for(output_schema)
-            out_cls.check_schema(output_schema)
+            out_cls.check_schema(dict(output_schema))
             out_validator = out_cls(output_schema)
     except jsonschema.SchemaError as exc:
         raise UsageError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc

@@ -75,7 +75,7 @@ def resolve_thinking(options: GenerateOptions, config: DeepSeekConfig) -> dict[s
     return {}
 
 
-def _text(blocks: Any, kind: type) -> str:
+def _text(blocks: Any, kind: type[TextBlock] | type[ReasoningBlock]) -> str:
     return "".join(b.text for b in blocks if isinstance(b, kind))
 
 
