@@ -508,10 +508,16 @@ def _field_path(loc: Sequence[int | str]) -> str:
 
 def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
     line = None
-    for part in loc:
+    parts = list(loc)
+    while parts:
+        part = parts.pop(0)
         if node is None:
             break
         line = node.start_mark.line + 1
+        if (part == "steps" and parts and parts[0] == 0 and isinstance(node, yaml.MappingNode)
+                and not any(isinstance(k, yaml.ScalarNode) and k.value == "steps" for k, _ in node.value)):
+            parts.pop(0)  # a one-step scenario written without `steps:`
+            continue
         if isinstance(node, yaml.MappingNode):
             nxt = None
             for key, value in node.value:

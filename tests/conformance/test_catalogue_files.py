@@ -1,0 +1,84 @@
+"""Every scenario file validates, the catalogue is big enough and covers the checklist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance import SCENARIO_DIR, ScenarioError, load_catalogue, load_scenario_file
+from conformance.scenario import checklist_ids
+
+
+def test_every_file_validates_and_ids_are_unique() -> None:
+    files = sorted(SCENARIO_DIR.glob("*.yaml"))
+    assert files
+    per_file = [load_scenario_file(f) for f in files]
+    ids = [s.id for scenarios in per_file for s in scenarios]
+    assert len(ids) == len(set(ids))
+    assert len(load_catalogue()) == len(ids) >= 100
+
+
+def test_every_adapter_item_is_covered() -> None:
+    covered = {t for s in load_catalogue() for t in checklist_ids(s.tags)}
+    assert {f"A{i}" for i in range(1, 25)} <= covered
+
+
+def test_a20_is_marked_by_design() -> None:
+    a20 = [s for s in load_catalogue() if "A20" in s.tags]
+    assert a20 and all("by-design" in s.tags and s.by_design for s in a20)
+
+
+def test_every_dsh_testing_section_4_part_is_covered() -> None:
+    tags = {t for s in load_catalogue() for t in s.tags}
+    assert {"dsh:4.1", "dsh:4.2", "dsh:4.3", "dsh:4.4"} <= tags
+
+
+def test_dsh_exact_scenarios_pin_chunks() -> None:
+    exact = [s for s in load_catalogue() if "dsh-exact" in s.tags]
+    assert exact and all(any(step.expect.chunks for step in s.steps) for s in exact)
+
+
+BAD = """\
+area: sse
+scenarios:
+  - id: broken-one
+    title: t
+    tags: [A1]
+    wire: {reply: {content: x}}
+    expect:
+      finish: {kind: stopp}
+"""
+
+
+def test_errors_name_file_line_and_field(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(BAD)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_file(f)
+    text = str(info.value)
+    assert str(f) in text and ":8:" in text
+    assert "steps[0].expect.finish.kind" in text and "broken-one" in text
+
+
+@pytest.mark.parametrize(
+    ("snippet", "needle"),
+    [
+        ("tags: [Z9]", "unknown tag"),
+        ("tags: [area:x]", "checklist id"),
+        ("tags: [A1]\n    requires: [teleport]", "requires"),
+    ],
+)
+def test_semantic_errors(tmp_path: Path, snippet: str, needle: str) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(BAD.replace("tags: [A1]", snippet).replace("stopp", "stop"))
+    with pytest.raises(ScenarioError, match=re.escape(needle)):
+        load_scenario_file(f)
+
+
+def test_missing_recording_is_reported(tmp_path: Path) -> None:
+    f = tmp_path / "rec.yaml"
+    f.write_text(BAD.replace("{reply: {content: x}}", "{recording: {file: nowhere.sse}}").replace("stopp", "stop"))
+    with pytest.raises(ScenarioError, match="nowhere.sse"):
+        load_scenario_file(f)
