@@ -19,10 +19,12 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from mock_server.chunk_wire import wire_plan
 from mock_server.defaults import apply_stop
 from mock_server.generate import (
     Era,
@@ -33,7 +35,7 @@ from mock_server.generate import (
     plan_writes,
 )
 from mock_server.journal import Journal, JournalEntry, Write
-from mock_server.scripts import RawSpec, StreamSpec, Timing, WriteSpec
+from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body
 
 __all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig"]
@@ -371,11 +373,66 @@ class Exchange:
             return self.reset()
         chunk_delay = timing.chunk_delay_ms / 1000
         writes = raw.writes_with_delays(self.seed)
-        if not chunk_delay and not any(d for _, d in writes):
+        first = raw.first_write_delay_ms / 1000
+        if not chunk_delay and not first and not any(d for _, d in writes):
             await self.write_all([w for w, _ in writes])
             return await self.end()
+        # Delays are kept on a schedule from one clock reading, not slept one after another, so
+        # the time each write takes does not add up (a replayed cassette keeps its gaps).
+        clock = asyncio.get_running_loop().time
+        due = clock() + first
+        if first and not await self.wait(due - clock()):
+            return self.reset()
         for data, delay in writes:
             await self.write(data)
-            if (delay or chunk_delay) and not await self.wait(delay + chunk_delay):
+            due += delay + chunk_delay
+            if (delay or chunk_delay) and not await self.wait(due - clock()):
                 return self.reset()
+        return await self.end()
+
+    async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
+        """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
+        from harness.llm import LlmFailure, chunk_from_json
+        from harness.replay import fill_from_request, request_strings
+
+        chat = self._chat()
+        messages = chat.body.get("messages")
+        chunks_json: Any = spec.chunks
+        if "{{fromRequest:" in json.dumps(chunks_json, ensure_ascii=False):
+            chunks_json = fill_from_request(chunks_json, request_strings(messages))
+        chunks = [chunk_from_json(c, f"chunks[{i}]") for i, c in enumerate(chunks_json)]
+        failure = None
+        if spec.kind == "throw":
+            failure = LlmFailure(
+                message=spec.message or "", code=spec.code or "UNKNOWN", status=spec.status
+            )
+        seed = self.seed
+        plan = wire_plan(
+            chunks,
+            make_meta(chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())),
+            failure=failure,
+            hang=spec.kind == "hang",
+            framing=spec.framing,
+        )
+        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+            return self.reset()
+        if plan.body is not None:
+            return await self.send_json(plan.status, json.loads(plan.body), plan.headers)
+        if plan.end == "reset" and not plan.events:
+            return self.reset()
+        if spec.writes == _PER_EVENT:
+            writes = list(plan.events)
+        else:
+            writes = plan_writes(b"".join(plan.events), spec.writes.to_plan(seed))
+        await self.start(200, {**SSE_HEADERS, **plan.headers})
+        if not await self.keep_alive_phase(timing):
+            return self.reset()
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
+            return self.reset()
+        if plan.end == "hold":
+            if spec.ready_file:
+                Path(spec.ready_file).touch()
+            return await self.hold()
+        if plan.end == "reset":
+            return self.reset()
         return await self.end()

@@ -22,7 +22,7 @@ from mock_server.exchange import Exchange, Runtime
 from mock_server.faults import FAULTS, pick_random
 from mock_server.journal import JournalEntry, redact_body
 from mock_server.routing import Decision, Router, session_of
-from mock_server.scripts import FaultStep, RawStep, ReplyStep, StreamSpec, Timing
+from mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
 from mock_server.validation import MODELS, Rejection, check_auth, validate_chat
 
 __all__ = [
@@ -197,6 +197,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             entry.behavior = entry.script_behavior = "raw"
             _emit_request(rt, entry)
             return await x.serve_raw(step.raw, step.timing)
+        if isinstance(step, ChunksStep):
+            entry.behavior = entry.script_behavior = "chunks"
+            _emit_request(rt, entry)
+            return await x.serve_chunks(step.chunks, step.timing)
         entry.script_behavior = step.fault
         name: str = step.fault
         if name == "random":

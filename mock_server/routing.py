@@ -11,12 +11,14 @@ the server turns into a non-retryable 418 so a harness never retries into a hang
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import json
 import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from mock_server.scripts import Match, Script, Step
 
@@ -25,6 +27,8 @@ __all__ = [
     "Decision",
     "RequestView",
     "Router",
+    "body_diff",
+    "body_matches",
     "session_of",
 ]
 
@@ -53,6 +57,47 @@ class RequestView:
     tool_results: frozenset[str] = frozenset()
     model: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    """The parsed request body (secrets redacted), for `match.body`."""
+
+
+_SCRUBBED = re.compile(r"^\{\{scrubbed:[^{}]*\}\}$")
+
+
+def body_matches(recorded: Any, live: Any) -> bool:
+    """Whether a live body equals a recorded one; a recorded `{{scrubbed:...}}` string matches
+    any value (the recorder replaced a secret there)."""
+    if isinstance(recorded, str) and _SCRUBBED.match(recorded):
+        return True
+    if isinstance(recorded, dict):
+        return (
+            isinstance(live, dict)
+            and recorded.keys() == live.keys()
+            and all(body_matches(v, live[k]) for k, v in recorded.items())
+        )
+    if isinstance(recorded, list):
+        return (
+            isinstance(live, list)
+            and len(recorded) == len(live)
+            and all(body_matches(a, b) for a, b in zip(recorded, live, strict=True))
+        )
+    return type(recorded) is type(live) and bool(recorded == live)
+
+
+def body_diff(recorded: Any, live: Any, *, context: int = 3, limit: int = 80) -> str:
+    """A unified diff, recorded → live, of two bodies as indented sorted JSON."""
+
+    def lines(value: Any) -> list[str]:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+    diff = list(
+        difflib.unified_diff(
+            lines(recorded), lines(live), "recorded request", "live request", n=context, lineterm=""
+        )
+    )
+    if len(diff) > limit:
+        diff = [*diff[:limit], f"... ({len(diff) - limit} more diff lines)"]
+    return "\n".join(diff)
 
 
 def _failures(match: Match | None, req: RequestView) -> list[str]:
@@ -72,6 +117,8 @@ def _failures(match: Match | None, req: RequestView) -> list[str]:
         )
     if match.model is not None and match.model != req.model:
         out.append(f"match.model wants {match.model!r}, the request asked for {req.model!r}")
+    if match.body is not None and not body_matches(match.body, req.body):
+        out.append("match.body differs from the live request body:\n" + body_diff(match.body, req.body))
     for name, pattern in match.headers.items():
         value = req.headers.get(name)
         if value is None:

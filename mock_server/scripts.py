@@ -52,6 +52,8 @@ __all__ = [
     "Script",
     "ScriptError",
     "SplitSpec",
+    "ChunksSpec",
+    "ChunksStep",
     "Step",
     "StreamSpec",
     "Timing",
@@ -204,6 +206,11 @@ class Match(_Model):
     headers: dict[str, str] = Field(
         default_factory=dict, description="Header name → regex searched in its value."
     )
+    body: Any = Field(
+        default=None,
+        description="The request body must equal this JSON value; a string `{{scrubbed:...}}` "
+        "in it matches any value (cassettes replayed with `match: body`).",
+    )
 
     @field_validator("user")
     @classmethod
@@ -344,7 +351,7 @@ class RawWrite(_Model):
 
     text: str | None = None
     b64: str | None = None
-    delay_ms: int = Field(default=0, ge=0)
+    delay_ms: float = Field(default=0, ge=0, description="Wait after this write (fractions allowed).")
 
     @model_validator(mode="after")
     def _one_payload(self) -> RawWrite:
@@ -382,6 +389,12 @@ class RawSpec(_Model):
     framing: Framing = "lf"
     write_plan: WriteSpec | None = Field(
         default=None, description="How `file` bytes are cut into writes; default one per event."
+    )
+    first_write_delay_ms: float = Field(
+        default=0,
+        ge=0,
+        description="Wait after the headers before the first write, sending nothing (unlike "
+        "timing.first_byte_delay_ms, which sends keep-alive comments); replayed cassettes use it.",
     )
     _file_bytes: bytes | None = PrivateAttr(default=None)
     _planned: dict[int, list[tuple[bytes, float]]] = PrivateAttr(default_factory=dict)
@@ -425,22 +438,69 @@ class RawStep(_StepBase):
     raw: RawSpec
 
 
+class ChunksSpec(_Model):
+    """One logged model call replayed as SSE: `StreamChunk`s (DSH JSON shapes) re-encoded as
+    DeepSeek wire chunks (:mod:`mock_server.chunk_wire`), like an upstream replay entry
+    (dsh-testing.md §2.4–2.6). String leaves may hold `{{fromRequest:REGEX}}` placeholders (§2.7),
+    filled from the live request's messages when the step is served."""
+
+    kind: Literal["chunks", "throw", "hang"] = Field(
+        default="chunks",
+        description="`chunks` plays the chunks; `throw` plays them, then fails with `message` and "
+        "`code`; `hang` plays them, then holds the stream open until the client leaves.",
+    )
+    chunks: list[dict[str, Any]] = Field(default_factory=list)
+    message: str | None = Field(default=None, description="The failure message (`throw`).")
+    code: str | None = Field(default=None, description="The failure code, e.g. AUTH (`throw`).")
+    status: int | None = Field(default=None, ge=400, le=599, description="HTTP status (`throw`).")
+    ready_file: str | None = Field(
+        default=None, description="`hang`: an empty file created once the prefix is sent."
+    )
+    writes: WriteSpec = Field(default_factory=WriteSpec)
+    framing: Framing = "lf"
+
+    @model_validator(mode="after")
+    def _check(self) -> ChunksSpec:
+        from harness.llm import CodecError, chunk_from_json
+
+        for i, chunk in enumerate(self.chunks):
+            try:
+                chunk_from_json(chunk, f"chunks[{i}]")
+            except (CodecError, ValueError, TypeError, KeyError) as e:
+                raise ValueError(f"chunks[{i}] is not a StreamChunk: {e}") from None
+        if self.kind == "throw" and not (self.message and self.code):
+            raise ValueError("a `throw` entry needs a non-empty `message` and `code`")
+        return self
+
+
+class ChunksStep(_StepBase):
+    """Answer with a logged call's chunks, re-encoded as DeepSeek SSE."""
+
+    chunks: ChunksSpec
+
+
 def _step_kind(v: Any) -> str | None:
     if isinstance(v, Mapping):
-        kinds = [k for k in ("reply", "fault", "raw") if k in v]
+        kinds = [k for k in ("reply", "fault", "raw", "chunks") if k in v]
         return kinds[0] if len(kinds) == 1 else None
-    for cls, kind in ((ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw")):
+    for cls, kind in (
+        (ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw"), (ChunksStep, "chunks")
+    ):
         if isinstance(v, cls):
             return kind
     return None
 
 
 Step = Annotated[
-    Annotated[ReplyStep, Tag("reply")] | Annotated[FaultStep, Tag("fault")] | Annotated[RawStep, Tag("raw")],
+    Annotated[ReplyStep, Tag("reply")]
+    | Annotated[FaultStep, Tag("fault")]
+    | Annotated[RawStep, Tag("raw")]
+    | Annotated[ChunksStep, Tag("chunks")],
     Discriminator(
         _step_kind,
         custom_error_type="step_kind",
-        custom_error_message="a step needs exactly one of the keys `reply`, `fault` or `raw` "
+        custom_error_message="a step needs exactly one of the keys `reply`, `fault`, `raw` or "
+        "`chunks` "
         "(or is a bare fault name)",
     ),
 ]
@@ -467,7 +527,9 @@ class Script(_Model):
         return data
 
     @classmethod
-    def of(cls, *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep, **kw: Any) -> Script:
+    def of(
+        cls, *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep | ChunksStep, **kw: Any
+    ) -> Script:
         """Build a script from fault names, step dicts or step models."""
         return cls.model_validate({**kw, "steps": list(steps)})
 
@@ -527,7 +589,7 @@ def _rebuild_script_error(
     return ScriptError(message, source=source, line=line, field=field, hint=hint)
 
 
-_TAGS = frozenset({"reply", "fault", "raw"})
+_TAGS = frozenset({"reply", "fault", "raw", "chunks"})
 
 
 def _strip_tag(loc: Sequence[int | str]) -> tuple[int | str, ...]:

@@ -490,5 +490,6 @@ def validate_chat(
             tool_results=frozenset(tool_results),
             model=model,
             headers=redact_headers(headers),
+            body=body,
         ),
     )
