@@ -281,7 +281,7 @@ def _info(expected: list[dict[str, Any]], actual: Any) -> list[str]:
     notes: list[str] = []
     if not isinstance(actual, list):
         return notes
-    for i, (want, got) in enumerate(zip(expected, actual)):
+    for i, (want, got) in enumerate(zip(expected, actual, strict=False)):
         if not isinstance(got, Mapping):
             continue
         for key, value in want.items():

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .report import Progress, render_table, write_json, write_junit
-from .runner import DEFAULT_ADAPTER, FactoryError, ScenarioResult, load_factory, run_catalogue, summarize
+from .runner import (
+    DEFAULT_ADAPTER,
+    FactoryError,
+    ScenarioResult,
+    load_factory,
+    run_catalogue,
+    summarize,
+)
 from .scenario import Scenario, ScenarioError, load_catalogue
 
 __all__ = ["register", "run_conformance", "select"]

@@ -155,7 +155,7 @@ def _usage(s: Streamed) -> dict[str, Any] | None:
     return next((c["usage"] for c in reversed(s.chunks) if isinstance(c.get("usage"), dict)), None)
 
 
-THINK_OFF = {"thinking": {"type": "disabled"}}
+THINK_OFF: dict[str, Any] = {"thinking": {"type": "disabled"}}
 
 # --- request handling (S1–S13) -------------------------------------------------------------------
 
@@ -256,7 +256,7 @@ async def s11(p: Probe) -> None:
     seen = {}
     for label, body in (("deepseek-reasoner", {"model": "deepseek-reasoner"}), ("deepseek-chat", {"model": "deepseek-chat"}),
                         ("v4 default", {}), ("v4 disabled", THINK_OFF)):
-        r, data = await p.chat(**body)
+        _, data = await p.chat(**body)
         seen[label] = "reasoning_content" in _message(data)
     want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False}
     need(seen == want, want, seen)
@@ -311,7 +311,7 @@ async def s15(p: Probe) -> None:
 
 
 async def s16(p: Probe) -> None:
-    r, d = await p.chat(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}}, **THINK_OFF)
+    _, d = await p.chat(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}}, **THINK_OFF)
     choice = (d.get("choices") or [{}])[0]
     calls = _message(d).get("tool_calls") or []
     ok = (choice.get("finish_reason") == "tool_calls" and bool(calls) and all(
@@ -387,8 +387,8 @@ async def s23(p: Probe) -> None:
 async def s24(p: Probe) -> None:
     on = _deltas(await p.stream(thinking={"type": "enabled"}))[1:]
     off = _deltas(await p.stream(**THINK_OFF))[1:]
-    bad = [d for d in on if d.get("reasoning_content") and set(d) != {"content", "reasoning_content"} or
-           d.get("reasoning_content") and d.get("content") is not None]
+    bad = [d for d in on if (d.get("reasoning_content") and set(d) != {"content", "reasoning_content"}) or
+           (d.get("reasoning_content") and d.get("content") is not None)]
     bad += [d for d in on if d.get("content") and d.get("reasoning_content", "missing") is not None]
     bad += [d for d in off if d.get("content") and set(d) != {"content"}]
     need(not bad, {"odd deltas": []}, {"odd deltas": bad[:5]})
@@ -399,9 +399,8 @@ async def s25(p: Probe) -> None:
     answer_started = False
     bad: list[Any] = []
     for d in deltas:
-        if d.get("reasoning_content"):
-            if answer_started or d.get("content"):
-                bad.append(d)
+        if d.get("reasoning_content") and (answer_started or d.get("content")):
+            bad.append(d)
         if d.get("content") or d.get("tool_calls"):
             answer_started = True
     need(not bad, {"reasoning after or mixed with the answer": []}, {"reasoning after or mixed with the answer": bad[:5]})
@@ -413,7 +412,7 @@ def _tool_deltas(s: Streamed) -> list[dict[str, Any]]:
 
 async def s26(p: Probe) -> None:
     entries = _tool_deltas(await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF))
-    seen: set[int] = set()
+    seen: set[Any] = set()
     bad: list[Any] = []
     for e in entries:
         i = e.get("index")
@@ -430,7 +429,7 @@ async def s26(p: Probe) -> None:
 async def s27(p: Probe) -> None:
     s = await p.stream(tools=[TOOL], tool_choice="required", **THINK_OFF)
     per_delta = [len(d.get("tool_calls") or []) for d in _deltas(s) if d.get("tool_calls")]
-    order = [e.get("index") for e in _tool_deltas(s)]
+    order = [int(e.get("index", -1)) for e in _tool_deltas(s)]
     firsts = list(dict.fromkeys(order))
     ok = all(n == 1 for n in per_delta) and firsts == list(range(len(firsts))) and order == sorted(order)
     need(bool(order) and ok, {"indexes": "0.. consecutive, one per delta, finished in turn"}, {"indexes": order, "per delta": per_delta})

@@ -110,9 +110,9 @@ def to_mock_step(wire: Wire, *, base: Path, seed: int = 0) -> MockStep:
         http = wire.http
         body = http.body if isinstance(http.body, str) else json.dumps(http.body)
         headers = {"Content-Type": "application/json", **http.headers}
-        writes = [{"text": body}] if body else []
+        body_writes = [{"text": body}] if body else []
         return RawStep.model_validate(
-            {"raw": {"status": http.status, "headers": headers, "writes": writes}, "timing": timing}
+            {"raw": {"status": http.status, "headers": headers, "writes": body_writes}, "timing": timing}
         )
     assert wire.recording is not None
     rec = wire.recording

@@ -8,6 +8,7 @@ must catch it in `MUST_FAIL`; the test runs the whole catalogue and expects exac
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 from collections.abc import AsyncIterator
@@ -139,10 +140,8 @@ class ReencodingArgsAdapter(_BrokenBody):
     def rewrite(self, body: dict[str, Any]) -> None:
         for message in body["messages"]:
             for call in message.get("tool_calls") or ():
-                try:
+                with contextlib.suppress(ValueError):
                     call["function"]["arguments"] = json.dumps(json.loads(call["function"]["arguments"]))
-                except ValueError:
-                    pass
 
 
 class DropsPassbackAdapter(_BrokenBody):

@@ -12,7 +12,7 @@ from .broken import BROKEN
 @pytest.mark.parametrize("adapter", BROKEN, ids=lambda cls: cls.__name__)
 async def test_broken_adapter_fails_exactly_its_scenarios(adapter: type) -> None:
     catalogue = load_catalogue()
-    assert adapter.MUST_FAIL <= {s.id for s in catalogue}, "MUST_FAIL names unknown scenarios"
+    assert {s.id for s in catalogue} >= adapter.MUST_FAIL, "MUST_FAIL names unknown scenarios"
     results = await run_catalogue(catalogue, adapter)
     failed = {r.id for r in results if r.status == "fail"}
     assert failed == adapter.MUST_FAIL, {

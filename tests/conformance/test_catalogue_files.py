@@ -80,5 +80,5 @@ def test_semantic_errors(tmp_path: Path, snippet: str, needle: str) -> None:
 def test_missing_recording_is_reported(tmp_path: Path) -> None:
     f = tmp_path / "rec.yaml"
     f.write_text(BAD.replace("{reply: {content: x}}", "{recording: {file: nowhere.sse}}").replace("stopp", "stop"))
-    with pytest.raises(ScenarioError, match="nowhere.sse"):
+    with pytest.raises(ScenarioError, match=r"nowhere\.sse"):
         load_scenario_file(f)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from mock_server import CLAIMED_S_ITEMS, MockServer
-
 from conformance import SERVER_CHECKS, run_server_checks
+from mock_server import CLAIMED_S_ITEMS, MockServer
 
 #: Claimed items a client cannot verify from outside (replay needs a recording on the server).
 NOT_VISIBLE = {"S35"}
