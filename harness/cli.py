@@ -13,7 +13,8 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     import conformance.cli
     import mock_server.cli
-    from harness import decode, run
+    import mock_server.record
+    from harness import decode, replay, run
 
     parser = argparse.ArgumentParser(
         prog="dshkit",
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.register(sub)
     mock_server.cli.register(sub)
     conformance.cli.register(sub)
+    mock_server.record.register(sub)
+    replay.register(sub)
     return parser
 
 

@@ -182,7 +182,7 @@ def derive_replay_script(events: Sequence[SessionEvent], *, source: str = "<log>
 def _entry_from_json(value: Any, where: str) -> ReplayEntry:
     if not isinstance(value, Mapping):
         raise ReplayError(f"{where}: an entry must be an object with `kind`")
-    kind = value.get("kind")
+    kind: Any = value.get("kind")
     allowed: dict[Any, set[frozenset[str]]] = {
         "chunks": {frozenset({"kind", "chunks"})},
         "throw": {frozenset({"kind", "chunks", "message", "code"})},
@@ -211,7 +211,7 @@ def _entry_from_json(value: Any, where: str) -> ReplayEntry:
     if ready is not None and not isinstance(ready, str):
         raise ReplayError(f"{where}.readyFile: expected a string")
     return ReplayEntry(
-        kind=kind,
+        kind=kind,  # checked against `allowed` above
         chunks=tuple(dict(c) for c in chunks),
         message=value.get("message"),
         code=value.get("code"),
@@ -621,7 +621,7 @@ async def replay_session(
     if tools == "builtin":
         from harness.tools import ToolRuntime, auto_approver, builtin_tools
 
-        runtime = ToolRuntime(builtin_tools(ws), approver=auto_approver())
+        runtime = ToolRuntime(builtin_tools(ws), approver=auto_approver)
     else:
         runtime = logged_tool_runtime([logged])
     session = out or Session(SessionHeader.new(cwd=str(ws)))

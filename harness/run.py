@@ -163,13 +163,28 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         return 2
     async with contextlib.AsyncExitStack() as stack:
         base_url, api_key = args.base_url, args.api_key or os.environ.get("DEEPSEEK_API_KEY")
+        replay = getattr(args, "replay", None)
+        if replay is not None and base_url is not None:
+            print("dshkit run: --replay and --base-url exclude each other", file=sys.stderr)
+            return 2
         if base_url is None:
             from mock_server import MockServer
 
-            server = await stack.enter_async_context(MockServer(BUNDLED_SCRIPT))
+            sources: list[Any] = [BUNDLED_SCRIPT]
+            served = BUNDLED_SCRIPT.name
+            if replay is not None:
+                from mock_server import ScriptError, replay_scripts
+
+                try:
+                    sources = list(replay_scripts(replay))
+                except ScriptError as exc:
+                    print(f"dshkit run: --replay: {exc}", file=sys.stderr)
+                    return 2
+                served = f"the recording {replay}"
+            server = await stack.enter_async_context(MockServer(*sources))
             base_url, api_key = server.base_url, api_key or "sk-dshkit-embedded-mock"
             if not args.json:
-                print(f"(embedded mock server at {base_url}, serving {BUNDLED_SCRIPT.name})", file=out)
+                print(f"(embedded mock server at {base_url}, serving {served})", file=out)
         if not api_key:
             print("dshkit run: no API key; pass --api-key or set DEEPSEEK_API_KEY", file=sys.stderr)
             return 2
@@ -227,5 +242,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--yes", action="store_true", help="approve every tool call that asks (e.g. bash)")
     p.add_argument("--json", action="store_true", help="print one JSON live event per line instead of the human view")
     p.add_argument("--max-steps", type=int, help="end the turn after N steps (exit 4)")
+    p.add_argument("--replay", metavar="recordings/NAME",
+                   help="serve this cassette (recorded timing) through the embedded mock server "
+                   "instead of the bundled script, e.g. recordings/readme-walk")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without bytes before a call times out (default: 300)")
     p.set_defaults(func=_run)

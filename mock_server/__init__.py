@@ -6,6 +6,22 @@ generator other components reuse; `FAULTS` is the fault catalogue; the `Journal`
 exchange. `dshkit serve` and the pytest plugin (`mock_deepseek`, `dshkit_mock_server`) wrap it.
 """
 
+from mock_server.cassette import (
+    CASSETTE_SUFFIX,
+    CASSETTE_VERSION,
+    Cassette,
+    CassetteError,
+    Read,
+    RecordedExchange,
+    RecordedRequest,
+    Scrubber,
+    cassette_path,
+    cassette_to_scripts,
+    load_cassette,
+    save_cassette,
+    script_to_cassette,
+)
+from mock_server.chunk_wire import WirePlan, wire_plan, wire_usage
 from mock_server.faults import FAULTS, FaultInfo
 from mock_server.generate import (
     QUIRKS,
@@ -27,9 +43,13 @@ from mock_server.generate import (
     split_text,
 )
 from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
-from mock_server.pytest_plugin import MockServerFactory
+from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
+from mock_server.record import Recorder
+from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
 from mock_server.routing import SESSION_HEADER, Decision, RequestView, Router, session_of
 from mock_server.scripts import (
+    ChunksSpec,
+    ChunksStep,
     FaultStep,
     Match,
     RawSpec,
@@ -62,12 +82,18 @@ CLAIMED_S_ITEMS: tuple[str, ...] = (
 )
 
 __all__ = [
+    "CASSETTE_SUFFIX",
+    "CASSETTE_VERSION",
     "CLAIMED_S_ITEMS",
     "FAULTS",
     "MODELS",
     "QUIRKS",
     "SESSION_HEADER",
+    "Cassette",
+    "CassetteError",
     "ChatRequest",
+    "ChunksSpec",
+    "ChunksStep",
     "Decision",
     "FaultInfo",
     "FaultStep",
@@ -80,7 +106,12 @@ __all__ = [
     "RawSpec",
     "RawStep",
     "RawWrite",
+    "Read",
+    "RecordedExchange",
+    "RecordedRequest",
+    "Recorder",
     "Rejection",
+    "ReplayServerFactory",
     "Reply",
     "ReplySpec",
     "ReplyStep",
@@ -88,6 +119,7 @@ __all__ = [
     "Router",
     "Script",
     "ScriptError",
+    "Scrubber",
     "SplitPlan",
     "SplitSpec",
     "StreamMeta",
@@ -96,24 +128,35 @@ __all__ = [
     "ToolCall",
     "ToolCallSpec",
     "UnconsumedStepsError",
+    "WirePlan",
     "Write",
     "WritePlan",
     "WriteSpec",
     "build_completion",
+    "cassette_path",
+    "cassette_to_scripts",
     "compute_usage",
     "encode_events",
     "encode_sse",
     "encode_stream",
     "frame_jsonl",
     "generate_chunks",
+    "load_cassette",
     "load_script",
     "load_scripts",
     "make_meta",
     "parse_script",
     "plan_writes",
+    "replay_scripts",
+    "save_cassette",
     "script_json_schema",
+    "script_to_cassette",
     "sequence_script",
+    "session_log_scripts",
     "session_of",
+    "session_scripts_to_mock",
     "split_text",
     "validate_chat",
+    "wire_plan",
+    "wire_usage",
 ]

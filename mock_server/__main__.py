@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mock_server import record
 from mock_server.cli import register
 
 
@@ -12,6 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mock_server")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)
+    record.register(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -17,6 +17,7 @@ import signal
 import sys
 from typing import Any
 
+from harness.llm import HarnessError
 from mock_server.scripts import ScriptError
 from mock_server.server import MockServer
 
@@ -72,6 +73,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="larger request bodies get 413")
     p.add_argument("--listen-delay-ms", type=int, default=None,
                    help="with `connection_refused`: how long to refuse (default 750)")
+    p.add_argument("--replay", action="append", default=[], metavar="recordings/NAME",
+                   help="serve a cassette byte for byte (or a session JSONL as SSE); repeatable")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="with --replay: scale recorded delays (2 = twice as fast, 0 = no waiting)")
+    p.add_argument("--resplit", type=int, default=None, metavar="SEED",
+                   help="with --replay: cut the recorded bytes at new seeded boundaries")
+    p.add_argument("--match", choices=("sequence", "body"), default="sequence",
+                   help="with --replay: answer requests in recorded order (default) or by equal body")
     p.set_defaults(func=run_serve)
 
 
@@ -96,9 +105,19 @@ def run_serve(args: argparse.Namespace) -> int:
         return _fail("--listen-delay-ms is only allowed with `connection_refused`")
     if args.weights is not None and "random" not in sequence and not args.script:
         return _fail("--weights needs `random` in --sequence (or a script using it)")
+    if args.speed < 0:
+        return _fail("--speed must be >= 0")
     try:
+        from mock_server.replay import replay_scripts
+
+        replayed = [
+            s
+            for path in args.replay
+            for s in replay_scripts(path, speed=args.speed, resplit=args.resplit, match=args.match)
+        ]
         server = MockServer(
             *args.script,
+            *replayed,
             sequence=sequence or None,
             repeat_last=args.repeat_last,
             api_key=args.api_key or None,
@@ -112,7 +131,7 @@ def run_serve(args: argparse.Namespace) -> int:
             on_event=_print,
             unscripted=args.unscripted,
         )
-    except (ScriptError, ValueError) as e:
+    except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
     delay = (args.listen_delay_ms if args.listen_delay_ms is not None else 750) if refuse else 0
     return asyncio.run(_serve(server, delay / 1000))

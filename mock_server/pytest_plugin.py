@@ -22,7 +22,14 @@ import pytest_asyncio
 
 from mock_server.server import MockServer, ScriptSource
 
-__all__ = ["MARKER", "MockServerFactory", "dshkit_mock_server", "mock_deepseek"]
+__all__ = [
+    "MARKER",
+    "MockServerFactory",
+    "ReplayServerFactory",
+    "dshkit_mock_server",
+    "dshkit_replay",
+    "mock_deepseek",
+]
 
 MARKER = "dshkit_script"
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -32,6 +39,21 @@ class MockServerFactory(Protocol):
     """Starts a :class:`MockServer` with `MockServer`'s arguments; closed at teardown."""
 
     async def __call__(self, *scripts: ScriptSource, **options: Any) -> MockServer: ...
+
+
+class ReplayServerFactory(Protocol):
+    """Starts a :class:`MockServer` replaying a cassette or session log; closed at teardown."""
+
+    async def __call__(
+        self,
+        path: str | Path,
+        *,
+        speed: float = 0.0,
+        resplit: int | None = None,
+        match: str = "sequence",
+        check_consumed: bool = True,
+        **options: Any,
+    ) -> MockServer: ...
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -101,3 +123,43 @@ async def mock_deepseek(
     report = request.node.stash.get(_CALL_REPORT, None)
     if check and report is not None and report.passed:
         server.assert_consumed()
+
+
+@pytest_asyncio.fixture
+async def dshkit_replay(
+    request: pytest.FixtureRequest, dshkit_mock_server: MockServerFactory
+) -> AsyncIterator[ReplayServerFactory]:
+    """Factory fixture: `server = await dshkit_replay("recordings/NAME", speed=0)` serves a
+    cassette byte for byte (or a session JSONL as SSE). Relative paths resolve against the test
+    file's folder, then the working directory. `speed` defaults to 0 (no recorded waits) in
+    tests; pass 1 for recorded timing. After a passing test every recorded exchange must have
+    been used (`check_consumed=False` to opt out)."""
+    from mock_server.replay import replay_scripts
+
+    checked: list[MockServer] = []
+
+    async def factory(
+        path: str | Path,
+        *,
+        speed: float = 0.0,
+        resplit: int | None = None,
+        match: str = "sequence",
+        check_consumed: bool = True,
+        **options: Any,
+    ) -> MockServer:
+        p = Path(path)
+        if not p.is_absolute():
+            here = Path(str(request.node.fspath)).parent / p
+            if here.exists() or here.with_name(here.name + ".cassette.jsonl").exists():
+                p = here
+        scripts = replay_scripts(p, speed=speed, resplit=resplit, match=match)  # type: ignore[arg-type]
+        server = await dshkit_mock_server(*scripts, **options)
+        if check_consumed:
+            checked.append(server)
+        return server
+
+    yield factory
+    report = request.node.stash.get(_CALL_REPORT, None)
+    if report is not None and report.passed:
+        for server in checked:
+            server.assert_consumed()

@@ -8,13 +8,22 @@ and the real adapter parses what :mod:`mock_server.chunk_wire` re-encodes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.replay import ReplayEntry, SessionScript, load_session_scripts
-from mock_server.scripts import ChunksSpec, ChunksStep, Script
+from mock_server.cassette import (
+    CASSETTE_SUFFIX,
+    CassetteError,
+    MatchMode,
+    cassette_path,
+    cassette_to_scripts,
+    load_cassette,
+)
+from mock_server.scripts import ChunksSpec, ChunksStep, Script, Step
 
-__all__ = ["entry_step", "session_log_scripts", "session_scripts_to_mock"]
+__all__ = ["entry_step", "replay_scripts", "session_log_scripts", "session_scripts_to_mock"]
 
 
 def entry_step(entry: ReplayEntry, *, ready_dir: Path | None = None, label: str | None = None) -> ChunksStep:
@@ -42,7 +51,7 @@ def session_scripts_to_mock(
     """One mock-server script per logged session, primary first."""
     out: list[Script] = []
     for i, s in enumerate(scripts):
-        steps = [
+        steps: list[Step] = [
             entry_step(e, ready_dir=ready_dir, label=f"call {k + 1} ({e.where or e.kind})")
             for k, e in enumerate(s.entries)
         ]
@@ -55,3 +64,31 @@ def session_scripts_to_mock(
 def session_log_scripts(path: str | Path, *, ready_dir: Path | None = None) -> list[Script]:
     """Load a session log (its children and sidecar too) as mock-server scripts."""
     return session_scripts_to_mock(load_session_scripts(path), ready_dir=ready_dir)
+
+
+def replay_scripts(
+    path: str | Path,
+    *,
+    speed: float = 1.0,
+    resplit: int | None = None,
+    match: MatchMode = "sequence",
+    ready_dir: Path | None = None,
+) -> list[Script]:
+    """Scripts replaying `path`: a cassette (`NAME`, `NAME.cassette.jsonl`) served byte for byte,
+    or a session log (its header line says `"type": "session"`) served as re-encoded SSE."""
+    p = Path(path)
+    if not p.name.endswith(CASSETTE_SUFFIX) and p.suffix == ".jsonl" and p.is_file():
+        with p.open("rb") as f:
+            first = f.readline()
+        try:
+            kind = json.loads(first).get("type") if first.strip() else None
+        except (ValueError, AttributeError):
+            kind = None
+        if kind == "session":
+            return session_log_scripts(p, ready_dir=ready_dir)
+    elif not cassette_path(p).exists() and not p.exists():
+        raise CassetteError(
+            "no such cassette or session log", source=str(cassette_path(p)),
+            hint="record one with `dshkit record --upstream URL --out NAME`",
+        )
+    return cassette_to_scripts(load_cassette(p), speed=speed, resplit=resplit, match=match)
