@@ -10,6 +10,7 @@ the write loop only moves bytes (the hot path in `bench/server.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -222,10 +223,8 @@ class Exchange:
         if transport is not None:
             sock = transport.get_extra_info("socket")
             if sock is not None:
-                try:
+                with contextlib.suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                except OSError:
-                    pass
             transport.abort()
         return "reset"
 

@@ -1,0 +1,247 @@
+"""Chunk-level replay of session logs, into the loop and as SSE through the real adapter.
+
+Our own logs (made here by the loop rig) and upstream DSH's (the shared corpus, packed rows and
+sidecars included) replay to the same assistant messages; ours also to the same tool events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from harness.llm import BlockEnd, Finish, GenerateOptions, TextBlock, TextDelta, UserMessage
+from harness.providers.deepseek import DeepSeekAdapter
+from harness.replay import (
+    ReplayAdapter,
+    ReplayError,
+    SessionScript,
+    fill_from_request,
+    load_session_scripts,
+    parse_override,
+    replay_session,
+)
+from harness.run import run_command
+from harness.session import event_to_json, save_session
+from mock_server import load_cassette, session_scripts_to_mock
+from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
+
+from .conftest import Normalizer, RigFactory, call, reply
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
+SKIP_LOOP = {"compaction-recovery--session.jsonl"}
+"""Our loop does not compact, so the compaction call of that log has no live counterpart."""
+
+TOOL_WALK = [
+    reply(reasoning="Read both files.", calls=[
+        call("read", '{"file_path":"README.md"}', "call_00_replayReadme00000000001"),
+        call("read", '{"file_path":"src/main.py"}', "call_01_replayMain000000000002"),
+    ], stream={"split": {"mode": "fixed", "size": 4}}),
+    reply(reasoning="Now list.", calls=[call("list", '{"path":"."}', "call_00_replayList0000000000003")],
+          match={"tool_result": "call_01_replayMain000000000002"}),
+    reply("Widget Forge, with a main.py.", reasoning="Done.", match={"tool_result": "call_00_replayList0000000000003"}),
+]
+
+
+def _options(text: str = "hi", session: str | None = None) -> GenerateOptions:
+    return GenerateOptions(provider="deepseek", model="deepseek-v4-flash", messages=(UserMessage.text(text),), session_id=session)
+
+
+@pytest.mark.parametrize("wire", [False, True], ids=["chunks", "wire"])
+async def test_own_log_replays_to_same_messages_and_tool_events(
+    loop_rig: RigFactory, tmp_path: Path, wire: bool, snapshot: SnapshotAssertion
+) -> None:
+    rig = await loop_rig(*TOOL_WALK)
+    assert (await rig.run("What is in this project?")).kind == "completed"
+    path = save_session(rig.session, tmp_path / "own.jsonl")
+    report, replayed = await replay_session(path, wire=wire, workspace=rig.workspace, tools="builtin")
+    assert report.turn_ends == ["completed"]
+    assert report.messages_equal and len(report.logged_messages) == 3
+    assert report.results_equal and len(report.logged_results) == 3
+    norm = Normalizer(rig.workspace)
+    kept = ("assistant/message", "tool/call", "tool/result")
+    original = [norm(event_to_json(e)["data"]) for e in rig.session.events if e.type in kept]
+    again = [Normalizer(rig.workspace)(event_to_json(e)["data"]) for e in replayed.events if e.type in kept]
+    for item in original + again:
+        item.pop("usage", None)
+        item.get("message", {}).pop("id", None)  # fresh message ids in every session
+    assert again == original
+    assert again == snapshot.use_extension(JSONSnapshotExtension)(name="replayed-events")
+
+
+def _corpus_logs(dsh_sessions: Path) -> list[Path]:
+    return sorted(p for p in dsh_sessions.glob("*--session.jsonl") if p.name not in SKIP_LOOP)
+
+
+@pytest.mark.parametrize("wire", [False, True], ids=["chunks", "wire"])
+async def test_dsh_logs_replay_to_the_logged_messages(dsh_sessions: Path, tmp_path: Path, wire: bool) -> None:
+    for path in _corpus_logs(dsh_sessions):
+        report, _ = await replay_session(path, wire=wire, workspace=tmp_path)
+        assert report.messages_equal, path.name
+
+
+async def test_packed_dsh_log_through_the_real_adapter(
+    dshkit_replay: ReplayServerFactory, dsh_sessions: Path
+) -> None:
+    from harness.llm import BlockAssembler
+    from harness.session import parse_session_log, thaw_json
+
+    path = dsh_sessions / "packed-chunks--session.jsonl"
+    assert '"text-chunks"' in path.read_text()
+    server = await dshkit_replay(path)
+    logged = [thaw_json(e.data)["message"]["content"] for e in parse_session_log(path.read_bytes()).session.events
+              if e.type == "assistant/message"]
+    adapter = DeepSeekAdapter(server.base_url, "sk-x")
+    got = []
+    try:
+        for _ in logged:
+            assembler = BlockAssembler()
+            async for chunk in adapter.stream(_options()):
+                assembler.feed(chunk)
+            from harness.llm import ModelSource, message_to_json
+
+            got.append(message_to_json(assembler.message(ModelSource(provider="p", model="m")))["content"])
+    finally:
+        await adapter.aclose()
+    assert got == logged
+
+
+def test_parent_and_children_keyed_by_first_call(dsh_sessions: Path) -> None:
+    scripts = load_session_scripts(dsh_sessions / "subagent-parallel--session.jsonl")
+    assert [Path(s.source).name for s in scripts] == [
+        "subagent-parallel--session.jsonl", "subagent-parallel--session.1.jsonl", "subagent-parallel--session.2.jsonl",
+    ]
+    assert [s.primary for s in scripts] == [True, False, False]
+
+
+async def test_replay_adapter_binds_sessions_and_reports_underruns(dsh_sessions: Path) -> None:
+    scripts = load_session_scripts(dsh_sessions / "subagent-parallel--session.jsonl")
+    adapter = ReplayAdapter(scripts)
+
+    async def blocks(session: str) -> list[Any]:
+        return [c.block async for c in adapter.stream(_options(session=session)) if isinstance(c, BlockEnd)]
+
+    parent = await blocks("live-parent")
+    assert [b.type for b in parent] == ["tool-call", "tool-call"]  # the parent delegates first
+    assert await blocks("live-child-1") == await blocks("live-child-2") == [TextBlock(text="ALPHA")]
+    chunks = [c async for c in adapter.stream(_options(session="live-child-1"))]
+    assert isinstance(chunks[-1], Finish) and chunks[-1].reason.failure is not None
+    assert chunks[-1].reason.failure.code == "REPLAY_EXHAUSTED"
+    extra = [c async for c in adapter.stream(_options(session="fourth"))]
+    assert extra[-1].reason.failure.code == "REPLAY_UNRECORDED_SESSION"  # type: ignore[union-attr]
+    with pytest.raises(AssertionError, match="session 'live-parent' consumed 1/2"):
+        adapter.assert_consumed()
+
+
+async def test_sidecar_throw_replays_as_http_401(dshkit_replay: ReplayServerFactory, dsh_sessions: Path) -> None:
+    server = await dshkit_replay(dsh_sessions / "error-finish--session.jsonl")
+    adapter = DeepSeekAdapter(server.base_url, "sk-x")
+    try:
+        chunks = [c async for c in adapter.stream(_options())]
+    finally:
+        await adapter.aclose()
+    assert server.journal.last.status == 401
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert finish.reason.failure.code == "AUTH"
+
+
+def test_override_patches_and_errors() -> None:
+    derived = parse_override([{"kind": "chunks", "chunks": [{"type": "finish", "reason": {"kind": "stop"}}]}], None)
+    patched = parse_override({"patches": [{"at": 1, "entry": {"kind": "throw", "chunks": [], "message": "boom", "code": "SERVER"}}]}, derived)
+    assert [e.kind for e in patched] == ["chunks", "throw"]
+    with pytest.raises(ReplayError, match=r"out of range; the derived script has 1 call"):
+        parse_override({"patches": [{"at": 2, "entry": {"kind": "hang"}}]}, derived)
+    with pytest.raises(ReplayError, match="patched twice"):
+        parse_override({"patches": [{"at": 0, "entry": {"kind": "hang"}}, {"at": 0, "entry": {"kind": "hang"}}]}, derived)
+    with pytest.raises(ReplayError, match=r"exactly the keys"):
+        parse_override([{"kind": "hang", "chunks": []}], None)
+
+
+def test_from_request_placeholders() -> None:
+    corpus = "goal id G-1234 then goal id G-5678"
+    assert fill_from_request({"t": "id={{fromRequest:G-(\\d{4})}}"}, corpus) == {"t": "id=5678"}
+    assert fill_from_request("{{fromRequest:G-\\d+}}!", corpus) == "G-5678!"
+    for bad, message in [("{{fromRequest:nothing}}", "matched nothing"), ("{{fromRequest:(}}", "invalid regex"),
+                         ("{{fromRequest:G", "unterminated")]:
+        with pytest.raises(ReplayError, match=message):
+            fill_from_request(bad, corpus)
+
+
+@pytest.mark.parametrize("wire", [False, True], ids=["chunks", "sse"])
+async def test_from_request_in_replayed_calls(dshkit_mock_server: MockServerFactory, wire: bool) -> None:
+    entry_chunks = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "goal {{fromRequest:goal=(\\w+)}}"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "goal {{fromRequest:goal=(\\w+)}}"}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    script = SessionScript(session_id="s", created_at=0, source="inline",
+                           entries=tuple(parse_override([{"kind": "chunks", "chunks": entry_chunks}], None)))
+    if wire:
+        server = await dshkit_mock_server(*session_scripts_to_mock([script]))
+        adapter: Any = DeepSeekAdapter(server.base_url, "sk-x")
+    else:
+        adapter = ReplayAdapter([script])
+    try:
+        chunks = [c async for c in adapter.stream(_options("please echo goal=abc42"))]
+    finally:
+        await adapter.aclose()
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "goal abc42"
+
+
+EXPECTED_FINISHES = {
+    "plain-text": ["stop"],
+    "reasoning-text": ["stop"],
+    "tool-call-split-args": ["tool-calls"],
+    "parallel-tool-calls": ["tool-calls"],
+    "tool-loop-reasoning": ["tool-calls", "tool-calls", "stop"],
+    "rate-limit-then-success": ["RATE_LIMIT", "stop"],
+    "bad-request-400": ["INVALID_REQUEST"],
+    "readme-walk": ["tool-calls", "stop"],
+}
+
+
+def test_every_committed_recording_is_listed() -> None:
+    names = {p.name.removesuffix(".cassette.jsonl") for p in RECORDINGS.glob("*.cassette.jsonl")}
+    assert names == set(EXPECTED_FINISHES)
+    readme = (RECORDINGS / "README.md").read_text()
+    assert all(f"`{n}`" in readme for n in names)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FINISHES))
+async def test_committed_recordings_replay_through_the_adapter(dshkit_replay: ReplayServerFactory, name: str) -> None:
+    server = await dshkit_replay(RECORDINGS / name)
+    adapter = DeepSeekAdapter(server.base_url, "sk-x")
+    finishes: list[str] = []
+    try:
+        for x in load_cassette(RECORDINGS / name).exchanges:
+            chunks = [c async for c in adapter.stream(_options())]
+            finish = chunks[-1]
+            assert isinstance(finish, Finish)
+            failure = finish.reason.failure
+            finishes.append(failure.code if failure is not None else finish.reason.kind)
+            assert [w.data for w in server.journal.last.writes] == [r.data for r in x.reads]
+    finally:
+        await adapter.aclose()
+    assert finishes == EXPECTED_FINISHES[name]
+
+
+async def test_dshkit_run_replays_the_readme_walk(workspace: Path) -> None:
+    args = argparse.Namespace(
+        prompt="Read README.md and tell me what the project does.", base_url=None, api_key=None,
+        model="deepseek-v4-flash", workspace=str(workspace), session=str(workspace / "s.jsonl"),
+        tools=None, yes=False, json=True, max_steps=None, idle_timeout=30.0,
+        replay=str(RECORDINGS / "readme-walk"),
+    )
+    out = io.StringIO()
+    assert await run_command(args, out) == 0
+    done = json.loads(out.getvalue().splitlines()[-1])
+    assert done["type"] == "done" and done["reason"] == {"kind": "completed"}
+    assert "I read README.md" in out.getvalue()
