@@ -1,6 +1,6 @@
 """Session logs served as SSE: replay scripts of `chunks` steps for the mock server.
 
-`harness.replay` derives one entry per logged model call (overrides, children and placeholders
+`harness.session` (replay_scripts) derives one entry per logged model call (overrides, children and placeholders
 included); this module turns each `SessionScript` into a mock-server `Script` of `chunks` steps,
 in the same order, so that live sessions claim them in first-call order (dsh-testing.md §2.8)
 and the real adapter parses what :mod:`mock_server.chunk_wire` re-encodes.
@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.replay import ReplayEntry, SessionScript, load_session_scripts
+from harness.session import ReplayEntry, SessionScript, load_session_scripts
 from mock_server.cassette import (
     CASSETTE_SUFFIX,
     CassetteError,
