@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.llm import InputError
 from mock_server import ReplySpec, StreamSpec, Timing, WriteSpec
+from mock_server.locate import field_path, yaml_line_of
 from mock_server.scripts import FaultName
 
 __all__ = [
@@ -472,64 +474,10 @@ def checklist_ids(tags: Iterable[str]) -> list[str]:
     return [t for t in tags if _CHECKLIST_RE.match(t)]
 
 
-class ScenarioError(Exception):
+class ScenarioError(InputError):
     """An invalid scenario file: what was wrong, where (file, line, field) and what to do."""
 
-    def __init__(
-        self, message: str, *, source: str, line: int | None = None, field: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        self.message = message
-        self.source = source
-        self.line = line
-        self.field = field
-        self.hint = hint
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = self.source + (f":{self.line}" if self.line is not None else "")
-        text = f"{where}: " + (f"{self.field}: " if self.field else "") + self.message
-        return text + (f" ({self.hint})" if self.hint else "")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.message, self.source, self.line, self.field, self.hint))
-
-
-def _rebuild(message: str, source: str, line: int | None, field: str | None, hint: str | None) -> ScenarioError:
-    return ScenarioError(message, source=source, line=line, field=field, hint=hint)
-
-
-def _field_path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out
-
-
-def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
-    line = None
-    parts = list(loc)
-    while parts:
-        part = parts.pop(0)
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if (part == "steps" and parts and parts[0] == 0 and isinstance(node, yaml.MappingNode)
-                and not any(isinstance(k, yaml.ScalarNode) and k.value == "steps" for k, _ in node.value)):
-            parts.pop(0)  # a one-step scenario written without `steps:`
-            continue
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    nxt, line = value, key.start_mark.line + 1
-                    break
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            node = None
-    return line if node is None else node.start_mark.line + 1
+    default_source = "<scenario>"
 
 
 def _hint(err: Mapping[str, Any]) -> str | None:
@@ -568,7 +516,7 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
                 node = yaml.compose(text, Loader=yaml.SafeLoader)
             except yaml.YAMLError:
                 node = None
-        field = _field_path(loc)
+        field = field_path(loc)
         items = data.get("scenarios")
         if len(loc) >= 2 and loc[0] == "scenarios" and isinstance(loc[1], int) and isinstance(items, list):
             sid = items[loc[1]].get("id") if loc[1] < len(items) and isinstance(items[loc[1]], Mapping) else None
@@ -576,7 +524,7 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
                 field = f"{field} (scenario {sid})"
         more = len(e.errors()) - 1
         msg = err["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
-        raise ScenarioError(msg, source=source, line=_line_of(node, loc), field=field or None,
+        raise ScenarioError(msg, source=source, line=yaml_line_of(node, loc, implicit_list="steps"), field=field or None,
                             hint=_hint(err)) from None
     out: list[Scenario] = []
     for i, sc in enumerate(parsed.scenarios):

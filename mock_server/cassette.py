@@ -63,6 +63,8 @@ _SECRET_FIELDS = frozenset({"api_key", "apikey", "apiKey", "secret", "password",
 class CassetteError(ScriptError):
     """A cassette that cannot be read: file, line, field and what to do."""
 
+    default_source = "<cassette>"
+
 
 @dataclass(frozen=True, slots=True)
 class Read:

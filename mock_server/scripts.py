@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.llm import InputError
 from mock_server.generate import (
     FragmentPlan,
     Framing,
@@ -39,6 +40,7 @@ from mock_server.generate import (
     frame_jsonl,
     plan_writes,
 )
+from mock_server.locate import field_path, yaml_line_of
 
 __all__ = [
     "FaultName",
@@ -545,48 +547,10 @@ class Script(_Model):
         return f"{self.name}[{index}] ({detail})"
 
 
-class ScriptError(Exception):
+class ScriptError(InputError):
     """An invalid script: what was wrong, where (file, line, step, field) and what to do."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        self.message = message
-        self.source = source
-        self.line = line
-        self.field = field
-        self.hint = hint
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = self.source or "<script>"
-        if self.line is not None:
-            where += f":{self.line}"
-        text = f"{where}: "
-        if self.field:
-            text += f"{self.field}: "
-        text += self.message
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild_script_error,
-            (self.message, self.source, self.line, self.field, self.hint),
-        )
-
-
-def _rebuild_script_error(
-    message: str, source: str | None, line: int | None, field: str | None, hint: str | None
-) -> ScriptError:
-    return ScriptError(message, source=source, line=line, field=field, hint=hint)
+    default_source = "<script>"
 
 
 _TAGS = frozenset({"reply", "fault", "raw", "chunks"})
@@ -598,40 +562,6 @@ def _strip_tag(loc: Sequence[int | str]) -> tuple[int | str, ...]:
     if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[1], int) and loc[2] in _TAGS:
         return (*loc[:2], *loc[3:])
     return tuple(loc)
-
-
-def _field_path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
-    """Walk a composed YAML node tree along a pydantic location; the deepest line found."""
-    line = None
-    for part in loc:
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    nxt = value
-                    line = key.start_mark.line + 1
-                    break
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            node = node.value[part] if part < len(node.value) else None
-        else:
-            node = None
-    if node is not None:
-        line = node.start_mark.line + 1
-    return line
 
 
 def _hint_for(err: Mapping[str, Any]) -> str | None:
@@ -684,8 +614,8 @@ def parse_script(
         raise ScriptError(
             message,
             source=source,
-            line=_line_of(node, loc),
-            field=_field_path(loc) or None,
+            line=yaml_line_of(node, loc),
+            field=field_path(loc) or None,
             hint=_hint_for(err),
         ) from None
     for i, step in enumerate(script.steps):

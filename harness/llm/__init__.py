@@ -45,6 +45,7 @@ from .codec import (
 from .errors import (
     ErrorCode,
     HarnessError,
+    InputError,
     LlmError,
     SessionError,
     ToolArgsError,
@@ -107,6 +108,7 @@ __all__ = [
     "HarnessError",
     "ImageAttachment",
     "ImageBlock",
+    "InputError",
     "LlmError",
     "LlmFailure",
     "MAX_TIMER_DELAY_MS",

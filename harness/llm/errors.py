@@ -7,6 +7,8 @@ HarnessError(message, code)
 │   ├── ToolArgsError       INVALID_ARGS
 │   └── ToolNotFoundError   UNKNOWN_TOOL
 ├── SessionError        invalid events, corrupt or unsupported logs
+├── InputError          a file a person wrote is invalid: where (source, line, field) and a hint
+│                       (the mock server's ScriptError, the conformance suite's ScenarioError)
 └── UsageError          misuse of the API by the caller
 ```
 Inside a stream, provider and transport failures are data: an adapter ends with a `finish` chunk
@@ -24,6 +26,7 @@ from .chunks import LlmFailure
 __all__ = [
     "ErrorCode",
     "HarnessError",
+    "InputError",
     "LlmError",
     "SessionError",
     "ToolArgsError",
@@ -105,6 +108,44 @@ class ToolNotFoundError(ToolError):
 
 class SessionError(HarnessError):
     """An event or log that breaks the session rules."""
+
+
+class InputError(HarnessError):
+    """Invalid input a person wrote (a script, a scenario, a cassette): what was wrong, where
+    (source, line, field path) and what to do. `str()` reads `file:line: field: message (hint)`."""
+
+    default_source = "<input>"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+        code: str = "INVALID_INPUT",
+    ) -> None:
+        super().__init__(message, code)
+        self.source = source
+        self.line = line
+        self.field = field
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = (self.source or self.default_source) + (f":{self.line}" if self.line is not None else "")
+        text = f"{where}: " + (f"{self.field}: " if self.field else "") + self.message
+        return text + (f" ({self.hint})" if self.hint else "")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_input_error, (type(self), self.message, self.source, self.line, self.field, self.hint, self.code))
+
+
+def _rebuild_input_error(
+    cls: type[InputError], message: str, source: str | None, line: int | None,
+    field: str | None, hint: str | None, code: str,
+) -> InputError:
+    return cls(message, source=source, line=line, field=field, hint=hint, code=code)
 
 
 class UsageError(HarnessError):
