@@ -137,20 +137,27 @@ def run_serve(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(server, delay / 1000))
 
 
-def _fail(message: str) -> int:
-    sys.stderr.write(f"dshkit serve: {message}\n")
-    return 2
-
-
-async def _serve(server: MockServer, refuse_for: float) -> int:
+def exit_on_signals() -> asyncio.Future[int]:
+    """A future that resolves to the exit status of the first SIGINT (130) or SIGTERM (143)."""
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[int] = loop.create_future()
+
     def request_stop(code: int) -> None:
         if not stop.done():
             stop.set_result(code)
 
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         loop.add_signal_handler(sig, request_stop, code)
+    return stop
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"dshkit serve: {message}\n")
+    return 2
+
+
+async def _serve(server: MockServer, refuse_for: float) -> int:
+    stop = exit_on_signals()
     if refuse_for:
         # A bound socket cannot refuse a connection, so refusal is a phase before binding.
         _print({"type": "unavailable", "base_url": f"http://{server.host}:{server._requested_port}",

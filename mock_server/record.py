@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -273,14 +272,9 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 async def _record(recorder: Recorder) -> int:
-    loop = asyncio.get_running_loop()
-    stop: asyncio.Future[int] = loop.create_future()
-    def request_stop(code: int) -> None:
-        if not stop.done():
-            stop.set_result(code)
+    from mock_server.cli import exit_on_signals  # the CLI module imports this one
 
-    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
-        loop.add_signal_handler(sig, request_stop, code)
+    stop = exit_on_signals()
     try:
         await recorder.start()
     except OSError as e:
