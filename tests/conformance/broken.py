@@ -69,11 +69,8 @@ _TRANSLATORS: dict[str, type[Translator]] = {
 
 
 def _decoder() -> StreamDecoder:
-    decoder = StreamDecoder()
     bug = _BUG.get()
-    if bug is not None:
-        decoder.translator = _TRANSLATORS[bug]()
-    return decoder
+    return StreamDecoder(_TRANSLATORS[bug]() if bug is not None else None)
 
 
 deepseek_adapter.StreamDecoder = _decoder  # type: ignore[assignment,misc]

@@ -173,37 +173,41 @@ class Translator:
                         del out[mark:]
                         out += self._terminate(_malformed(f"`delta` is not an object: {_clip(chunk)}"))
                         return
-                    # Inlined `_delta` for the two common cases: reasoning and content.
-                    reasoning = delta.get("reasoning_content")
-                    if reasoning is None:
-                        reasoning = delta.get("reasoning")  # the field name some other servers use
-                    if reasoning and type(reasoning) is str:
-                        index = self._reasoning
-                        if index is None:
-                            index = self._reasoning = self._open("reasoning", out)
-                            self._order.append((index, "reasoning", None))
-                        self._reasoning_parts.append(reasoning)
-                        out.append(ReasoningDelta(index=index, text=reasoning))
-                    content = delta.get("content")
-                    if content and type(content) is str:
-                        index = self._text
-                        if index is None:
-                            index = self._text = self._open("text", out)
-                            self._order.append((index, "text", None))
-                        self._text_parts.append(content)
-                        out.append(TextDelta(index=index, text=content))
-                    calls = delta.get("tool_calls")
-                    if calls:
-                        failure = self._calls(calls, delta, out)
-                        if failure is not None:
-                            out += self._terminate(failure)
-                            return
+                    self.feed_delta(delta, out)
+                    if self.finished:
+                        return
                 reason = choice.get("finish_reason")
                 if reason and isinstance(reason, str):
                     self.finish_reason = reason
         usage = chunk.get("usage")
         if usage and isinstance(usage, dict):
             self._usage = map_usage(usage)
+
+    def feed_delta(self, delta: dict[str, Any], out: list[StreamChunk]) -> None:
+        """Apply one `choices[0].delta` object: reasoning, then content, then tool calls."""
+        reasoning = delta.get("reasoning_content")
+        if reasoning is None:
+            reasoning = delta.get("reasoning")  # the field name some other servers use
+        if reasoning and type(reasoning) is str:
+            index = self._reasoning
+            if index is None:
+                index = self._reasoning = self._open("reasoning", out)
+                self._order.append((index, "reasoning", None))
+            self._reasoning_parts.append(reasoning)
+            out.append(ReasoningDelta(index=index, text=reasoning))
+        content = delta.get("content")
+        if content and type(content) is str:
+            index = self._text
+            if index is None:
+                index = self._text = self._open("text", out)
+                self._order.append((index, "text", None))
+            self._text_parts.append(content)
+            out.append(TextDelta(index=index, text=content))
+        calls = delta.get("tool_calls")
+        if calls:
+            failure = self._calls(calls, delta, out)
+            if failure is not None:
+                out += self._terminate(failure)
 
     def _take_ids(self, chunk: dict[str, Any]) -> None:
         id_, model, fp = chunk.get("id"), chunk.get("model"), chunk.get("system_fingerprint")
@@ -366,26 +370,43 @@ class StreamDecoder:
     over memory, so all three run exactly the same code.
     """
 
-    __slots__ = ("_sse", "translator", "done", "comments")
+    __slots__ = ("_sse", "translator", "done", "comments", "_head", "_tail", "_learn")
 
-    def __init__(self) -> None:
+    def __init__(self, translator: Translator | None = None) -> None:
         self._sse = SSEDecoder()
-        self.translator = Translator()
+        self.translator = translator or Translator()
         self.done = False
         """`data: [DONE]` was dispatched."""
         self.comments = 0
         """Comment lines seen (keep-alives)."""
+        # The envelope fast path: a server repeats the same bytes around every delta
+        # (`{"id":…,"choices":[{"index":0,"delta":` … `,"finish_reason":null}],"usage":null}`).
+        # Once a chunk has shown that shape (and a probe proved the slot between the two is
+        # exactly `choices[0].delta`), later payloads with the same head and tail only need
+        # their delta parsed; everything else takes the full path. Same chunks either way.
+        self._head: str | None = None
+        self._tail = ""
+        # Full-path chunks that may still teach the envelope. A Translator subclass may
+        # override `feed_into`, which the fast path skips, so it always takes the full path.
+        self._learn = 3 if type(self.translator) is Translator else 0
 
     @property
     def finished(self) -> bool:
         return self.translator.finished
+
+    @property
+    def envelope_learned(self) -> bool:
+        """Whether the envelope fast path is active for this stream."""
+        return self._head is not None
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         if self.done or self.translator.finished:
             return []
         translator = self.translator
         feed_into = translator.feed_into
+        feed_delta = translator.feed_delta
         scan = _scan_once
+        head, tail = self._head, self._tail
         out: list[StreamChunk] = []
         for name, payload, _ in self._sse.feed_raw(data):
             if name != "message":
@@ -399,6 +420,17 @@ class StreamDecoder:
                 self.done = True
                 out += translator.end(done=True)
                 return out
+            if head is not None and payload.startswith(head):
+                try:
+                    delta, end = scan(payload, len(head))
+                except (StopIteration, ValueError):
+                    pass
+                else:
+                    if type(delta) is dict and payload.endswith(tail) and end + len(tail) == len(payload):
+                        feed_delta(delta, out)
+                        if translator.finished:
+                            return out
+                        continue
             try:  # see `_scan_once`: this loop runs once per wire chunk
                 chunk, end = scan(payload, 0)
                 if end != len(payload):
@@ -412,7 +444,48 @@ class StreamDecoder:
             feed_into(chunk, out)
             if translator.finished:
                 return out
+            if head is None and self._learn:
+                self._learn -= 1
+                self._learn_envelope(payload, chunk)
+                head, tail = self._head, self._tail
         return out
+
+    def _learn_envelope(self, payload: str, chunk: Any) -> None:
+        """Remember `payload`'s bytes around `choices[0].delta` if they carry nothing else:
+        one choice of index 0, no finish_reason, no usage, no error."""
+        if type(chunk) is not dict or chunk.get("usage") or "error" in chunk:
+            return
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+            return
+        choice = choices[0]
+        if choice.get("index", 0) != 0 or choice.get("finish_reason") or type(choice.get("delta")) is not dict:
+            return
+        at = payload.find('"delta":')
+        if at <= 0 or payload[at - 1] not in ",{":
+            return
+        start = at + len('"delta":')
+        try:
+            _, end = _scan_once(payload, start)
+        except (StopIteration, ValueError):
+            return
+        head, tail = payload[:start], payload[end:]
+        # Prove the slot: any delta put there must land in choices[0].delta, with all else equal.
+        probe = {"dshkit-probe": [1]}
+        try:
+            parsed = json.loads(head + json.dumps(probe) + tail)
+        except ValueError:
+            return
+        rest = {k: v for k, v in chunk.items() if k != "choices"}
+        if (
+            type(parsed) is dict
+            and {k: v for k, v in parsed.items() if k != "choices"} == rest
+            and type(parsed.get("choices")) is list
+            and len(parsed["choices"]) == 1
+            and type(parsed["choices"][0]) is dict
+            and parsed["choices"][0] == {**choice, "delta": probe}
+        ):
+            self._head, self._tail = head, tail
 
     def close(self) -> list[StreamChunk]:
         """End of the body."""

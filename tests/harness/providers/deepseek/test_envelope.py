@@ -1,0 +1,118 @@
+"""The envelope fast path of `StreamDecoder` gives exactly the chunks of the full path.
+
+A `Translator` subclass turns the fast path off (see `StreamDecoder`), so decoding the same bytes
+with `Translator()` and with `_FullPath()` compares the two paths. Streams mix chunks that fit the
+learned envelope with chunks that break it (finish reasons, usage, extra keys, a changed id,
+whitespace, nested `"delta"` keys), so both the hit and every kind of miss are exercised.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.llm import chunk_to_json
+from harness.providers.deepseek import StreamDecoder, Translator
+from mock_server import QUIRKS, Reply, ToolCall, encode_sse, generate_chunks
+
+CAPTURES = Path(__file__).parent / "captures"
+
+
+class _FullPath(Translator):
+    """Same behaviour; being a subclass keeps the decoder on the full path."""
+
+
+def _decode(body: bytes, translator: Translator | None, step: int) -> list[dict[str, Any]]:
+    decoder = StreamDecoder(translator)
+    out = []
+    for i in range(0, len(body), step):
+        out += decoder.feed(body[i : i + step])
+    out += decoder.close()
+    return [chunk_to_json(c) for c in out]
+
+
+def _same(body: bytes, step: int = 1 << 16) -> bool:
+    return _decode(body, None, step) == _decode(body, _FullPath(), step)
+
+
+def test_fast_path_is_taken_on_a_deepseek_stream() -> None:
+    chunks = generate_chunks(Reply(reasoning="Think it over.", content="An answer, in parts."))
+    decoder = StreamDecoder()
+    decoder.feed(encode_sse(chunks))
+    assert decoder.envelope_learned
+    assert not StreamDecoder(_FullPath()).envelope_learned
+
+
+def test_captures_decode_the_same_on_both_paths() -> None:
+    for path in sorted(CAPTURES.glob("*.sse")):
+        assert _same(path.read_bytes()), path.name
+
+
+def test_every_generator_quirk_decodes_the_same_on_both_paths() -> None:
+    reply = Reply(
+        reasoning="Reasoning first.",
+        content="Then text — with “quotes” and 中文.",
+        tool_calls=[ToolCall(name="read", arguments='{"file_path": "README.md"}'),
+                    ToolCall(name="grep", arguments='{"pattern": "a\\\\b"}')],
+    )
+    for quirk in QUIRKS:
+        body = encode_sse(generate_chunks(reply, quirks=[quirk]), quirks=[quirk])
+        assert _same(body), quirk
+        assert _same(body, step=7), quirk
+
+
+_ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
+
+
+def _event(delta: Any, *, finish: str | None = None, usage: Any = None, extra: dict[str, Any] | None = None,
+           id_: str = _ID, spaced: bool = False, nested: bool = False) -> bytes:
+    chunk: dict[str, Any] = {"id": id_, "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    if nested:
+        chunk["meta"] = {"delta": {"content": "not this one"}}
+    chunk["choices"] = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+    chunk["usage"] = usage
+    chunk.update(extra or {})
+    text = json.dumps(chunk, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))
+    return b"data: " + text.encode() + b"\n\n"
+
+
+_deltas = st.one_of(
+    st.builds(lambda t: {"content": t}, st.text(max_size=8)),
+    st.builds(lambda t: {"content": None, "reasoning_content": t}, st.text(max_size=8)),
+    st.builds(lambda t: {"reasoning": t}, st.text(max_size=8)),
+    st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a}}]},
+              st.integers(0, 2), st.text(max_size=6)),
+    st.builds(lambda i: {"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                          "function": {"name": "f", "arguments": ""}}]}, st.integers(0, 2)),
+    st.just({}),
+    st.just({"content": None, "tool_calls": None}),
+)
+_events = st.one_of(
+    st.builds(_event, _deltas),
+    st.builds(_event, _deltas),
+    st.builds(_event, _deltas, finish=st.sampled_from(["stop", "length", "tool_calls"])),
+    st.builds(_event, _deltas, usage=st.just({"prompt_tokens": 5, "completion_tokens": 2})),
+    st.builds(_event, _deltas, extra=st.just({"obfuscation": "xyz"})),
+    st.builds(_event, _deltas, id_=st.just("another-id")),
+    st.builds(_event, _deltas, spaced=st.just(True)),
+    st.builds(_event, _deltas, nested=st.just(True)),
+    st.just(b"data: {not json\n\n"),
+)
+
+
+@given(st.lists(_events, min_size=1, max_size=20), st.booleans(), st.integers(1, 64))
+def test_mixed_envelopes_decode_the_same_on_both_paths(events: list[bytes], done: bool, step: int) -> None:
+    body = b"".join(events) + (b"data: [DONE]\n\n" if done else b"")
+    assert _same(body, step)
+
+
+def test_a_nested_delta_key_never_teaches_a_wrong_envelope() -> None:
+    body = b"".join(_event({"content": f"part {i}"}, nested=True) for i in range(5)) + b"data: [DONE]\n\n"
+    decoder = StreamDecoder()
+    decoder.feed(body)
+    assert _same(body)
+    assert not decoder.envelope_learned
