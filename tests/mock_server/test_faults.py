@@ -318,7 +318,7 @@ async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerF
     [
         ("connection_reset", lambda s: s.error == "reset" and s.status is None),
         ("stall", lambda s: s.status == 200 and s.error == "timeout"),
-        ("partial_disconnect", lambda s: s.error == "reset" and 0 < len(s.body)),
+        ("partial_disconnect", lambda s: s.error == "reset" and len(s.body) > 0),
         ("partial_eof", lambda s: s.error is None and not _parses(s.body)),
         ("rate_limit", lambda s: s.status == 429),
         ("max_tokens", lambda s: json.loads(s.body)["choices"][0]["finish_reason"] == "length"),

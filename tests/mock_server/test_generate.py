@@ -130,7 +130,7 @@ def test_logprobs_only_on_content_chunks() -> None:
     chunks = generate_chunks(Reply(content="OK fine"), thinking=False, logprobs=2)
     lps = [c["choices"][0]["logprobs"] for c in chunks]
     assert lps[0] is None and lps[-1] is None
-    for lp, c in zip(lps[1:-1], chunks[1:-1]):
+    for lp, c in zip(lps[1:-1], chunks[1:-1], strict=True):
         entry = lp["content"][0]
         assert entry["token"] == c["choices"][0]["delta"]["content"]
         assert entry["bytes"] == list(entry["token"].encode())
