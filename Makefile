@@ -23,8 +23,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
+## lint: ruff and mypy --strict (also run by the suite, tests/test_lint.py)
 lint: $(STAMP)
-	$(BIN)/python -m pip install --quiet ruff mypy types-PyYAML
 	$(BIN)/ruff check harness mock_server conformance tests bench
 	$(BIN)/mypy
 
