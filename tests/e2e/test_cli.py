@@ -113,3 +113,36 @@ def test_run_as_a_subprocess(workspace: Path, tmp_path: Path) -> None:
     last = json.loads(proc.stdout.splitlines()[-1])
     assert last["type"] == "done" and last["reason"] == {"kind": "completed"}
     assert (tmp_path / "s.jsonl").exists()
+
+
+def test_run_ctrl_c_aborts_with_130_and_a_well_formed_log(workspace: Path, tmp_path: Path) -> None:
+    """SIGINT mid-stream cancels the turn: exit 130, `turn/end` aborted, the log loads."""
+    import signal
+
+    session_path = tmp_path / "s.jsonl"
+    stall = script({"fault": "stall_after", "after_events": 2, "text": "half an answer"})
+    with MockServer(stall) as server, subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "hi", "--json", "--base-url", server.base_url,
+         "--api-key", API_KEY, "--workspace", str(workspace), "--session", str(session_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            # The live view is the synchronisation: interrupt once a chunk has been logged.
+            for line in proc.stdout:
+                event = json.loads(line).get("event", {})
+                if event.get("type") == "assistant/chunk":
+                    proc.send_signal(signal.SIGINT)
+                    break
+            rest = proc.stdout.read()
+            errors = proc.stderr.read()
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert code == 130, errors
+    assert json.loads(rest.splitlines()[-1])["reason"]["kind"] == "aborted"
+    session = load_session(session_path)
+    assert session.events[-1].type == "turn/end"
+    assert session.events[-1].data["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+    session.derive_messages()  # still a valid history
