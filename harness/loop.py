@@ -483,6 +483,7 @@ class Agent:
         session = self.session
         o = self.options
         retry = 0
+        retry_id = uuid.uuid4().hex  # one id for the whole retry chain of this step, as DSH logs it
         while True:
             self._log_header(self._header(assembly))
             options = _options_from_header(
@@ -525,7 +526,7 @@ class Agent:
                 if delay is None:
                     raise LlmError(failure)
                 # whole milliseconds, as DSH logs `delayMs` (a float would log as `2000.0`)
-                await self._retry_wait(turn, step, failure, retry, round(delay))
+                await self._retry_wait(turn, step, failure, retry, round(delay), retry_id)
                 continue
             message = assembler.message(source)
             session.append_assistant_message(
@@ -540,10 +541,11 @@ class Agent:
             self._check()
             return {"kind": "completed"} if outcome else None
 
-    async def _retry_wait(self, turn: int, step: int, failure: LlmFailure, retry: int, delay: int) -> None:
+    async def _retry_wait(
+        self, turn: int, step: int, failure: LlmFailure, retry: int, delay: int, retry_id: str
+    ) -> None:
         policy = self.options.retry_policy
         assert policy is not None
-        retry_id = uuid.uuid4().hex
         data: dict[str, JsonValue] = {
             "retryId": retry_id,
             "turn": turn,

@@ -111,6 +111,9 @@ async def test_retry_503_honours_retry_after(loop_rig: RigFactory) -> None:
     assert (await rig.run("hi")).kind == "completed"
     retries = rig.data("llm/retry")
     assert [(r["retry"], r["delayMs"], r["failure"]["status"]) for r in retries] == [(1, 3000, 503), (2, 3000, 503)]
+    # one retry chain, one retryId (DSH reuses it), echoed by each llm/retry-started
+    assert len({r["retryId"] for r in retries}) == 1
+    assert {s["retryId"] for s in rig.data("llm/retry-started")} == {retries[0]["retryId"]}
     assert rig.sleeps == [3.0, 3.0]
     assert len(rig.events("step/start")) == 1
     # every failed attempt's chunks stay logged, but the message cites only the last attempt
