@@ -281,8 +281,8 @@ async def replay_session(
     from harness.loop import Agent, AgentOptions
     from harness.session import SessionHeader
 
-    scripts = load_session_scripts(path)
     logged = load_log_session(Path(path))
+    scripts = load_session_scripts(path, loaded=logged)
     ws = (workspace or Path.cwd()).resolve()
     runtime: ToolRuntime
     if tools == "builtin":
@@ -379,6 +379,9 @@ def _replay_command(args: argparse.Namespace) -> int:
         )
     except (HarnessError, OSError) as exc:
         print(f"dshkit replay: {exc}", file=sys.stderr)
+        return 2
+    if not report.logged_messages:
+        print(f"dshkit replay: {args.session} records no assistant message to replay", file=sys.stderr)
         return 2
     if args.out:
         from harness.session import save_session

@@ -12,6 +12,7 @@ next non-chunk event arrives, packing delta runs into rows.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -202,6 +203,9 @@ def _event_line(event: SessionEvent, projected: bool) -> str:
     return dumps_json_line(obj)
 
 
+_log = logging.getLogger("harness.session")
+
+
 def load_session(
     path: str | os.PathLike[str],
     *,
@@ -209,9 +213,25 @@ def load_session(
     clock: Callable[[], int] | None = None,
     event_types: Iterable[str] = (),
 ) -> Session:
-    """Load a session file; a torn tail is cut and repair closers are durably written back."""
+    """Load a session file; a torn tail is cut and repair closers are durably written back.
+
+    Nothing is thrown away: the bytes of a cut tail are first appended to `<file>.torn` (and a
+    warning names it), so a line that was cut by mistake can still be recovered by hand.
+    """
     path = Path(path)
-    loaded = parse_session_log(path.read_bytes(), source=str(path), clock=clock, event_types=event_types)
+    raw = path.read_bytes()
+    loaded = parse_session_log(raw, source=str(path), clock=clock, event_types=event_types)
+    if write_back and loaded.dropped_lines:
+        torn = path.with_name(path.name + ".torn")
+        with open(torn, "ab") as kept:
+            kept.write(raw[loaded.good_bytes :])
+            kept.flush()
+            os.fsync(kept.fileno())
+        _log.warning(
+            "%s: cut %d unreadable line(s) after the last turn/end (a crash's torn tail); "
+            "the bytes are kept in %s",
+            path, loaded.dropped_lines, torn,
+        )
     if write_back and loaded.needs_write_back:
         with open(path, "r+b") as f:
             f.truncate(loaded.good_bytes)

@@ -11,6 +11,7 @@ replay (`ReplayAdapter`, `dshkit replay`) lives in `harness.replay`.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from .events import SessionEvent
 from .jsonl import parse_session_log
 from .lossless import thaw_json
 from .session import Session
+
+_log = logging.getLogger("harness.session")
 
 __all__ = [
     "ReplayEntry",
@@ -256,10 +259,18 @@ def _override_of(primary: Path) -> Path | None:
 
 
 def load_log_session(path: Path) -> Session:
+    """A log as recorded, for replay: validated, not repaired, never written to. Unreadable
+    lines after the last `turn/end` (a torn tail) are skipped with a warning."""
     try:
-        return parse_session_log(path.read_bytes(), source=str(path), repair=False).session
+        loaded = parse_session_log(path.read_bytes(), source=str(path), repair=False)
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read the session log: {exc.strerror}") from None
+    if loaded.dropped_lines:
+        _log.warning(
+            "%s: skipping %d unreadable line(s) after the last turn/end (a torn tail)",
+            path, loaded.dropped_lines,
+        )
+    return loaded.session
 
 
 def load_session_scripts(
@@ -267,10 +278,12 @@ def load_session_scripts(
     *,
     children: Sequence[str | Path] | None = None,
     override: str | Path | Literal[False] | None = None,
+    loaded: Session | None = None,
 ) -> list[SessionScript]:
     """The scripts of a logged session and its subagents: primary first, then children by
     `createdAt` and id (§2.8). `children` defaults to `NAME.N.jsonl` files beside the log;
-    `override` to the sidecar beside it (False: none). The sidecar applies to the primary only."""
+    `override` to the sidecar beside it (False: none). The sidecar applies to the primary only.
+    `loaded` is the primary log when the caller has already loaded it."""
     primary = Path(path)
     side = _override_of(primary) if override is None else (Path(override) if override else None)
     doc: Any = None
@@ -279,8 +292,8 @@ def load_session_scripts(
             doc = json.loads(side.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ReplayError(f"{side}: cannot read the override sidecar: {exc}") from None
-    session: Session | None = None
-    if primary.exists() or not isinstance(doc, list):
+    session: Session | None = loaded
+    if session is None and (primary.exists() or not isinstance(doc, list)):
         session = load_log_session(primary)
     if isinstance(doc, list):
         entries = parse_override(doc, None, source=str(side))

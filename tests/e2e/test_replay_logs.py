@@ -245,3 +245,14 @@ async def test_dshkit_run_replays_the_readme_walk(workspace: Path) -> None:
     done = json.loads(out.getvalue().splitlines()[-1])
     assert done["type"] == "done" and done["reason"] == {"kind": "completed"}
     assert "I read README.md" in out.getvalue()
+
+
+def test_replay_of_a_log_without_model_calls_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    log = tmp_path / "empty.jsonl"
+    log.write_text('{"type":"session","version":0,"id":"e","createdAt":1,"delegationDepth":0}\n')
+    assert main(["replay", str(log)]) == 2
+    assert "records no assistant message to replay" in capsys.readouterr().err

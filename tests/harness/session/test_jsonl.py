@@ -136,6 +136,21 @@ def test_truncated_jsonl_torn_tail_is_cut_and_repaired(tmp_path: Path) -> None:
     assert {e.data["error"]["code"] for e in repaired.events if e.type == "tool/result"} == {"TOOL_NOT_STARTED"}
     for line in path.read_text().splitlines():
         json.loads(line)  # the file is whole again
+    # nothing is lost: the cut bytes are kept beside the log
+    assert path.with_name(path.name + ".torn").read_bytes() == raw[loaded.good_bytes : len(raw) - 25]
+
+
+def test_a_cut_tail_is_kept_and_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    s = Session(SessionHeader.new(id="k"), clock=tick)
+    full_turn(s)
+    path = tmp_path / "k.jsonl"
+    bad = b'{"type":"turn/start","seq":99,"time":1,"data":{"turn":"not a number"}}\n'
+    path.write_bytes(dump_session(s).encode() + bad)
+    with caplog.at_level("WARNING", logger="harness.session"):
+        loaded = load_session(path)
+    assert list(loaded.events) == list(s.events)
+    assert (tmp_path / "k.jsonl.torn").read_bytes() == bad
+    assert "k.jsonl.torn" in caplog.text and "1 unreadable line" in caplog.text
 
 
 def test_bad_line_before_a_turn_end_is_corruption(tmp_path: Path) -> None:
