@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -65,6 +66,12 @@ class Recorder:
         scrub_secrets: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
+        parsed = urlsplit(upstream)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(
+                f"--upstream {upstream!r} is not an http(s) URL; give the endpoint's base URL, "
+                "e.g. https://api.deepseek.com"
+            )
         self.upstream = upstream.rstrip("/")
         self.path = cassette_path(out)
         self.host = host

@@ -309,3 +309,14 @@ async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
         code, _ = await asyncio.to_thread(proc.stop)
     assert code == 130
 
+
+
+@pytest.mark.parametrize("upstream", ["notaurl", "ftp://example.com", "http://"])
+def test_record_refuses_an_upstream_that_is_not_an_http_url(
+    upstream: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    assert main(["record", "--upstream", upstream, "--out", str(tmp_path / "x")]) == 2
+    assert "is not an http(s) URL" in capsys.readouterr().err
+    assert not (tmp_path / "x.cassette.jsonl").exists()
