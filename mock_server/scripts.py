@@ -569,7 +569,7 @@ def _hint_for(err: Mapping[str, Any]) -> str | None:
     if t == "extra_forbidden":
         return "remove the key, or check its spelling against mock_server/script.schema.json"
     if t == "literal_error" and err["loc"] and err["loc"][-1] == "fault":
-        return "see the fault table in docs/mock_server.md"
+        return "see the fault catalogue in README.md"
     if t == "step_kind":
         return "write `- reply: {content: ...}`, `- fault: rate_limit` or `- raw: {...}`"
     return None
