@@ -316,7 +316,7 @@ class ToolRuntime:
             try:
                 new = finalize(call, result.content)
                 if new is not None:
-                    result = _replace(result, content=tuple(new))
+                    result = replace(result, content=tuple(new))
             except Exception as exc:  # noqa: BLE001
                 result = error_result(exc)
         for observer in self.observers:
@@ -341,7 +341,7 @@ class ToolRuntime:
                 additional_contexts=tuple(decision.additional_contexts),
             )
         content = result.content if decision.content is None else tuple(decision.content)
-        return _replace(
+        return replace(
             result,
             content=content,
             additional_contexts=result.additional_contexts + tuple(decision.additional_contexts),
@@ -354,7 +354,3 @@ class ToolRuntime:
         if not isinstance(decision, (Accept, Block)):
             raise TypeError(f"a post-execute listener returned {decision!r}, not Accept/Block")
         return decision
-
-
-def _replace(result: ToolResult, **changes: Any) -> ToolResult:
-    return replace(result, **changes)

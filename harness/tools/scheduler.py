@@ -101,31 +101,24 @@ async def run_tool_calls(
         return [s.task for s in slots[len(results):] if s.task is not None and not s.task.done()]
 
     try:
-        i = 0
-        while i < len(calls) and not signal.is_set():
-            block = calls[i]
-            if not runtime.is_concurrency_safe(block.name, block.arguments):
-                await commit(wait=True)  # an exclusive call is a barrier
-                if signal.is_set():
-                    break
-                await start(block)
-                await commit(wait=True)
-                i += 1
-                continue
-            # a rolling pool over the following concurrency-safe calls
-            while i < len(calls) and not signal.is_set():
-                block = calls[i]
-                if not runtime.is_concurrency_safe(block.name, block.arguments):
-                    break
+        for block in calls:
+            if signal.is_set():
+                break
+            if runtime.is_concurrency_safe(block.name, block.arguments):
+                # joins the rolling pool
                 while len(running()) >= max_parallel:
                     await asyncio.wait(running(), return_when=asyncio.FIRST_COMPLETED)
                     await commit(wait=False)
                 if signal.is_set():
                     break
                 await start(block)
-                i += 1
                 await commit(wait=False)
-            await commit(wait=True)
+            else:
+                await commit(wait=True)  # an exclusive call is a barrier
+                if signal.is_set():
+                    break
+                await start(block)
+                await commit(wait=True)
         await commit(wait=True)  # drain whatever is in flight, in model order
     except asyncio.CancelledError:
         pending = [s.task for s in slots if s.task is not None and not s.task.done()]

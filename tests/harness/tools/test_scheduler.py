@@ -125,3 +125,42 @@ async def test_concluded_and_policy_order_is_model_order() -> None:
     )
     out = await run_tool_calls(rt, [block(1, "end"), block(2, "end")])
     assert out.concluded and seen == ["c1", "c2"]
+
+
+async def test_an_exclusive_call_is_a_barrier_between_pools() -> None:
+    g = Gates()
+    checks: list[str] = []
+
+    def safe_for(args: object) -> bool:
+        checks.append(str(args))
+        return True
+
+    rt = ToolRuntime([
+        define_tool("safe", "x", OBJ, g.body, concurrency_safe=safe_for),
+        define_tool("solo", "x", OBJ, g.body),
+    ])
+    events: list[str] = []
+    calls = [block(1, "safe"), block(2, "safe"), block(3, "solo"), block(4, "safe")]
+    task = asyncio.create_task(run_tool_calls(
+        rt, calls,
+        on_start=lambda b: events.append(f"call {b.id}"),
+        on_result=lambda b, r: events.append(f"result {b.id}"),
+    ))
+    await g.started_event("1").wait()
+    await g.started_event("2").wait()
+    await asyncio.sleep(0.01)
+    assert "call c3" not in events  # waits for the pool before it to drain
+    g.gate("2").set()
+    g.gate("1").set()
+    await g.started_event("3").wait()
+    await asyncio.sleep(0.01)
+    assert "call c4" not in events  # and nothing after it starts while it runs
+    g.gate("3").set()
+    g.gate("4").set()
+    out = await task
+    assert events == [
+        "call c1", "call c2", "result c1", "result c2", "call c3", "result c3", "call c4", "result c4",
+    ]
+    assert [r.text for r in out.results] == ["done 1", "done 2", "done 3", "done 4"]
+    # each call's safety is decided once, before it starts
+    assert sorted(checks) == sorted(str({"name": str(i)}) for i in (1, 2, 4))
