@@ -1,23 +1,22 @@
-"""Chunk-level replay of session logs: replay scripts, `ReplayAdapter` and `dshkit replay`.
+"""Loop-level replay of session logs: `ReplayAdapter`, `replay_session` and `dshkit replay`.
 
-A session log records every model call as its `assistant/chunk` events (dsh-testing.md §2.2).
-`derive_replay_script` walks a log backwards into replay entries, one per call (split at each
-`finish`, §2.4); `load_session_scripts` adds override sidecars (§2.6) and the logs of a parent's
-subagents (§2.8); `fill_from_request` resolves `{{fromRequest:REGEX}}` placeholders (§2.7).
-`ReplayAdapter` feeds entries to the agent loop as `StreamChunk`s, binding each live session to
-the next unclaimed script on its first call; the mock server serves the same entries as SSE
-(`mock_server.replay`), so the real adapter parses them too. This module's top level imports
-only `harness.llm` and `harness.session` (the mock server uses it); the `dshkit replay` command
-imports the loop when it runs.
+The replay scripts (one entry per logged model call, override sidecars, the logs of subagents,
+`{{fromRequest:REGEX}}` placeholders; dsh-testing.md §2) are derived by `harness.session`
+(`replay_scripts`), which the mock server also uses to serve a log as SSE, so the real adapter
+parses the same entries. `ReplayAdapter` feeds them to the agent loop as `StreamChunk`s, binding
+each live session to the next unclaimed script on its first call; `replay_session` re-runs a
+log's prompts through the loop and compares the result with the log. This module's top level
+imports only `harness.llm` and `harness.session`; the loop is imported when a replay runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,8 +28,9 @@ from harness.llm import (
     HarnessError,
     LlmFailure,
     StreamChunk,
+    TextBlock,
+    ToolResultMessage,
     UserMessage,
-    message_from_json,
     message_to_json,
 )
 from harness.session import (
@@ -38,6 +38,7 @@ from harness.session import (
     ReplayError,
     Session,
     SessionEvent,
+    SessionHeader,
     SessionScript,
     derive_replay_script,
     fill_from_request,
@@ -126,8 +127,9 @@ class ReplayAdapter:
         entry = entries[cursor.next]
         cursor.next += 1
         try:
-            strings = request_strings([message_to_json(m) for m in options.messages])
-            chunks = entry.stream_chunks(strings)
+            chunks = entry.stream_chunks(
+                lambda: request_strings([message_to_json(m) for m in options.messages])
+            )
         except (ReplayError, ValueError) as exc:
             yield _fail(str(exc), "REPLAY_INVALID")
             return
@@ -186,26 +188,23 @@ def logged_tool_runtime(sessions: Iterable[Session]) -> ToolRuntime:
     a replay runs no tool for real (upstream's workspaces and tools are not ours)."""
     from harness.tools import ToolResult, ToolRuntime, define_tool
 
-    results: dict[str, Mapping[str, Any]] = {}
+    results: dict[str, tuple[ToolResultMessage, Any]] = {}
     names: set[str] = set()
     for session in sessions:
         for event in session.events:
             if event.type == "tool/call":
                 names.add(event.data["name"])
             elif event.type == "tool/result":
-                data = thaw_json(event.data)
-                block = data["message"]["content"][0]
-                results[block["toolCallId"]] = data
+                message = session.message_at(event.seq)
+                assert isinstance(message, ToolResultMessage)  # checked when it was logged
+                results[message.source.call_id] = (message, event.data.get("meta"))
 
     async def from_log(call: Any, _next: Any) -> ToolResult:
-        data = results.get(call.call_id)
-        if data is None:
-            from harness.llm import TextBlock
-
+        logged = results.get(call.call_id)
+        if logged is None:
             return ToolResult(is_error=True, content=(TextBlock(text=f"no logged result for call {call.call_id}"),))
-        message = message_from_json(data["message"])
-        block = message.content[0]
-        return ToolResult(is_error=bool(getattr(block, "is_error", False)), content=tuple(getattr(block, "content", ())), meta=data.get("meta"))
+        message, meta = logged
+        return ToolResult(is_error=bool(message.block.is_error), content=message.block.content, meta=meta)
 
     tools = [
         define_tool(name, f"{name} (answered from the replayed log)", {"type": "object"}, lambda args: "")
@@ -224,12 +223,11 @@ def user_prompts(session: Session) -> list[list[UserMessage]]:
     for event in session.events:
         if event.type == "turn/start":
             turn = event.data["turn"]
-            turns.setdefault(turn, [])
         elif event.type == "user/message" and event.data["source"].get("kind") == "user":
-            message = message_from_json(thaw_json(event.data))
-            assert isinstance(message, UserMessage)
+            message = session.message_at(event.seq)
+            assert isinstance(message, UserMessage)  # decoded when it was logged
             turns.setdefault(turn, []).append(message)
-    return [msgs for _, msgs in sorted(turns.items()) if msgs]
+    return [msgs for _, msgs in sorted(turns.items())]
 
 
 def _assistant_contents(events: Iterable[SessionEvent]) -> list[Any]:
@@ -276,10 +274,7 @@ async def replay_session(
     The calls are fed straight into the loop (`ReplayAdapter`) or, with `wire`, served as SSE by
     the mock server and parsed by the real `DeepSeekAdapter`.
     """
-    import contextlib
-
     from harness.loop import Agent, AgentOptions
-    from harness.session import SessionHeader
 
     logged = load_log_session(Path(path))
     scripts = load_session_scripts(path, loaded=logged)

@@ -138,7 +138,7 @@ class RuntimeContextSnapshot:
         if isinstance(self._retained, _Retained) and self._retained.text == snapshot:
             return None
         form = None
-        if text and contexts:
+        if text:
             form = {"form": "snapshot", "sections": [{"name": c.name, "text": c.text} for c in contexts]}
         return UserMessage(
             content=(TextBlock(text=snapshot),),

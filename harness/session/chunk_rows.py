@@ -21,6 +21,7 @@ __all__ = [
     "MIN_PACKED_RUN",
     "is_chunk_row",
     "pack_events",
+    "unpack_line",
     "unpack_row",
     "unpack_rows",
 ]
@@ -120,31 +121,28 @@ def unpack_row(
     return out
 
 
-def unpack_rows(rows: Iterable[Mapping[str, Json]], *, first_seq: int = 0) -> Iterator[dict[str, Json]]:
-    """Decode body lines into enveloped events, expanding packed rows.
+def unpack_line(row: Mapping[str, Json], *, next_seq: int, where: str = "row") -> list[dict[str, Json]]:
+    """One decoded body line as enveloped events: a packed row expanded, an event passed on.
 
-    Rows without `seq`/`seq0` (the projected fixture form) get the next contiguous seq and
-    time 0; rows with envelopes pass through unchanged (a `Session` checks contiguity).
+    The projected fixture form has no `seq`/`seq0`: it gets `next_seq` (contiguous from the
+    previous line) and time 0. Envelopes that are present are kept (a `Session` checks them).
     """
+    if is_chunk_row(row):
+        return unpack_row(row, seq0=None if "seq0" in row else next_seq, where=where)
+    event = dict(row)
+    event.setdefault("seq", next_seq)
+    event.setdefault("time", 0)
+    return [event]
+
+
+def unpack_rows(rows: Iterable[Mapping[str, Json]], *, first_seq: int = 0) -> Iterator[dict[str, Json]]:
+    """Decode body lines into enveloped events, expanding packed rows (see `unpack_line`)."""
     next_seq = first_seq
     for i, row in enumerate(rows):
-        if is_chunk_row(row):
-            members = unpack_row(
-                row, seq0=None if "seq0" in row else next_seq, where=f"row {i}"
-            )
-            next_seq = members[-1]["seq"] + 1
-            yield from members
-            continue
-        if "seq" not in row:
-            event = dict(row)
-            event["seq"] = next_seq
-            event.setdefault("time", 0)
-            row = event
-        elif "time" not in row:
-            row = {**row, "time": 0}
-        seq = row.get("seq")
-        next_seq = (seq + 1) if type(seq) is int else next_seq + 1
-        yield dict(row)
+        members = unpack_line(row, next_seq=next_seq, where=f"row {i}")
+        last = members[-1]["seq"]
+        next_seq = last + 1 if type(last) is int else next_seq + len(members)
+        yield from members
 
 
 def _packable(event: Mapping[str, Json]) -> tuple[str, tuple[Json, ...]] | None:

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from harness.llm import SessionError
 
-from .chunk_rows import is_chunk_row, pack_events, unpack_row
+from .chunk_rows import is_chunk_row, pack_events, unpack_line
 from .events import SessionEvent, event_from_json, event_to_json
 from .header import SessionHeader
 from .lossless import JsonValue
@@ -142,17 +142,7 @@ def parse_session_log(
             enveloped = "seq0" in value if is_chunk_row(value) else "seq" in value
             if projected is None:
                 projected = not enveloped
-            if is_chunk_row(value):
-                members = unpack_row(
-                    value, seq0=None if enveloped else session.next_seq, where=f"{source}:{number}"
-                )
-            else:
-                event = dict(value)
-                if not enveloped:
-                    event["seq"] = session.next_seq
-                event.setdefault("time", 0)
-                members = [event]
-            for member in members:
+            for member in unpack_line(value, next_seq=session.next_seq, where=f"{source}:{number}"):
                 parsed = event_from_json(member, f"{source}:{number}")
                 session._commit(session._checked(parsed, f"{source}:{number}"), publish=False)
         except SessionError as exc:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from harness.llm import HarnessError, StreamChunk, chunk_from_json
 
@@ -49,6 +49,12 @@ _HANG_PREFIX: tuple[dict[str, Any], ...] = (
 )
 """Upstream's fixed `hang` prefix (§2.5)."""
 _PLACEHOLDER = "{{fromRequest:"
+_ENTRY_KEYS: dict[ReplayKind, tuple[frozenset[str], ...]] = {
+    "chunks": (frozenset({"kind", "chunks"}),),
+    "throw": (frozenset({"kind", "chunks", "message", "code"}),),
+    "hang": (frozenset({"kind"}), frozenset({"kind", "readyFile"})),
+}
+"""The exact key sets a sidecar entry of each kind may have (§2.6)."""
 
 
 class ReplayError(HarnessError):
@@ -74,11 +80,12 @@ class ReplayEntry:
     where: str = ""
     """Where it came from, for messages (`file turn 1 step 2`)."""
 
-    def stream_chunks(self, strings: str | None = None) -> list[StreamChunk]:
-        """The chunks to play, placeholders filled from `strings` (the live request)."""
+    def stream_chunks(self, request: Callable[[], str] | None = None) -> list[StreamChunk]:
+        """The chunks to play, placeholders filled from `request()` (the live request's strings,
+        see `request_strings`), which is called only when a chunk holds a placeholder."""
         raw: Any = list(self.chunks) if self.kind != "hang" else list(_HANG_PREFIX)
-        if strings is not None and _PLACEHOLDER in json.dumps(raw, ensure_ascii=False):
-            raw = fill_from_request(raw, strings)
+        if request is not None and _PLACEHOLDER in json.dumps(raw, ensure_ascii=False):
+            raw = fill_from_request(raw, request())
         return [chunk_from_json(c, f"{self.where} chunks[{i}]") for i, c in enumerate(raw)]
 
     def to_json(self) -> dict[str, Any]:
@@ -167,15 +174,10 @@ def _entry_from_json(value: Any, where: str) -> ReplayEntry:
     if not isinstance(value, Mapping):
         raise ReplayError(f"{where}: an entry must be an object with `kind`")
     kind: Any = value.get("kind")
-    allowed: dict[Any, set[frozenset[str]]] = {
-        "chunks": {frozenset({"kind", "chunks"})},
-        "throw": {frozenset({"kind", "chunks", "message", "code"})},
-        "hang": {frozenset({"kind"}), frozenset({"kind", "readyFile"})},
-    }
-    if kind not in allowed:
+    if kind not in get_args(ReplayKind):  # a tuple: a JSON list or object as `kind` is unhashable
         raise ReplayError(f"{where}.kind: expected chunks, throw or hang, got {kind!r}")
-    if frozenset(value) not in allowed[kind]:
-        shapes = " or ".join(str(sorted(s)) for s in allowed[kind])
+    if frozenset(value) not in _ENTRY_KEYS[kind]:
+        shapes = " or ".join(str(sorted(s)) for s in _ENTRY_KEYS[kind])
         raise ReplayError(f"{where}: a {kind} entry has exactly the keys {shapes}, got {sorted(value)}")
     chunks = value.get("chunks", [])
     if not isinstance(chunks, list):
@@ -195,7 +197,7 @@ def _entry_from_json(value: Any, where: str) -> ReplayEntry:
     if ready is not None and not isinstance(ready, str):
         raise ReplayError(f"{where}.readyFile: expected a string")
     return ReplayEntry(
-        kind=kind,  # checked against `allowed` above
+        kind=kind,  # checked against `_ENTRY_KEYS` above
         chunks=tuple(dict(c) for c in chunks),
         message=value.get("message"),
         code=value.get("code"),
@@ -227,7 +229,7 @@ def parse_override(doc: Any, derived: Sequence[ReplayEntry] | None, *, source: s
             raise ReplayError(f"{where}.at: {at} is out of range; the derived script has {n} call(s) (at == {n} appends)")
         seen.add(at)
         entry = _entry_from_json(patch["entry"], f"{where}.entry")
-        if at == n and at >= len(base):
+        if at == n:
             base.append(entry)
         else:
             base[at] = entry

@@ -24,6 +24,7 @@ from harness.llm import (
     message_from_json,
 )
 
+from .events import SURFACE_EVENT_TYPES
 from .lossless import JsonValue
 
 __all__ = ["check_event_data"]
@@ -179,7 +180,6 @@ _CHECKS: Final[dict[str, Callable[[JsonValue, str], Any]]] = {
     "request/context": _request_context,
     "session/end-seed": _any_object,
 }
-_SURFACE: Final = frozenset({"user/message", "assistant/message", "tool/result"})
 
 
 def check_event_data(type_: str, data: JsonValue, where: str = "data") -> Message | None:
@@ -189,4 +189,4 @@ def check_event_data(type_: str, data: JsonValue, where: str = "data") -> Messag
     """
     check = _CHECKS.get(type_, _any_object)
     result = check(data, where)
-    return result if type_ in _SURFACE else None
+    return result if type_ in SURFACE_EVENT_TYPES else None

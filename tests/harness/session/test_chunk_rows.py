@@ -53,9 +53,13 @@ def test_mixed_kinds_and_non_whitelisted_shapes() -> None:
 
 def test_projected_row_gets_synthesized_envelope() -> None:
     row = {"type": "text-chunks", "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}}
-    out = list(unpack_rows([{"type": "turn/start", "data": {"turn": 1}}, row]))
-    assert [e["seq"] for e in out] == [0, 1, 2, 3]
-    assert [e["time"] for e in out] == [0, 0, 1, 2]
+    out = list(unpack_rows([{"type": "turn/start", "data": {"turn": 1}}, row, {"type": "step/end", "data": {}}]))
+    assert [e["seq"] for e in out] == [0, 1, 2, 3, 4]
+    assert [e["time"] for e in out] == [0, 0, 1, 2, 0]
+    assert [e["type"] for e in out] == ["turn/start", *["assistant/chunk"] * 3, "step/end"]
+    # an enveloped event keeps its seq, and the next projected line continues after it
+    kept = list(unpack_rows([{"type": "turn/start", "seq": 7, "data": {"turn": 1}}, {"type": "x", "data": {}}]))
+    assert [(e["seq"], e["time"]) for e in kept] == [(7, 0), (8, 0)]
 
 
 @pytest.mark.parametrize(
