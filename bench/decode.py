@@ -146,13 +146,10 @@ def make_openai(body: bytes) -> Callable[[], tuple[str, str, list[str]]]:
     return run
 
 
-def best(fn: Callable[[], Any], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def main() -> int:
@@ -166,10 +163,10 @@ def main() -> int:
     # Interleave the contenders so a busy machine slows all of them alike; keep each best.
     t_ours = t_limit = t_sdk = float("inf")
     for _ in range(4):
-        t_sdk = min(t_sdk, best(sdk, 1))
+        t_sdk = min(t_sdk, timed(sdk))
         for _ in range(4):
-            t_ours = min(t_ours, best(lambda: run_dshkit(body), 1))
-            t_limit = min(t_limit, best(lambda: run_limit(body), 1))
+            t_ours = min(t_ours, timed(lambda: run_dshkit(body)))
+            t_limit = min(t_limit, timed(lambda: run_limit(body)))
     def rate(t: float) -> float:
         return chunks / t
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from harness.llm import (
     BlockAssembler,
     Finish,
+    FinishMeta,
     FinishReason,
     ModelSource,
     ReasoningBlock,
@@ -28,6 +29,7 @@ from harness.llm import (
     chunk_to_json,
     finish_reason_to_json,
     message_to_json,
+    meta_to_json,
     usage_to_json,
 )
 from harness.providers.deepseek import StreamDecoder, failure_from_http
@@ -50,20 +52,14 @@ class DecodeResult:
 
     def to_json(self) -> dict[str, Any]:
         a = self.assembler
-        finish = next((c for c in reversed(self.chunks) if isinstance(c, Finish)), None)
-        meta = finish.meta if finish is not None else None
+        meta = a.meta  # the last finish's
         source = ModelSource(provider="deepseek", model=(meta.model if meta else None) or "unknown")
         return {
             "chunks": [chunk_to_json(c) for c in self.chunks],
             "message": message_to_json(a.message(source, id=self.message_id)),
             "usage": usage_to_json(a.usage) if a.usage is not None else None,
             "finish": finish_reason_to_json(a.finish_reason),
-            "meta": {
-                "id": meta.id if meta else None,
-                "model": meta.model if meta else None,
-                "systemFingerprint": meta.system_fingerprint if meta else None,
-                "doneMissing": meta.done_missing if meta else False,
-            },
+            "meta": meta_to_json(meta or FinishMeta()),
         }
 
 

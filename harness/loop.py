@@ -275,8 +275,7 @@ class Agent:
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue a prompt for a new turn and wake the agent."""
         msg = self._message(message)
-        target = "next-turn"
-        self._inbox.push(target, msg)
+        self._inbox.push("next-turn", msg)
         self._wake()
         return msg
 
@@ -361,7 +360,6 @@ class Agent:
         ends: dict[str, Any] | None = None
         target = "next-turn"
         step = 0
-        blocked = False
         try:
             while True:
                 self._check()
@@ -372,7 +370,6 @@ class Agent:
                 decision, assembly = await self._pre_step(target, turn, step + 1)
                 if isinstance(decision, Reject):
                     ends = {"kind": "blocked"}
-                    blocked = True
                     break
                 if ends is not None and not decision.messages:
                     break
@@ -418,7 +415,7 @@ class Agent:
                 session.append("step/end", {"turn": turn, "step": session.open_step})
         session.append("turn/end", {"turn": turn, "reason": reason})
         self.outcomes.append(TurnOutcome(turn, reason))
-        if reason["kind"] in ("aborted", "error") or blocked:
+        if reason["kind"] in ("aborted", "error", "blocked"):
             if reason["kind"] == "aborted" and self._wake_requested and self._inbox.pending:
                 self._wake_requested = False
                 self._signal = asyncio.Event()
@@ -494,21 +491,19 @@ class Agent:
             )
             assembler = BlockAssembler()
             seqs: list[int] = []
-            aborted = False
             stream = self.adapter.stream(options)
             try:
                 async for chunk in stream:
                     seqs.append(session.append_chunk(turn, step, chunk).seq)
                     assembler.feed(chunk)
                     if self._signal.is_set():
-                        aborted = True
                         break
             finally:
                 close = getattr(stream, "aclose", None)
                 if close is not None:
                     await close()
             source = ModelSource(provider=o.provider, model=o.model)
-            if aborted or self._signal.is_set():
+            if self._signal.is_set():
                 blocks = assembler.interrupted_blocks()
                 if blocks:
                     session.append_assistant_message(
@@ -685,7 +680,7 @@ def rebuild_requests(events: Sequence[SessionEvent | Mapping[str, Any]], *, sess
             if data["chunk"].get("type") == "finish":
                 in_call = False
         else:
-            in_call = in_call and type_ == "assistant/chunk"
+            in_call = False
         if event is not None:
             replay.append(
                 event.type, event.data, surface_op=event.surface_op,

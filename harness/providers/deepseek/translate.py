@@ -86,12 +86,8 @@ class _ToolCall:
         self.parts: list[str] = []
 
 
-def _malformed(message: str) -> Finish:
-    return Finish(
-        reason=FinishReason(
-            kind="error", failure=LlmFailure(message=message, code=ErrorCode.MALFORMED_RESPONSE)
-        )
-    )
+def _malformed(message: str) -> LlmFailure:
+    return LlmFailure(message=message, code=ErrorCode.MALFORMED_RESPONSE)
 
 
 class Translator:
@@ -151,15 +147,14 @@ class Translator:
             self._take_ids(chunk)
         error = chunk.get("error")
         if error:
-            out += self._terminate(self._provider_error(error))
+            out += self._terminate(failure_from_error_object(error))
             return
         choices = chunk.get("choices")
         if choices:
-            mark = len(out)  # a malformed payload emits nothing but its terminal finish
             if not isinstance(choices, list):
-                del out[mark:]
                 out += self._terminate(_malformed(f"`choices` is not a list: {_clip(chunk)}"))
                 return
+            mark = len(out)  # a malformed payload emits nothing but its terminal finish
             for choice in choices:
                 if not isinstance(choice, dict):
                     del out[mark:]
@@ -221,7 +216,7 @@ class Translator:
         out.append(BlockStart(index=index, block_type=kind))
         return index
 
-    def _calls(self, calls: Any, delta: dict[str, Any], out: list[StreamChunk]) -> Finish | None:
+    def _calls(self, calls: Any, delta: dict[str, Any], out: list[StreamChunk]) -> LlmFailure | None:
         if not isinstance(calls, list):
             return _malformed(f"`tool_calls` is not a list: {_clip(delta)}")
         for entry in calls:
@@ -232,7 +227,7 @@ class Translator:
                 return failure
         return None
 
-    def _tool_delta(self, entry: dict[str, Any], out: list[StreamChunk]) -> Finish | None:
+    def _tool_delta(self, entry: dict[str, Any], out: list[StreamChunk]) -> LlmFailure | None:
         wire_index = entry.get("index")
         id_ = entry.get("id")
         if not isinstance(wire_index, int) or isinstance(wire_index, bool):
@@ -274,15 +269,10 @@ class Translator:
         )
         return None
 
-    def _provider_error(self, error: Any, *, status: int | None = None) -> Finish:
-        failure = failure_from_error_object(error, status=status)
-        return Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))
-
-    def _terminate(self, finish: Finish) -> list[StreamChunk]:
+    def _terminate(self, failure: LlmFailure) -> list[StreamChunk]:
+        """End the stream early with an error finish carrying the response ids."""
         self.finished = True
-        if finish.meta is None and finish.reason.kind == "error":
-            finish = Finish(reason=finish.reason, meta=self._meta(False))
-        return [finish]
+        return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))]
 
     def _meta(self, done_missing: bool) -> FinishMeta:
         return FinishMeta(
@@ -304,7 +294,7 @@ class Translator:
             payload = {"message": data or "provider sent an error event"}
         if isinstance(payload, dict) and "error" in payload:
             payload = payload["error"]
-        return self._terminate(self._provider_error(payload))
+        return self._terminate(failure_from_error_object(payload))
 
     def malformed(self, data: str) -> list[StreamChunk]:
         """A `data:` payload that is not JSON."""

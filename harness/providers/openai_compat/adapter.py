@@ -41,10 +41,9 @@ from harness.llm import (
 )
 from harness.providers.deepseek import (
     DeepSeekConfig,
-    classify_status,
+    failure_from_http,
     map_finish_reason,
     map_usage,
-    parse_retry_after_ms,
     serialize,
 )
 
@@ -186,22 +185,8 @@ class OpenAICompatAdapter:
     def _failure(self, exc: Exception) -> LlmFailure:
         openai = self._openai
         if isinstance(exc, openai.APIStatusError):
-            body = exc.body if isinstance(exc.body, dict) else {}
-            error = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
-            detail = " ".join(str(error.get(k)) for k in ("code", "type", "message") if error.get(k))
-            headers = exc.response.headers
-            return LlmFailure(
-                message=str(error.get("message") or exc.message),
-                code=classify_status(exc.status_code, detail or exc.message),
-                status=exc.status_code,
-                provider_retry_after_ms=parse_retry_after_ms(headers.get("retry-after")),
-                request_id=headers.get("x-request-id") or headers.get("x-deepseek-request-id") or None,
-                provider_error=ProviderError(
-                    type=_s(error.get("type")), code=_s(error.get("code")), param=_s(error.get("param"))
-                )
-                if error
-                else None,
-            )
+            # The SDK has read the error body by now; map it exactly as DeepSeekAdapter does.
+            return failure_from_http(exc.status_code, exc.response.content, exc.response.headers)
         if isinstance(exc, openai.APITimeoutError):
             return LlmFailure(message=f"timeout talking to {self.base_url}", code=ErrorCode.TIMEOUT)
         if isinstance(exc, openai.APIConnectionError):
