@@ -51,6 +51,7 @@ def test_detect_format_undetectable() -> None:
 @pytest.mark.parametrize(("data", "fmt"), [(SSE, "sse"), (JSONL, "jsonl"), (JSON_ARRAY, "json")])
 def test_each_stream_format_gives_the_same_result(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, fmt: str) -> None:
     path = write(tmp_path, f"capture.{fmt}", data)
+    reference = decode_capture(SSE).to_json()
     for extra in ([], ["--format", fmt]):
         code, out, err = cli(["decode", path, *extra], capsys)
         assert (code, err) == (0, "")
@@ -63,6 +64,9 @@ def test_each_stream_format_gives_the_same_result(tmp_path: Path, capsys: pytest
         assert doc["meta"] == {"id": "x1", "model": "deepseek-v4-flash", "systemFingerprint": None, "doneMissing": False}
         assert doc["chunks"][0] == {"type": "block-start", "index": 0, "blockType": "text"}
         assert doc["chunks"][-1]["type"] == "finish"
+        # the same chunks as the SSE capture, chunk for chunk (only the message id may differ)
+        assert doc["chunks"] == reference["chunks"]
+        assert {**doc["message"], "id": None} == {**reference["message"], "id": None}
 
 
 def test_error_body_detected_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

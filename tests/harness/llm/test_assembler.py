@@ -146,7 +146,7 @@ def test_unknown_never_closed_type_raises() -> None:
     assert "index 3" in str(info.value)
     # Closing it makes it assemble.
     a.feed(BlockEnd(index=3, block=OpaqueBlock(type="audio", data={"type": "audio"})))
-    assert len(a.blocks()) == 1
+    assert a.blocks() == [OpaqueBlock(type="audio", data={"type": "audio"})]
 
 
 def test_blocks_idempotent_and_reads_do_not_mutate() -> None:
@@ -236,4 +236,6 @@ def test_property_never_throws_and_idempotent(chunks: list[object]) -> None:
     assert len(blocks) <= len(indices)
     finishes = [c for c in chunks if isinstance(c, Finish)]
     assert a.finish_reason == (finishes[-1].reason if finishes else FinishReason(kind="stop"))
-    a.interrupted_blocks()
+    kept = a.interrupted_blocks()
+    assert a.interrupted_blocks() == kept and len(kept) <= len(indices)
+    assert all(isinstance(b, (TextBlock, ReasoningBlock)) and b.text.strip() for b in kept)
