@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mock_server.generate import WritePlan, plan_writes
+from mock_server.journal import SECRET_FIELDS, is_secret_header
+from mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
 from mock_server.scripts import Match, RawSpec, RawStep, RawWrite, Script, ScriptError, Step, Timing
 
 __all__ = [
@@ -51,13 +53,6 @@ _HOP_HEADERS = frozenset(
         "date", "server", "proxy-connection", "te", "trailer", "upgrade",
     }
 )
-_SECRET_HEADERS = frozenset(
-    {
-        "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
-        "x-goog-api-key", "anthropic-api-key",
-    }
-)
-_SECRET_FIELDS = frozenset({"api_key", "apikey", "apiKey", "secret", "password", "access_token", "authorization"})
 
 
 class CassetteError(ScriptError):
@@ -312,7 +307,7 @@ class Scrubber:
             return
         for name, value in headers.items():
             low = name.lower()
-            if low in _SECRET_HEADERS or "secret" in low or low.endswith("-token"):
+            if is_secret_header(low):
                 token = value.split(None, 1)[1] if low.endswith("authorization") and " " in value else value
                 if len(token) >= 6:
                     self.secrets[token] = low
@@ -337,7 +332,7 @@ class Scrubber:
         out: dict[str, str] = {}
         for name, value in headers.items():
             low = name.lower()
-            if self.enabled and (low in _SECRET_HEADERS or "secret" in low or low.endswith("-token")):
+            if self.enabled and is_secret_header(low):
                 out[low] = _placeholder(low)
             else:
                 out[low] = self.text(value)
@@ -346,7 +341,7 @@ class Scrubber:
     def body(self, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {
-                k: (_placeholder(k) if self.enabled and k in _SECRET_FIELDS and v is not None else self.body(v))
+                k: (_placeholder(k) if self.enabled and k in SECRET_FIELDS and v is not None else self.body(v))
                 for k, v in value.items()
             }
         if isinstance(value, list):
@@ -362,13 +357,14 @@ MatchMode = Literal["sequence", "body"]
 
 
 def _session_of(x: RecordedExchange) -> str:
+    # The session headers `routing.session_of` reads; no API-key fallback: keys are scrubbed.
     h = {k.lower(): v for k, v in x.request.headers.items()}
-    return h.get("x-mock-session") or h.get("x-deepseek-harness-session-id") or ""
+    return h.get(SESSION_HEADER.lower()) or h.get(HARNESS_SESSION_HEADER) or ""
 
 
-def _writes(x: RecordedExchange, speed: float, resplit: int | None) -> tuple[float, list[RawWrite]]:
-    """(delay before the first write, the writes with the delay after each), in ms."""
-    scale = 0.0 if speed == 0 else 1.0 / speed
+def _writes(x: RecordedExchange, scale: float, resplit: int | None) -> tuple[float, list[RawWrite]]:
+    """(delay before the first write, the writes with the delay after each), in ms; recorded
+    delays are multiplied by `scale`."""
     reads = [r for r in x.reads if r.data]
     if not reads:
         return 0.0, []
@@ -419,6 +415,7 @@ def cassette_to_scripts(
     if speed < 0:
         raise ValueError(f"speed must be >= 0, got {speed}")
     base = name or Path(cassette.source).name.removesuffix(CASSETTE_SUFFIX)
+    scale = 0.0 if speed == 0 else 1.0 / speed
     groups: dict[str, list[tuple[int, RecordedExchange]]] = {}
     for n, x in enumerate(cassette.exchanges, 1):
         if x.is_chat:
@@ -427,9 +424,8 @@ def cassette_to_scripts(
     for g, items in enumerate(groups.values()):
         steps: list[Step] = []
         for n, x in items:
-            first, writes = _writes(x, speed, resplit)
+            first, writes = _writes(x, scale, resplit)
             headers = {k: v for k, v in x.headers.items() if k.lower() not in _HOP_HEADERS}
-            scale = 0.0 if speed == 0 else 1.0 / speed
             steps.append(
                 RawStep(
                     label=f"exchange {n}: {x.summary()}",

@@ -37,7 +37,7 @@ from harness.llm import (
     Usage,
     is_context_window_exceeded,
 )
-from mock_server.generate import Framing, StreamMeta
+from mock_server.generate import Framing, StreamMeta, encode_events
 
 __all__ = ["WirePlan", "wire_plan", "wire_usage"]
 
@@ -104,17 +104,16 @@ def _error_object(failure: LlmFailure, status: int | None) -> dict[str, Any]:
 
 
 class _Encoder:
+    """Collects the payloads of one call; :func:`encode_events` frames them (S19, S20)."""
+
     def __init__(self, meta: StreamMeta, framing: Framing) -> None:
         self.meta = meta
-        self.eol = b"\r\n" if framing == "crlf" else b"\n"
-        self.events: list[bytes] = []
-
-    def event(self, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.events.append(b"data: " + data + self.eol + self.eol)
+        self.framing: Framing = framing
+        self.payloads: list[Mapping[str, Any]] = []
+        self.done = False
 
     def chunk(self, delta: Mapping[str, Any], finish: str | None = None, usage: Any = None) -> None:
-        self.event(
+        self.payloads.append(
             {
                 "id": self.meta.id,
                 "object": "chat.completion.chunk",
@@ -126,8 +125,9 @@ class _Encoder:
             }
         )
 
-    def done(self) -> None:
-        self.events.append(b"data: [DONE]" + self.eol + self.eol)
+    @property
+    def events(self) -> tuple[bytes, ...]:
+        return tuple(encode_events(self.payloads, self.framing, done=self.done))
 
 
 def wire_plan(
@@ -182,13 +182,13 @@ def wire_plan(
         hang = hang or finish.reason.kind == "aborted"
     wire_u = wire_usage(usage) if usage is not None else None
     if hang:
-        return WirePlan(events=tuple(enc.events), end="hold")
+        return WirePlan(events=enc.events, end="hold")
     if failure is not None:
         return _failed(enc, failure, content, wire_u)
     kind = finish.reason.kind if finish is not None else "stop"
     enc.chunk({}, _FINISH_REASONS.get(kind, "stop"), wire_u)
-    enc.done()
-    return WirePlan(events=tuple(enc.events))
+    enc.done = True
+    return WirePlan(events=enc.events)
 
 
 def _finish_block(
@@ -221,17 +221,17 @@ def _finish_block(
 def _failed(enc: _Encoder, failure: LlmFailure, content: bool, usage: Any) -> WirePlan:
     code = failure.code
     if code == ErrorCode.STREAM_CLOSED:
-        return WirePlan(events=tuple(enc.events), end="eof")
+        return WirePlan(events=enc.events, end="eof")
     if code in (ErrorCode.TRANSPORT, ErrorCode.TIMEOUT):
-        return WirePlan(events=tuple(enc.events), end="reset")
+        return WirePlan(events=enc.events, end="reset")
     if code == ErrorCode.EMPTY_RESPONSE and not content:
         enc.chunk({}, "stop", usage)
-        enc.done()
-        return WirePlan(events=tuple(enc.events))
+        enc.done = True
+        return WirePlan(events=enc.events)
     if code in _FINISH_CODES:
         enc.chunk({}, _FINISH_CODES[code], usage)
-        enc.done()
-        return WirePlan(events=tuple(enc.events))
+        enc.done = True
+        return WirePlan(events=enc.events)
     status = failure.status or _STATUS_OF.get(code)
     if not content and status is not None and status >= 400:
         err = _error_object(failure, status)
@@ -245,5 +245,5 @@ def _failed(enc: _Encoder, failure: LlmFailure, content: bool, usage: Any) -> Wi
         body = json.dumps({"error": err}, ensure_ascii=False).encode("utf-8")
         return WirePlan(status=status, headers=headers, body=body)
     # After content (or for a class no status expresses): DeepSeek's in-band error object.
-    enc.event({"error": _error_object(failure, status)})
-    return WirePlan(events=tuple(enc.events))
+    enc.payloads.append({"error": _error_object(failure, status)})
+    return WirePlan(events=enc.events)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -21,7 +22,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from aiohttp import web
 
@@ -29,7 +30,9 @@ from mock_server.chunk_wire import wire_plan
 from mock_server.defaults import apply_stop
 from mock_server.generate import (
     Era,
+    FragmentPlan,
     Reply,
+    StreamMeta,
     build_completion,
     encode_stream,
     make_meta,
@@ -68,6 +71,20 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "partial_eof": 1,
     "malformed_json": 1,
 }
+
+
+class _GeneratorArgs(TypedDict):
+    """The generator arguments a reply's stream and its JSON body share (one request, one step)."""
+
+    model: str
+    thinking: bool
+    split: FragmentPlan
+    seed: int
+    meta: StreamMeta
+    era: Era
+    prompt_tokens: int
+    max_tokens: int | None
+    logprobs: int | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -119,26 +136,25 @@ def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any
 class Exchange:
     """The write side of one request."""
 
-    def __init__(
-        self,
-        request: web.Request,
-        entry: JournalEntry,
-        runtime: Runtime,
-        chat: ChatRequest | None = None,
-        *,
-        seed: int = 0,
-    ) -> None:
+    def __init__(self, request: web.Request, entry: JournalEntry, runtime: Runtime) -> None:
         self.request = request
         self.entry = entry
         self.runtime = runtime
-        self.chat = chat
-        self.seed = seed
+        self.chat: ChatRequest | None = None
+        """The validated chat request; None until validation passed (and off the chat path)."""
+        self.seed = 0
+        """The step's seed (:meth:`step_seed`): ids, split plans and write plans derive from it."""
         self.resp: web.StreamResponse | None = None
 
     @staticmethod
     def step_seed(server_seed: int, session: str, step: int | None) -> int:
         """A seed stable per (server seed, session, step), whatever the arrival order."""
         return zlib.crc32(f"{server_seed}:{session}:{step}".encode())
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the answer is SSE: the request asked to stream, or it is not a chat request."""
+        return self.chat is None or self.chat.stream
 
     # -- raw I/O ---------------------------------------------------------------------------
 
@@ -177,18 +193,15 @@ class Exchange:
                     if transport.is_closing():
                         raise ConnectionResetError("the client closed the connection")
                     log.append(Write(mono(), data))
-                    transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+                    if data:  # an empty chunk would be the chunked terminator, ending the body
+                        transport.write(b"%x\r\n%b\r\n" % (len(data), data))
                     if transport.get_write_buffer_size() > 0x10000:
                         await writer.drain()
                 return True
-            for data in writes:
-                log.append(Write(mono(), data))
-                await resp.write(data)
-            return True
         for data in writes:
             log.append(Write(mono(), data))
             await resp.write(data)
-            if not await self.wait(delay):
+            if delay and not await self.wait(delay):
                 return False
         return True
 
@@ -270,66 +283,73 @@ class Exchange:
         assert self.chat is not None, "replies need a validated chat request"
         return self.chat
 
-    def thinking(self, spec: StreamSpec) -> bool:
-        return spec.thinking if spec.thinking is not None else self._chat().thinking
+    def _meta(self, seed: int) -> StreamMeta:
+        chat = self._chat()
+        return make_meta(
+            chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
+        )
+
+    def _generator_args(self, spec: StreamSpec, logprobs: int | None) -> _GeneratorArgs:
+        """The arguments `encode_stream` and `build_completion` share, from the request and step."""
+        chat = self._chat()
+        seed = spec.seed if spec.seed is not None else self.seed
+        return _GeneratorArgs(
+            model=chat.response_model,
+            thinking=spec.thinking if spec.thinking is not None else chat.thinking,
+            split=spec.fragment_plan(),
+            seed=seed,
+            meta=self._meta(seed),
+            era=self.runtime.config.era,
+            prompt_tokens=chat.prompt_tokens,
+            max_tokens=chat.max_tokens,
+            logprobs=logprobs if logprobs is not None else chat.logprobs,
+        )
 
     def _prepare(self, reply: Reply) -> Reply:
         chat = self._chat()
         if chat.stop and reply.content:
             content, cut = apply_stop(reply.content, chat.stop)
             if cut:
-                return Reply(
-                    content=content,
-                    reasoning=reply.reasoning,
-                    tool_calls=reply.tool_calls,
-                    finish_reason="stop",
-                    usage=reply.usage,
-                )
+                return dataclasses.replace(reply, content=content, finish_reason="stop")
         return reply
 
     def events(
         self, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
     ) -> list[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
-        chat = self._chat()
-        seed = spec.seed if spec.seed is not None else self.seed
         return encode_stream(
             self._prepare(reply),
-            model=chat.response_model,
-            thinking=self.thinking(spec),
             quirks=spec.quirks,
-            split=spec.fragment_plan(),
-            seed=seed,
-            meta=make_meta(
-                chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
-            ),
-            era=self.runtime.config.era,
-            prompt_tokens=chat.prompt_tokens,
-            max_tokens=chat.max_tokens,
-            logprobs=logprobs if logprobs is not None else chat.logprobs,
             framing=spec.framing,
             done=done,
+            **self._generator_args(spec, logprobs),
         )
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
-        chat = self._chat()
-        seed = spec.seed if spec.seed is not None else self.seed
-        body = build_completion(
-            self._prepare(reply),
-            model=chat.response_model,
-            thinking=self.thinking(spec),
-            seed=seed,
-            meta=make_meta(
-                chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
-            ),
-            era=self.runtime.config.era,
-            prompt_tokens=chat.prompt_tokens,
-            max_tokens=chat.max_tokens,
-            logprobs=logprobs if logprobs is not None else chat.logprobs,
-            split=spec.fragment_plan(),
-        )
+        body = build_completion(self._prepare(reply), **self._generator_args(spec, logprobs))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    def _writes(self, events: Sequence[bytes], spec: WriteSpec) -> Sequence[bytes]:
+        """The network writes for `events`: one per event by default (no scan), else as planned."""
+        if spec == _PER_EVENT:
+            return events
+        return plan_writes(b"".join(events), spec.to_plan(self.seed))
+
+    async def _stream(
+        self, writes: Sequence[bytes], headers: Mapping[str, str], timing: Timing
+    ) -> str | None:
+        """Headers, keep-alives, then `writes`; "reset" when the server closed on the way."""
+        await self.start(200, headers)
+        if not await self.keep_alive_phase(timing):
+            return self.reset()
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
+            return self.reset()
+        return None
+
+    async def _headers_delay(self, timing: Timing) -> bool:
+        """Wait `headers_delay_ms`; False if the server closed meanwhile."""
+        return not timing.headers_delay_ms or await self.wait(timing.headers_delay_ms / 1000)
 
     async def serve_reply(
         self,
@@ -338,34 +358,24 @@ class Exchange:
         timing: Timing,
         *,
         logprobs: int | None = None,
-        headers: Mapping[str, str] | None = None,
     ) -> str:
         """Answer with a whole reply: SSE when the request streams, else one JSON body."""
-        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+        if not await self._headers_delay(timing):
             return self.reset()
         if not self._chat().stream:
             body = self.completion(reply, spec, logprobs=logprobs)
-            await self.start(200, headers or JSON_HEADERS)
+            await self.start(200, JSON_HEADERS)
             # S17: queueing shows as blank lines ahead of a non-streaming body.
             if not await self.keep_alive_phase(timing, b"\n"):
                 return self.reset()
             await self.write(body)
             return await self.end()
-        events = self.events(reply, spec, logprobs=logprobs)
-        if spec.writes == _PER_EVENT:
-            writes = events  # the default plan: one write per event, no scan needed
-        else:
-            writes = plan_writes(b"".join(events), spec.writes.to_plan(self.seed))
-        await self.start(200, headers or SSE_HEADERS)
-        if not await self.keep_alive_phase(timing):
-            return self.reset()
-        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
-            return self.reset()
-        return await self.end()
+        writes = self._writes(self.events(reply, spec, logprobs=logprobs), spec.writes)
+        return await self._stream(writes, SSE_HEADERS, timing) or await self.end()
 
     async def serve_raw(self, raw: RawSpec, timing: Timing) -> str:
         """Serve bytes exactly as scripted (S35)."""
-        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+        if not await self._headers_delay(timing):
             return self.reset()
         await self.start(raw.status, raw.headers)
         if not await self.keep_alive_phase(timing):
@@ -405,29 +415,23 @@ class Exchange:
             failure = LlmFailure(
                 message=spec.message or "", code=spec.code or "UNKNOWN", status=spec.status
             )
-        seed = self.seed
         plan = wire_plan(
             chunks,
-            make_meta(chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())),
+            self._meta(self.seed),
             failure=failure,
             hang=spec.kind == "hang",
             framing=spec.framing,
         )
-        if timing.headers_delay_ms and not await self.wait(timing.headers_delay_ms / 1000):
+        if not await self._headers_delay(timing):
             return self.reset()
         if plan.body is not None:
             return await self.send_json(plan.status, json.loads(plan.body), plan.headers)
         if plan.end == "reset" and not plan.events:
             return self.reset()
-        if spec.writes == _PER_EVENT:
-            writes = list(plan.events)
-        else:
-            writes = plan_writes(b"".join(plan.events), spec.writes.to_plan(seed))
-        await self.start(200, {**SSE_HEADERS, **plan.headers})
-        if not await self.keep_alive_phase(timing):
-            return self.reset()
-        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
-            return self.reset()
+        writes = self._writes(plan.events, spec.writes)
+        stopped = await self._stream(writes, {**SSE_HEADERS, **plan.headers}, timing)
+        if stopped is not None:
+            return stopped
         if plan.end == "hold":
             if spec.ready_file:
                 Path(spec.ready_file).touch()

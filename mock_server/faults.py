@@ -61,8 +61,23 @@ def _success(p: FaultStep) -> Reply:
     return Reply(content=p.text or DEFAULT_TEXT)
 
 
-def _delay(p: FaultStep, default_ms: int) -> float:
-    return (p.delay_ms if p.delay_ms is not None else default_ms) / 1000
+def _delay_ms(p: FaultStep, default_ms: int) -> int:
+    return p.delay_ms if p.delay_ms is not None else default_ms
+
+
+async def _start_as_asked(x: Exchange) -> None:
+    """200 with the headers the request asked for: SSE, or JSON for a non-streaming request."""
+    await x.start(200, SSE_HEADERS if x.streaming else JSON_HEADERS)
+
+
+async def _bad_payload(x: Exchange, data: bytes) -> str:
+    """`data` as the whole JSON body, or as one `data:` event followed by `[DONE]`."""
+    await _start_as_asked(x)
+    if x.streaming:
+        await x.write_all([b"data: " + data + b"\n\n", b"data: [DONE]\n\n"])
+    else:
+        await x.write(data)
+    return await x.end()
 
 
 async def _cut(
@@ -79,7 +94,7 @@ async def _cut(
     """Send the first `keep` events of `reply` (None: all but `[DONE]`; negative: from the
     end, as in slicing), then `tail`, then end cleanly, reset, or hold the connection."""
     spec = spec or p.stream
-    if x.chat is not None and x.chat.stream:
+    if x.streaming:
         events = x.events(reply, spec, done=False)
         head = events if keep is None else events[:keep]
         await x.start(200, SSE_HEADERS)
@@ -140,8 +155,8 @@ async def _f_connection_reset(x: Exchange, p: FaultStep) -> str:
 
 @_fault("connection", "200 + SSE headers, then a TCP reset after `delay_ms` (10) with no event")
 async def _f_stream_disconnect(x: Exchange, p: FaultStep) -> str:
-    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
-    await x.wait(_delay(p, 10))
+    await _start_as_asked(x)
+    await x.wait(_delay_ms(p, 10) / 1000)
     return x.reset()
 
 
@@ -149,7 +164,7 @@ async def _f_stream_disconnect(x: Exchange, p: FaultStep) -> str:
         "TCP reset: no finish chunk, no [DONE]")
 async def _f_partial_disconnect(x: Exchange, p: FaultStep) -> str:
     reply = Reply(content=p.text or PARTIAL_TEXT)
-    return await _cut(x, p, reply, keep=-1, then="reset", delay=_delay(p, 10))
+    return await _cut(x, p, reply, keep=-1, then="reset", delay=_delay_ms(p, 10) / 1000)
 
 
 # -- stream shape ----------------------------------------------------------------------------
@@ -158,7 +173,7 @@ async def _f_partial_disconnect(x: Exchange, p: FaultStep) -> str:
 @_fault("stream", "200 + SSE headers, then nothing until the client gives up (read timeout) "
         "or the server closes")
 async def _f_stall(x: Exchange, p: FaultStep) -> str:
-    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    await _start_as_asked(x)
     return await x.hold()
 
 
@@ -204,7 +219,7 @@ async def _f_done_unterminated(x: Exchange, p: FaultStep) -> str:
 
 @_fault("stream", "200 + SSE headers, then a clean end with zero events")
 async def _f_empty_body(x: Exchange, p: FaultStep) -> str:
-    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
+    await _start_as_asked(x)
     return await x.end()
 
 
@@ -222,12 +237,7 @@ async def _f_partial_eof(x: Exchange, p: FaultStep) -> str:
 @_fault("stream", "`data: {not-json` then `data: [DONE]`: the openai SDK raises "
         "JSONDecodeError")
 async def _f_malformed_json(x: Exchange, p: FaultStep) -> str:
-    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
-    if x.chat is not None and not x.chat.stream:
-        await x.write(b"{not-json")
-    else:
-        await x.write_all([b"data: {not-json\n\n", b"data: [DONE]\n\n"])
-    return await x.end()
+    return await _bad_payload(x, b"{not-json")
 
 
 @_fault("stream", "valid JSON of an invalid shape (`choices: [null]`), then `data: [DONE]`")
@@ -239,13 +249,7 @@ async def _f_malformed_event(x: Exchange, p: FaultStep) -> str:
         "model": x.chat.response_model if x.chat else "deepseek-v4-flash",
         "choices": [None],
     }
-    data = json.dumps(chunk).encode()
-    await x.start(200, SSE_HEADERS if x.chat is None or x.chat.stream else JSON_HEADERS)
-    if x.chat is not None and not x.chat.stream:
-        await x.write(data)
-    else:
-        await x.write_all([b"data: " + data + b"\n\n", b"data: [DONE]\n\n"])
-    return await x.end()
+    return await _bad_payload(x, json.dumps(chunk).encode())
 
 
 @_fault("stream", "`after_events` (2) events, then `data: {\"error\": {...}}` and EOF: the "
@@ -274,12 +278,9 @@ async def _f_garbage_line(x: Exchange, p: FaultStep) -> str:
 @_fault("stream", "a complete, valid SSE success body served as `Content-Type: "
         "application/json`")
 async def _f_wrong_content_type(x: Exchange, p: FaultStep) -> str:
+    events = x.events(_success(p), p.stream)
     await x.start(200, JSON_HEADERS)
-    chat = x.chat
-    if chat is not None and not chat.stream:
-        await x.write(b"".join(x.events(_success(p), p.stream)))
-    else:
-        await x.write_all(x.events(_success(p), p.stream))
+    await x.write_all(events if x.streaming else [b"".join(events)])
     return await x.end()
 
 
@@ -293,7 +294,7 @@ async def _f_crlf(x: Exchange, p: FaultStep) -> str:
         "inside JSON escapes and at seeded random points (S36)")
 async def _f_split_writes(x: Exchange, p: FaultStep) -> str:
     reply = Reply(content=p.text or SPLIT_TEXT)
-    if x.chat is not None and not x.chat.stream:
+    if not x.streaming:
         return await x.serve_reply(reply, p.stream, p.timing)
     data = b"".join(x.events(reply, p.stream))
     plan = WritePlan(
@@ -411,7 +412,7 @@ async def _f_empty(x: Exchange, p: FaultStep) -> str:
 @_fault("timing", "`keep_alives` (3) `: keep-alive` comments `delay_ms` (20) apart before the "
         "first chunk (blank lines for non-streaming), then a normal reply")
 async def _f_keep_alive(x: Exchange, p: FaultStep) -> str:
-    interval = p.delay_ms if p.delay_ms is not None else 20
+    interval = _delay_ms(p, 20)
     timing = p.timing.model_copy(
         update={"first_byte_delay_ms": p.keep_alives * interval, "keep_alive_interval_ms": max(1, interval)}
     )
@@ -420,24 +421,24 @@ async def _f_keep_alive(x: Exchange, p: FaultStep) -> str:
 
 @_fault("timing", "headers only after `delay_ms` (200): a connect-phase or first-byte timeout")
 async def _f_slow_headers(x: Exchange, p: FaultStep) -> str:
-    timing = p.timing.model_copy(update={"headers_delay_ms": p.delay_ms if p.delay_ms is not None else 200})
+    timing = p.timing.model_copy(update={"headers_delay_ms": _delay_ms(p, 200)})
     return await x.serve_reply(_success(p), p.stream, timing)
 
 
 @_fault("timing", "a normal reply with `delay_ms` (25) after every event")
 async def _f_slow_success(x: Exchange, p: FaultStep) -> str:
-    timing = p.timing.model_copy(update={"chunk_delay_ms": p.delay_ms if p.delay_ms is not None else 25})
+    timing = p.timing.model_copy(update={"chunk_delay_ms": _delay_ms(p, 25)})
     return await x.serve_reply(_success(p), p.stream, timing)
 
 
 @_fault("timing", "a normal reply dripped 16 bytes per write, `delay_ms` (2) apart, cuts "
         "landing inside events and characters")
 async def _f_slow_drip(x: Exchange, p: FaultStep) -> str:
-    if x.chat is not None and not x.chat.stream:
+    if not x.streaming:
         return await x.serve_reply(_success(p), p.stream, p.timing)
     data = b"".join(x.events(_success(p), p.stream))
     await x.start(200, SSE_HEADERS)
-    await x.write_all(plan_writes(data, WritePlan(events_per_write=0, size=16)), _delay(p, 2))
+    await x.write_all(plan_writes(data, WritePlan(events_per_write=0, size=16)), _delay_ms(p, 2) / 1000)
     return await x.end()
 
 

@@ -247,7 +247,6 @@ def compute_usage(
     completion_tokens: int,
     reasoning_tokens: int | None,
     cache_hit_tokens: int | None = None,
-    era: Era = "v4",
 ) -> dict[str, Any]:
     """A usage object obeying `wire.md` §8.
 
@@ -322,6 +321,34 @@ def _cut(
     return _Pieces(reasoning, content, calls, finish, used)
 
 
+def _start(
+    reply: Reply,
+    *,
+    model: str,
+    thinking: bool,
+    split: FragmentPlan | SplitPlan | None,
+    seed: int,
+    meta: StreamMeta | None,
+    era: Era,
+    max_tokens: int | None,
+) -> tuple[StreamMeta, _Pieces]:
+    """What every output form starts from: the envelope and the reply's fragments."""
+    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
+    return meta or make_meta(model, seed=seed, era=era), pieces
+
+
+def _usage(reply: Reply, pieces: _Pieces, prompt_tokens: int) -> dict[str, Any]:
+    """The reply's own usage object, else one computed from the fragments."""
+    if reply.usage is not None:
+        return dict(reply.usage)
+    return compute_usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=pieces.completion_tokens,
+        reasoning_tokens=len(pieces.reasoning),
+    )
+
+
 def _logprob_entry(token: str, rng: random.Random, top: int) -> dict[str, Any]:
     # ds08: {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}; the chosen token
     # leads its own top list.
@@ -371,9 +398,10 @@ def generate_chunks(
     unknown = q - QUIRKS.keys()
     if unknown:
         raise ValueError(f"unknown quirk(s) {sorted(unknown)}; known quirks: {sorted(QUIRKS)}")
-    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
-    meta = meta or make_meta(model, seed=seed, era=era)
-    pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
+    meta, pieces = _start(
+        reply, model=model, thinking=thinking, split=split, seed=seed, meta=meta, era=era,
+        max_tokens=max_tokens,
+    )
     lp_rng = random.Random(f"logprobs:{seed}")
     nulls = "explicit_nulls" in q
     reasoning_key = "reasoning" if "reasoning_field" in q else "reasoning_content"
@@ -432,15 +460,7 @@ def generate_chunks(
     _emit_tool_calls(pieces.calls, q, emit)
 
     finish_delta: dict[str, Any] = {"content": "", reasoning_key: None} if thinking else {"content": ""}
-    if reply.usage is not None:
-        usage: dict[str, Any] = dict(reply.usage)
-    else:
-        usage = compute_usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=pieces.completion_tokens,
-            reasoning_tokens=len(pieces.reasoning),
-            era=era,
-        )
+    usage = _usage(reply, pieces, prompt_tokens)
     emit(finish_delta, finish=pieces.finish_reason)
     if "usage_chunk" in q:
         chunks.append(
@@ -464,7 +484,7 @@ def generate_chunks(
 def _emit_tool_calls(
     calls: Sequence[tuple[str, str, list[str]]],
     q: frozenset[str],
-    emit: Any,
+    emit: Callable[[dict[str, Any]], None],
 ) -> None:
     offset = 1 if "index_offset" in q else 0
 
@@ -626,9 +646,10 @@ def encode_stream(
             era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
         )
         return encode_events(chunks, framing, done=done, quirks=q)
-    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
-    meta = meta or make_meta(model, seed=seed, era=era)
-    pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
+    meta, pieces = _start(
+        reply, model=model, thinking=thinking, split=split, seed=seed, meta=meta, era=era,
+        max_tokens=max_tokens,
+    )
     eol = b"\r\n" if framing == "crlf" else b"\n"
     head = _encode(
         {
@@ -663,12 +684,7 @@ def encode_stream(
         )
         opener = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i
         out += [pre + opener + esc(f).encode() + b"}}]}" + post for f in frags]
-    usage = compute_usage(
-        prompt_tokens=prompt_tokens,
-        completion_tokens=pieces.completion_tokens,
-        reasoning_tokens=len(pieces.reasoning),
-        era=era,
-    )
+    usage = _usage(reply, pieces, prompt_tokens)  # reply.usage is None on this path
     finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
     out.append(
         pre + finish_delta + b',"logprobs":null,"finish_reason":'
@@ -763,9 +779,10 @@ def build_completion(
 
     Token counts match what :func:`generate_chunks` would report for the same arguments.
     """
-    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
-    meta = meta or make_meta(model, seed=seed, era=era)
-    pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
+    meta, pieces = _start(
+        reply, model=model, thinking=thinking, split=split, seed=seed, meta=meta, era=era,
+        max_tokens=max_tokens,
+    )
     message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces.content)}
     if thinking:
         message["reasoning_content"] = "".join(pieces.reasoning)
@@ -783,16 +800,7 @@ def build_completion(
     if logprobs is not None:
         rng = random.Random(f"logprobs:{seed}")
         lp = {"content": [_logprob_entry(t, rng, logprobs) for t in pieces.content]}
-    usage = (
-        dict(reply.usage)
-        if reply.usage is not None
-        else compute_usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=pieces.completion_tokens,
-            reasoning_tokens=len(pieces.reasoning),
-            era=era,
-        )
-    )
+    usage = _usage(reply, pieces, prompt_tokens)
     return {
         "id": meta.id,
         "object": "chat.completion",

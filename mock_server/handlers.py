@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -59,6 +60,14 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
     return bytes(data)
 
 
+def _parsed_or_none(raw: bytes) -> Any:
+    """A rejected body as the journal keeps it: parsed and redacted, or None when not JSON."""
+    try:
+        return redact_body(json.loads(raw))
+    except ValueError:
+        return None
+
+
 def _too_large(size: int, limit: int) -> Rejection:
     return Rejection(
         413,
@@ -77,7 +86,11 @@ def _open(request: web.Request) -> tuple[Runtime, JournalEntry, Exchange]:
     return rt, entry, x
 
 
-def _emit_request(rt: Runtime, e: JournalEntry) -> None:
+def _begin(rt: Runtime, e: JournalEntry, behavior: str, *, script_behavior: str | None = None) -> None:
+    """Record what answers the request (`script_behavior`: what the script asked, if it differs)
+    and emit the `request` event."""
+    e.behavior = behavior
+    e.script_behavior = script_behavior or behavior
     rt.emit(
         {
             "type": "request",
@@ -109,7 +122,10 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-async def _guarded(request: web.Request, serve: Any) -> web.StreamResponse:
+_Serve = Callable[[Runtime, JournalEntry, Exchange], Awaitable[str]]
+
+
+async def _guarded(request: web.Request, serve: _Serve) -> web.StreamResponse:
     """Run `serve(rt, entry, x)`; record the outcome whatever happens, journal, emit."""
     rt, entry, x = _open(request)
     rt.active.add(x)
@@ -138,8 +154,7 @@ async def _guarded(request: web.Request, serve: Any) -> web.StreamResponse:
 
 
 async def _reject(rt: Runtime, entry: JournalEntry, x: Exchange, r: Rejection) -> str:
-    entry.behavior = entry.script_behavior = "rejected"
-    _emit_request(rt, entry)
+    _begin(rt, entry, "rejected")
     await x.error(r.status, r.message, r.type, r.code, r.headers)
     return "rejected"
 
@@ -156,13 +171,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         try:
             check_auth(request.headers, cfg.api_key)
             raw = await _read_body(request, cfg.max_body_bytes)
-            try:
-                entry.body = redact_body(json.loads(raw))
-            except ValueError:
-                entry.body = None
-            chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
         except Rejection as r:
             return await _reject(rt, entry, x, r)
+        try:
+            chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
+        except Rejection as r:
+            entry.body = _parsed_or_none(raw)
+            return await _reject(rt, entry, x, r)
+        entry.body = redact_body(chat.body)  # parsed once, by validate_chat
         x.chat = chat
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
@@ -175,8 +191,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             decision = request.app[ROUTER_KEY].route(session, chat.view)
         if decision.kind in _ROUTING_CODES:
             entry.script = decision.script.name if decision.script else None
-            entry.behavior = entry.script_behavior = decision.kind
-            _emit_request(rt, entry)
+            _begin(rt, entry, decision.kind)
             await x.error(418, decision.message, "mock_error", _ROUTING_CODES[decision.kind])
             return "rejected"
         x.seed = Exchange.step_seed(cfg.seed, session, decision.index)
@@ -184,81 +199,72 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         entry.step = decision.index
         step = decision.step
         if step is None:
-            entry.behavior = entry.script_behavior = "default"
-            _emit_request(rt, entry)
+            _begin(rt, entry, "default")
             return await x.serve_reply(default_reply(chat), StreamSpec(), Timing())
         if isinstance(step, ReplyStep):
-            entry.behavior = entry.script_behavior = "reply"
-            _emit_request(rt, entry)
+            _begin(rt, entry, "reply")
             return await x.serve_reply(
                 step.reply.to_reply(), step.stream, step.timing, logprobs=step.reply.logprobs
             )
         if isinstance(step, RawStep):
-            entry.behavior = entry.script_behavior = "raw"
-            _emit_request(rt, entry)
+            _begin(rt, entry, "raw")
             return await x.serve_raw(step.raw, step.timing)
         if isinstance(step, ChunksStep):
-            entry.behavior = entry.script_behavior = "chunks"
-            _emit_request(rt, entry)
+            _begin(rt, entry, "chunks")
             return await x.serve_chunks(step.chunks, step.timing)
-        entry.script_behavior = step.fault
         name: str = step.fault
         if name == "random":
             name = pick_random(rt.random, cfg.weights)
-        entry.behavior = name
-        _emit_request(rt, entry)
+        _begin(rt, entry, name, script_behavior=step.fault)
         return await FAULTS[name].run(x, step)
 
     return await _guarded(request, serve)
 
 
-async def list_models(request: web.Request) -> web.StreamResponse:
-    """`GET /models`: the five model ids the mock accepts (S3)."""
+def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A handler that checks auth, then answers `body` (a fixed JSON document) with 200."""
 
-    async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
-        try:
-            check_auth(request.headers, rt.config.api_key)
-        except Rejection as r:
-            return await _reject(rt, entry, x, r)
-        entry.behavior = entry.script_behavior = "models"
-        _emit_request(rt, entry)
-        body = {
-            "object": "list",
-            "data": [{"id": m, "object": "model", "owned_by": "deepseek"} for m in MODELS],
-        }
-        return await x.send_json(200, body)
+    async def handler(request: web.Request) -> web.StreamResponse:
+        async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
+            try:
+                check_auth(request.headers, rt.config.api_key)
+            except Rejection as r:
+                return await _reject(rt, entry, x, r)
+            _begin(rt, entry, behavior)
+            return await x.send_json(200, body)
 
-    return await _guarded(request, serve)
+        return await _guarded(request, serve)
+
+    handler.__name__ = behavior
+    return handler
 
 
-async def balance(request: web.Request) -> web.StreamResponse:
-    """`GET /user/balance`: always available, so clients that check it go on."""
-
-    async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
-        try:
-            check_auth(request.headers, rt.config.api_key)
-        except Rejection as r:
-            return await _reject(rt, entry, x, r)
-        entry.behavior = entry.script_behavior = "balance"
-        _emit_request(rt, entry)
-        body = {
-            "is_available": True,
-            "balance_infos": [
-                {"currency": "USD", "total_balance": "100.00", "granted_balance": "0.00",
-                 "topped_up_balance": "100.00"}
-            ],
-        }
-        return await x.send_json(200, body)
-
-    return await _guarded(request, serve)
+#: `GET /models`: the five model ids the mock accepts (S3).
+list_models = _static_json(
+    "models",
+    {
+        "object": "list",
+        "data": [{"id": m, "object": "model", "owned_by": "deepseek"} for m in MODELS],
+    },
+)
+#: `GET /user/balance`: always available, so clients that check it go on.
+balance = _static_json(
+    "balance",
+    {
+        "is_available": True,
+        "balance_infos": [
+            {"currency": "USD", "total_balance": "100.00", "granted_balance": "0.00",
+             "topped_up_balance": "100.00"}
+        ],
+    },
+)
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:
     """Any other path: 404 with the error envelope, naming the paths that exist."""
 
     async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
-        entry.behavior = entry.script_behavior = "not_found"
-        _emit_request(rt, entry)
+        _begin(rt, entry, "not_found")
         await x.error(
             404,
             f"{request.method} {request.path} is not served by the mock; it serves POST "

@@ -20,10 +20,12 @@ from typing import Any
 
 __all__ = [
     "REDACTED",
+    "SECRET_FIELDS",
     "Journal",
     "JournalEntry",
     "UnconsumedStepsError",
     "Write",
+    "is_secret_header",
     "redact_body",
     "redact_headers",
 ]
@@ -41,9 +43,15 @@ _SECRET_HEADERS = frozenset(
         "anthropic-api-key",
     }
 )
-_SECRET_FIELDS = frozenset(
+#: Body fields whose values are credentials (redacted here, scrubbed in cassettes).
+SECRET_FIELDS = frozenset(
     {"api_key", "apikey", "apiKey", "secret", "password", "access_token", "authorization"}
 )
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a header (its lower-cased name) carries a credential."""
+    return name in _SECRET_HEADERS or "secret" in name or name.endswith("-token")
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -51,8 +59,7 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in headers.items():
         low = name.lower()
-        secret = low in _SECRET_HEADERS or "secret" in low or low.endswith("-token")
-        out[low] = REDACTED if secret else value
+        out[low] = REDACTED if is_secret_header(low) else value
     return out
 
 
@@ -60,7 +67,7 @@ def redact_body(body: Any) -> Any:
     """A copy of a parsed JSON body with credential-looking fields replaced."""
     if isinstance(body, dict):
         return {
-            k: (REDACTED if k in _SECRET_FIELDS and v is not None else redact_body(v))
+            k: (REDACTED if k in SECRET_FIELDS and v is not None else redact_body(v))
             for k, v in body.items()
         }
     if isinstance(body, list):

@@ -155,9 +155,9 @@ class Recorder:
         assert self._client is not None
         body = await request.read()
         self.scrubber.learn(request.headers)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _UPSTREAM_DROP}
+        forwarded = {k: v for k, v in request.headers.items() if k.lower() not in _UPSTREAM_DROP}
         # Plain bytes from upstream, so reads are readable text and replay needs no decoder.
-        headers["Accept-Encoding"] = "identity"
+        headers = {**forwarded, "Accept-Encoding": "identity"}
         url = self.upstream + request.path_qs
         sent = time.monotonic()
         try:
@@ -190,7 +190,7 @@ class Recorder:
                 last = now
             # Saved before the body ends: a client that has the whole response can rely on the
             # cassette holding it.
-            await self._commit(request, body, upstream, got_headers - sent, reads)
+            await self._commit(request, forwarded, body, upstream, got_headers - sent, reads)
             if not client_gone:
                 with contextlib.suppress(ConnectionError):
                     await resp.write_eof()  # a client may hang up right after `[DONE]`
@@ -201,6 +201,7 @@ class Recorder:
     async def _commit(
         self,
         request: web.Request,
+        forwarded: dict[str, str],
         body: bytes,
         upstream: aiohttp.ClientResponse,
         headers_s: float,
@@ -214,9 +215,7 @@ class Recorder:
             request=RecordedRequest(
                 method=request.method,
                 path=request.path_qs,
-                headers=self.scrubber.headers(
-                    {k: v for k, v in request.headers.items() if k.lower() not in _UPSTREAM_DROP}
-                ),
+                headers=self.scrubber.headers(forwarded),
                 body=self.scrubber.body(parsed),
             ),
             status=upstream.status,

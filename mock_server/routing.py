@@ -58,7 +58,7 @@ class RequestView:
     model: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
-    """The parsed request body (secrets redacted), for `match.body`."""
+    """The parsed request body as sent, for `match.body` (the journal keeps a redacted copy)."""
 
 
 _SCRUBBED = re.compile(r"^\{\{scrubbed:[^{}]*\}\}$")

@@ -62,9 +62,6 @@ class Rejection(Exception):
     code: str | None = "invalid_request_error"
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    def body(self) -> dict[str, Any]:
-        return error_body(self.message, self.type, self.code)
-
 
 def _bad(path: str, reason: str) -> Rejection:
     return Rejection(400, f"{_DESERIALIZE}{path + ': ' if path else ''}{reason}")
