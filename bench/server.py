@@ -21,12 +21,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mock_server import Reply, encode_events, generate_chunks
+from mock_server import Reply, encode_stream
 
 LEVELS = (1, 64, 512)
 
@@ -133,8 +134,6 @@ def start_mock(script: Path) -> tuple[subprocess.Popen[str], int]:
     assert proc.stdout is not None
     ready = json.loads(proc.stdout.readline())
     # Drain the per-request telemetry lines so the server never blocks on a full pipe.
-    import threading
-
     threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     return proc, int(ready["port"])
 
@@ -155,8 +154,7 @@ def main() -> None:
     args = ap.parse_args()
 
     text = " ".join(f"w{i}" for i in range(args.chunks))
-    chunks = generate_chunks(Reply(content=text), thinking=False, seed=1)
-    events = encode_events(chunks)
+    events = encode_stream(Reply(content=text), thinking=False, seed=1)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "body.sse").write_bytes(b"".join(events))

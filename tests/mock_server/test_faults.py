@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import aiohttp
@@ -178,8 +179,11 @@ def _inband_error(s: Seen, server: MockServer) -> None:
 
 
 def _event_error(s: Seen, server: MockServer) -> None:
-    last = parse_sse(s.body).events[-1]
-    assert last.event == "error" and json.loads(last.data)["error"]["message"]
+    parsed = parse_sse(s.body)
+    assert s.error is None and s.status == 200 and len(parsed.events) == 3 and not parsed.done
+    last = parsed.events[-1]
+    err = json.loads(last.data)["error"]
+    assert last.event == "error" and err["code"] == "mock_inband_error" and err["message"]
 
 
 def _garbage_line(s: Seen, server: MockServer) -> None:
@@ -218,10 +222,30 @@ def _keep_alive(s: Seen, server: MockServer) -> None:
     assert s.body.startswith(b": keep-alive\n\n" * 3 + b"data: ")
 
 
-def _slow(s: Seen, server: MockServer) -> None:
+def _gaps(server: MockServer) -> list[float]:
+    writes = server.journal.last.writes
+    return [b.t - a.t for a, b in pairwise(writes)]
+
+
+# Waits never end early; 0.9 leaves room for clock rounding only.
+def _slow_headers(s: Seen, server: MockServer) -> None:
+    _ok_stream(s)
+    entry = server.journal.last
+    assert entry.writes[0].t - entry.t >= 0.9 * 0.200  # delay_ms default 200
+
+
+def _slow_success(s: Seen, server: MockServer) -> None:
+    _ok_stream(s)
+    assert len(server.journal.last.writes) == len(parse_sse(s.body).events)  # one write per event
+    assert min(_gaps(server)) >= 0.9 * 0.025  # delay_ms default 25 after every event
+
+
+def _slow_drip(s: Seen, server: MockServer) -> None:
     _ok_stream(s)
     writes = server.journal.last.writes
-    assert writes[-1].t > writes[0].t
+    assert all(len(w.data) == 16 for w in writes[:-1]) and 0 < len(writes[-1].data) <= 16
+    assert any(_cuts_utf8(w.data) or not w.data.endswith(b"\n\n") for w in writes)
+    assert min(_gaps(server)) >= 0.9 * 0.002  # delay_ms default 2
 
 
 def _finish(reason: str, text: str) -> Callable[[Seen, MockServer], None]:
@@ -282,9 +306,9 @@ EXPECT: dict[str, Callable[[Seen, MockServer], None]] = {
     "insufficient_system_resource": _finish("insufficient_system_resource", PARTIAL_TEXT),
     "empty": _finish("stop", ""),
     "keep_alive": _keep_alive,
-    "slow_headers": _slow,
-    "slow_success": _slow,
-    "slow_drip": _slow,
+    "slow_headers": _slow_headers,
+    "slow_success": _slow_success,
+    "slow_drip": _slow_drip,
     "success": _finish("stop", DEFAULT_TEXT),
     "reasoning_success": _reasoning_success,
     "tool_call_success": _tool_call_success,
