@@ -2,17 +2,20 @@
 
 from .adapter import DEFAULT_BASE_URL, DeepSeekAdapter
 from .failures import (
+    REQUEST_ID_HEADERS,
     classify_status,
     failure_from_error_object,
     failure_from_exception,
     failure_from_http,
     parse_retry_after_ms,
+    request_id_of,
 )
 from .serialize import REASONING_EFFORTS, DeepSeekConfig, encode_body, resolve_thinking, serialize
 from .sse import SSEComment, SSEDecoder, SSEEvent
 from .translate import StreamDecoder, Translator, map_finish_reason, map_usage
 
 __all__ = [
+    "REQUEST_ID_HEADERS",
     "DEFAULT_BASE_URL",
     "DeepSeekAdapter",
     "DeepSeekConfig",
@@ -30,6 +33,7 @@ __all__ = [
     "map_finish_reason",
     "map_usage",
     "parse_retry_after_ms",
+    "request_id_of",
     "resolve_thinking",
     "serialize",
 ]

@@ -31,7 +31,7 @@ from harness.llm import (
     race_signal,
 )
 
-from .failures import failure_from_exception, failure_from_http
+from .failures import failure_from_exception, failure_from_http, request_id_of
 from .serialize import DeepSeekConfig, encode_body, serialize
 from .translate import StreamDecoder
 
@@ -157,11 +157,7 @@ class DeepSeekAdapter:
                     )
                 )
                 return
-            request_id = (
-                response.headers.get("x-request-id")
-                or response.headers.get("x-deepseek-request-id")
-                or response.headers.get("x-ds-trace-id")
-            )
+            request_id = request_id_of(response.headers)
             streaming = True
             decoder = StreamDecoder()
             received = False

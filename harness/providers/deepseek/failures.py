@@ -26,12 +26,27 @@ from harness.llm import (
 )
 
 __all__ = [
+    "REQUEST_ID_HEADERS",
     "classify_status",
     "failure_from_error_object",
     "failure_from_exception",
     "failure_from_http",
     "parse_retry_after_ms",
+    "request_id_of",
 ]
+
+
+REQUEST_ID_HEADERS = ("x-request-id", "x-deepseek-request-id", "x-ds-trace-id")
+"""Where a response names its request, most specific first (DeepSeek sends `x-ds-trace-id`)."""
+
+
+def request_id_of(headers: Mapping[str, str] | httpx.Headers) -> str | None:
+    """The response's request id from the first of `REQUEST_ID_HEADERS` present, or None."""
+    for name in REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value
+    return None
 
 
 def classify_status(status: int, detail: str) -> str:
@@ -107,13 +122,12 @@ def failure_from_http(
         text = body.decode("utf-8", "replace").strip()
         message = f"DeepSeek API error (HTTP {status})" + (f": {text[:200]}" if text else "")
     detail = _detail(error) if error else message
-    request_id = headers.get("x-request-id") or headers.get("x-deepseek-request-id")
     return LlmFailure(
         message=message,
         code=classify_status(status, detail),
         status=status,
         provider_retry_after_ms=parse_retry_after_ms(headers.get("retry-after")),
-        request_id=request_id or None,
+        request_id=request_id_of(headers),
         provider_error=_provider_error(error) if error else None,
     )
 

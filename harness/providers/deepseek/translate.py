@@ -154,7 +154,7 @@ class Translator:
             if not isinstance(choices, list):
                 out += self._terminate(_malformed(f"`choices` is not a list: {_clip(chunk)}"))
                 return
-            mark = len(out)  # a malformed payload emits nothing but its terminal finish
+            mark = len(out)  # a malformed choice emits nothing of its payload but the finish
             for choice in choices:
                 if not isinstance(choice, dict):
                     del out[mark:]

@@ -84,3 +84,15 @@ def test_failure_from_exception(exc: BaseException, code: str, start: str) -> No
     failure = failure_from_exception(exc, "http://h", streaming=False)
     assert failure.code == code and failure.message.startswith(start)
     assert failure_from_exception(httpx.RemoteProtocolError("reset"), "http://h", streaming=True).message.startswith("DeepSeek API stream from")
+
+
+def test_request_id_comes_from_the_first_known_header() -> None:
+    from harness.providers.deepseek import request_id_of
+
+    assert request_id_of({"x-ds-trace-id": "trace"}) == "trace"  # DeepSeek's own header
+    assert request_id_of({"x-ds-trace-id": "trace", "x-deepseek-request-id": "ds"}) == "ds"
+    assert request_id_of({"x-ds-trace-id": "t", "x-deepseek-request-id": "ds", "x-request-id": "r"}) == "r"
+    assert request_id_of({"x-request-id": ""}) is None
+    # an HTTP error finish reads the same headers as a successful stream
+    failure = failure_from_http(503, b"", {"x-ds-trace-id": "trace"})
+    assert failure.request_id == "trace"
