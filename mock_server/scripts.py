@@ -43,6 +43,8 @@ from mock_server.generate import (
 from mock_server.locate import field_path, yaml_line_of
 
 __all__ = [
+    "ChunksSpec",
+    "ChunksStep",
     "FaultName",
     "FaultStep",
     "Match",
@@ -54,8 +56,6 @@ __all__ = [
     "Script",
     "ScriptError",
     "SplitSpec",
-    "ChunksSpec",
-    "ChunksStep",
     "Step",
     "StreamSpec",
     "Timing",
@@ -582,10 +582,12 @@ def parse_script(
     text: str | None = None,
     base: Path | None = None,
     default_name: str | None = None,
+    node: yaml.Node | None = None,
 ) -> Script:
     """Validate a parsed script (a mapping, or a bare list of steps) into a :class:`Script`.
 
-    `text` is the original file text, used to find line numbers; `base` resolves raw files.
+    `text` is the original file text, used to find line numbers (or `node`, the script's own
+    composed YAML node when it sits inside a larger file); `base` resolves raw files.
     Raises :class:`ScriptError` naming the first problem.
     """
     if isinstance(data, list):
@@ -603,12 +605,8 @@ def parse_script(
     except ValidationError as e:
         err = e.errors()[0]
         loc = _strip_tag(err["loc"])
-        node = None
-        if text is not None:
-            try:
-                node = yaml.compose(text, Loader=yaml.SafeLoader)
-            except yaml.YAMLError:
-                node = None
+        if node is None and text is not None:
+            node = _compose(text)
         more = len(e.errors()) - 1
         message = err["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
         raise ScriptError(
@@ -632,6 +630,14 @@ def parse_script(
     return script
 
 
+def _compose(text: str) -> yaml.Node | None:
+    """The YAML node tree of a file (JSON is YAML too), for line numbers; None if unparsable."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+
+
 def load_scripts(path: str | Path) -> list[Script]:
     """Load a YAML or JSON file holding one script, a list of steps, or `scripts: [...]`."""
     p = Path(path)
@@ -653,16 +659,25 @@ def load_scripts(path: str | Path) -> list[Script]:
         items = data["scripts"]
         if not isinstance(items, list) or not items:
             raise ScriptError("`scripts` must be a non-empty list", source=str(p), field="scripts")
+        root = _compose(text)
+        nodes: list[yaml.Node] = []
+        if isinstance(root, yaml.MappingNode):
+            for key, value in root.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == "scripts" and isinstance(value, yaml.SequenceNode):
+                    nodes = value.value
         out = []
         for i, item in enumerate(items):
             try:
                 out.append(
-                    parse_script(item, source=str(p), base=p.parent, default_name=f"{p.stem}#{i}")
+                    parse_script(
+                        item, source=str(p), base=p.parent, default_name=f"{p.stem}#{i}",
+                        node=nodes[i] if i < len(nodes) else None,
+                    )
                 )
             except ScriptError as e:
                 raise ScriptError(
-                    e.message, source=str(p), field=f"scripts[{i}].{e.field or ''}".rstrip("."),
-                    hint=e.hint,
+                    e.message, source=str(p), line=e.line,
+                    field=f"scripts[{i}].{e.field or ''}".rstrip("."), hint=e.hint,
                 ) from None
         return out
     return [parse_script(data, source=str(p), text=text, base=p.parent, default_name=p.stem)]

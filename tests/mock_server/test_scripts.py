@@ -108,6 +108,23 @@ def test_errors_name_file_line_step_and_field(tmp_path: Path, text: str, line: i
     assert pickle.loads(pickle.dumps(e)).field == field
 
 
+def test_errors_inside_a_scripts_list_name_their_line(tmp_path: Path) -> None:
+    from mock_server import load_scripts
+
+    f = tmp_path / "many.yaml"
+    f.write_text(
+        "scripts:\n"
+        "  - steps: [success]\n"
+        "  - steps:\n"
+        "      - reply:\n"
+        "          content: hi\n"
+        "          bogus: 1\n"
+    )
+    with pytest.raises(ScriptError) as info:
+        load_scripts(f)
+    assert (info.value.line, info.value.field) == (6, "scripts[1].steps[0].reply.bogus")
+
+
 def test_syntax_and_file_errors(tmp_path: Path) -> None:
     f = tmp_path / "broken.yaml"
     f.write_text("steps:\n  - [unclosed\n")
