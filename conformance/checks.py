@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,13 +243,21 @@ def get_path(body: Any, path: str) -> Any:
     return node
 
 
-def _project(messages: Any, thinking_off: bool) -> list[dict[str, Any]]:
+def _joined(content: Any) -> Any:
+    """Message content as one string when it is a list of text parts (both forms are legal)."""
+    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    return content
+
+
+def _project(messages: Any, thinking_off: bool, content_at: Collection[int]) -> list[dict[str, Any]]:
     """The compared view of wire messages: roles and order, assistant content (null == ""),
-    tool_calls id/name/arguments, reasoning_content of tool-call turns, tool_call_id."""
+    tool_calls id/name/arguments, reasoning_content of tool-call turns, tool_call_id, and the
+    content of other messages at `content_at` (the ones whose expectation writes it)."""
     if not isinstance(messages, list):
         return [{"!": f"messages is {type(messages).__name__}, not a list"}]
     out: list[dict[str, Any]] = []
-    for m in messages:
+    for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
             out.append({"!": repr(m)})
             continue
@@ -270,6 +278,8 @@ def _project(messages: Any, thinking_off: bool) -> list[dict[str, Any]]:
                 if thinking_off and reasoning in ("", None):
                     reasoning = ABSENT
                 view["reasoning_content"] = reasoning
+        elif i in content_at:
+            view["content"] = _joined(m.get("content", ABSENT))
         if m.get("role") == "tool":
             view["tool_call_id"] = m.get("tool_call_id", ABSENT)
         out.append(view)
@@ -285,9 +295,7 @@ def _info(expected: list[dict[str, Any]], actual: Any) -> list[str]:
         if not isinstance(got, Mapping):
             continue
         for key, value in want.items():
-            if key in ("role", "tool_calls", "tool_call_id"):
-                continue
-            if want.get("role") == "assistant" and key == "content":
+            if key in ("role", "content", "tool_calls", "tool_call_id"):
                 continue
             if key == "reasoning_content" and want.get("tool_calls"):
                 continue
@@ -296,7 +304,7 @@ def _info(expected: list[dict[str, Any]], actual: Any) -> list[str]:
                 notes.append(f"messages[{i}].{key}: expected {json.dumps(value, ensure_ascii=False)}, "
                              f"got {json.dumps(have, ensure_ascii=False)}")
         for key in got:
-            if key not in want and key not in ("content", "type") and key != "tool_calls":
+            if key not in want and key not in ("content", "type", "tool_calls"):
                 notes.append(f"messages[{i}].{key}: sent {json.dumps(got[key], ensure_ascii=False)[:80]} "
                              "(not in the expectation)")
     return notes
@@ -320,8 +328,9 @@ def check_request(
     info: list[str] = []
     if want.messages is not None:
         msgs = body.get("messages") if isinstance(body, Mapping) else None
-        expected["messages"] = _project(want.messages, thinking_off)
-        actual["messages"] = _project(msgs, thinking_off)
+        content_at = {i for i, m in enumerate(want.messages) if "content" in m}
+        expected["messages"] = _project(want.messages, thinking_off, content_at)
+        actual["messages"] = _project(msgs, thinking_off, content_at)
         info = _info(want.messages, msgs)
     for check in want.fields:
         exp, act = _field(body, check)

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -58,12 +58,10 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 #: missing attribute counts as supported). Beyond `AdapterCapabilities`: `done_marker`, the
 #: adapter can tell `data: [DONE]` from EOF (so it can set `meta.doneMissing`); `strict_sse`, its
 #: SSE decoder follows WHATWG on data-less blocks and a byte order mark.
-CAPABILITIES = (
-    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse",
-)
 Capability = Literal[
     "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse"
 ]
+CAPABILITIES: tuple[str, ...] = get_args(Capability)
 
 _TAG_RE = re.compile(
     r"^(A([1-9]|1[0-9]|2[0-4])|S([1-9]|[1-3][0-9]|4[01])|S21b|dsh-exact|by-design"
@@ -213,10 +211,6 @@ class Wire(_Model):
             raise ValueError("`fault_options` only goes with `fault`")
         return self
 
-    @property
-    def kind(self) -> str:
-        return next(k for k in ("reply", "fault", "sse", "http", "recording") if getattr(self, k) is not None)
-
 
 # --- expectations --------------------------------------------------------------------------
 
@@ -299,8 +293,10 @@ class RequestExpect(_Model):
     """The request body this step's call sent (read from the mock server's journal).
 
     `messages` are wire messages; they are compared on roles and order, assistant `content`
-    (null and "" are the same), `tool_calls` id/name/arguments byte for byte, `reasoning_content`
-    of tool-call turns, and `tool_call_id`. Other differences are reported as information.
+    (null and "" are the same), the `content` of other messages where the expectation writes it
+    (a list of text parts counts as their joined text), `tool_calls` id/name/arguments byte for
+    byte, `reasoning_content` of tool-call turns, and `tool_call_id`. Other differences are
+    reported as information.
     """
 
     sent: bool = Field(default=True, description="False: no request may reach the server.")

@@ -158,4 +158,24 @@ class DropsPassbackAdapter(_BrokenBody):
             message.pop("reasoning_content", None)
 
 
-BROKEN = (ReencodingArgsAdapter, DropsPassbackAdapter, ConcatIdsAdapter, EofSuccessAdapter, LosesUsageAdapter)
+class EmptiesToolResultsAdapter(_BrokenBody):
+    """Sends every tool message with empty content (the result text is lost)."""
+
+    MUST_FAIL = frozenset({
+        "ser-tool-call-history", "ser-parallel-results-in-order", "ser-empty-tool-result",
+        "ser-user-text-with-tool-results", "rt-thinking-tool-call", "rt-text-then-tool-thinking-off",
+        "rt-parallel-calls-chinese", "rt-client-ids-empty-reasoning", "rt-three-steps-passback-kept",
+        "rt-invalid-arguments-sent-back", "rt-empty-arguments", "rt-jsonl-recording-round-trip",
+        "rt-tool-then-user-followup",
+    })
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        for message in body["messages"]:
+            if message["role"] == "tool":
+                message["content"] = ""
+
+
+BROKEN = (
+    ReencodingArgsAdapter, DropsPassbackAdapter, EmptiesToolResultsAdapter, ConcatIdsAdapter,
+    EofSuccessAdapter, LosesUsageAdapter,
+)
