@@ -11,6 +11,7 @@ Each scenario has a time budget; exceeding it is `fail: timeout`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import socket
@@ -173,11 +174,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _make_adapter(factory: AdapterFactory, base_url: str, key: str, sc: Scenario) -> Any:
-    adapter = factory(base_url, key, connect_timeout_s=sc.connect_timeout_s, idle_timeout_s=sc.idle_timeout_s)
-    return adapter
-
-
 def missing_capabilities(adapter: Any, sc: Scenario) -> list[str]:
     caps = getattr(adapter, "capabilities", None)
     return [name for name in sc.requires if name in CAPABILITIES and not getattr(caps, name, True)]
@@ -213,7 +209,7 @@ async def run_scenario(
     base_url = server.base_url if sc.endpoint == "mock" else f"http://127.0.0.1:{_free_port()}"
     result = ScenarioResult(id=sc.id, tags=list(sc.tags), status="pass", title=sc.title)
     try:
-        adapter = _make_adapter(factory, base_url, key, sc)
+        adapter = factory(base_url, key, connect_timeout_s=sc.connect_timeout_s, idle_timeout_s=sc.idle_timeout_s)
     except Exception as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
         result.status = "fail"
         result.reason = f"the adapter factory raised {type(exc).__name__}: {exc}"
@@ -237,10 +233,13 @@ async def run_scenario(
                 before = max((e.seq for e in server.journal.entries), default=0)
                 options = build_options(sc.request, history, provider=provider)
                 if step.abort is not None:
-                    options = _with_signal(options)
+                    options = dataclasses.replace(options, signal=asyncio.Event())
                 run = await _play_step(adapter, options, step)
+                assembler = BlockAssembler()
+                for chunk in run.chunks:
+                    assembler.feed(chunk)
                 entries = [e for e in server.journal.chat() if e.session == session and e.seq > before]
-                checks += _judge(i, step, run, entries, thinking_off, server, session, before)
+                checks += _judge(i, step, run, assembler, entries, thinking_off)
                 if step.cancel is not None:
                     outcome = await _wait_closed(server, session, before)
                     if sc.endpoint == "mock" and outcome not in ("client_closed", "closed", "completed", "reset"):
@@ -249,7 +248,7 @@ async def run_scenario(
                             unified({"server sees": "the response closed"}, {"server sees": outcome}, f"step{i}.cancel"),
                         ))
                 if i + 1 < len(sc.steps):
-                    history = _next_history(history, run, step, sc, i)
+                    history = _next_history(history, assembler, step, sc, i)
     except TimeoutError:
         result.status = "fail"
         result.reason = f"timeout: the scenario took longer than its {sc.budget_s:g} s budget"
@@ -271,15 +270,8 @@ async def run_scenario(
     return result
 
 
-def _with_signal(options: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(options, signal=asyncio.Event())
-
-
 def _judge(
-    i: int, step: Step, run: _StepRun, entries: list[Any], thinking_off: bool,
-    server: MockServer, session: str, before: int,
+    i: int, step: Step, run: _StepRun, assembler: BlockAssembler, entries: list[Any], thinking_off: bool
 ) -> list[CheckResult]:
     exp = step.expect
     out: list[CheckResult] = []
@@ -289,18 +281,13 @@ def _judge(
         out.append(CheckResult(f"step{i}.translate", False, unified(
             {"stream": "ends with a finish chunk, raises nothing"}, {"stream": f"raised {text}"}, f"step{i}.translate")))
     else:
-        expected_chunks = exp.chunks
-        res = check_translate(run.chunks, expected_chunks, cancelled=exp.cancelled)
-        out.append(_named(res, i))
+        out.append(_named(check_translate(run.chunks, exp.chunks, cancelled=exp.cancelled), i))
     if exp.cancelled:
         ok = run.cancelled
         out.append(CheckResult(f"step{i}.cancel", ok, "" if ok else unified(
             {"consumer task": "cancelled (CancelledError re-raised)"},
             {"consumer task": "ended normally (CancelledError swallowed)" if run.raised is None else f"raised {type(run.raised).__name__}"},
             f"step{i}.cancel")))
-    assembler = BlockAssembler()
-    for c in run.chunks:
-        assembler.feed(c)
     if exp.message is not None:
         out.append(_named(check_assemble(assembler, exp.message), i))
     if exp.finish is not None:
@@ -330,10 +317,9 @@ def _named(res: CheckResult, i: int) -> CheckResult:
     return CheckResult(name, res.ok, diff, res.info)
 
 
-def _next_history(history: list[Message], run: _StepRun, step: Step, sc: Scenario, i: int) -> list[Message]:
-    assembler = BlockAssembler()
-    for c in run.chunks:
-        assembler.feed(c)
+def _next_history(
+    history: list[Message], assembler: BlockAssembler, step: Step, sc: Scenario, i: int
+) -> list[Message]:
     message = assembler.message(ModelSource(provider="conformance", model=sc.request.model), id=f"conf-step-{i}")
     out = [*history, message]
     results = step.tool_results or []

@@ -9,6 +9,7 @@ shape as adapter results, so the same reports print them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -267,7 +268,7 @@ async def s12(p: Probe) -> None:
     need(r.status_code == 200, {"unknown fields": 200}, {"unknown fields": r.status_code})
 
 
-async def _switch(p: Probe, behavior: str, status: int) -> httpx.Response:
+async def _switch(p: Probe, behavior: str) -> httpx.Response:
     r = await p.post({"model": "deepseek-v4-flash", "messages": U}, headers={"X-Mock-Behavior": behavior})
     if r.status_code == 200:
         na(f"the server has no test switch for {behavior} (X-Mock-Behavior is a dshkit mock header)")
@@ -276,7 +277,7 @@ async def _switch(p: Probe, behavior: str, status: int) -> httpx.Response:
 
 async def s13(p: Probe) -> None:
     for behavior, status in (("insufficient_balance", 402), ("rate_limit", 429), ("server_error", 500), ("service_unavailable", 503)):
-        r = await _switch(p, behavior, status)
+        r = await _switch(p, behavior)
         need(r.status_code == status and bool(_err(r).get("message")), {behavior: status}, {behavior: r.status_code})
 
 
@@ -635,12 +636,9 @@ async def run_server_checks(
     base_url: str, api_key: str | None = None, *, ids: Sequence[str] | None = None,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
 ) -> list[ScenarioResult]:
-    """Run the server checks (all, or `ids`) against `base_url`, one after another."""
-    import asyncio
-
+    """Run the server checks (all, or `ids`) against `base_url`, up to six at a time."""
     probe = Probe(base_url, api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"))
     items = list(ids or SERVER_CHECKS)
-    results: list[ScenarioResult] = []
     done = 0
     gate = asyncio.Semaphore(6)
 
@@ -654,7 +652,6 @@ async def run_server_checks(
         return res
 
     try:
-        results = list(await asyncio.gather(*(one(i) for i in items)))
+        return list(await asyncio.gather(*(one(i) for i in items)))
     finally:
         await probe.aclose()
-    return results

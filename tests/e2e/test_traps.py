@@ -222,17 +222,21 @@ async def test_trap_10_empty_response_only_for_stop_without_blocks(loop_rig: Rig
 
 
 async def test_trap_11_usage_is_disjoint(loop_rig: RigFactory) -> None:
-    usage = {
-        "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
-        "prompt_cache_hit_tokens": 60, "prompt_cache_miss_tokens": 40,
+    base = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    both = {
+        **base, "prompt_cache_hit_tokens": 60, "prompt_cache_miss_tokens": 40,
         "prompt_tokens_details": {"cached_tokens": 60},
         "completion_tokens_details": {"reasoning_tokens": 5},
     }
-    rig = await loop_rig(reply("hi", usage=usage))
-    await rig.run("hi")
-    logged = rig.data("assistant/message")[0]["usage"]
-    assert logged["inputTokens"] == 40 and logged["cacheReadTokens"] == 60
-    assert logged["outputTokens"] == 20 and logged["reasoningTokens"] == 5
+    hit_only = {**base, "prompt_cache_hit_tokens": 30, "prompt_cache_miss_tokens": 70}
+    disagree = {**base, "prompt_tokens_details": {"cached_tokens": 60}, "prompt_cache_hit_tokens": 30}
+    rig = await loop_rig(reply("one", usage=both), reply("two", usage=hit_only), reply("three", usage=disagree))
+    for prompt in ("one", "two", "three"):
+        await rig.run(prompt)
+    logged = [d["usage"] for d in rig.data("assistant/message")]
+    assert logged[0] == {"inputTokens": 40, "outputTokens": 20, "cacheReadTokens": 60, "reasoningTokens": 5}
+    assert logged[1] == {"inputTokens": 70, "outputTokens": 20, "cacheReadTokens": 30}  # the fallback
+    assert logged[2] == {"inputTokens": 40, "outputTokens": 20, "cacheReadTokens": 60}  # cached_tokens preferred
 
 
 async def test_trap_12_assistant_content_empty_string_and_reasoning_echoed(loop_rig: RigFactory) -> None:
@@ -523,17 +527,17 @@ async def test_trap_27_lossless_json(loop_rig: RigFactory) -> None:
     assert len(rig.session) == n  # nothing committed
 
 
-async def test_trap_28_no_built_in_max_steps(loop_rig: RigFactory) -> None:
-    steps = [reply(calls=[call("list", "{}")]) for _ in range(12)] + [reply("finally")]
-    rig = await loop_rig(scripts=[script(*steps)])
-    outcome = await rig.run("list a lot")
-    assert outcome.reason == {"kind": "completed"}
-    assert len(rig.events("step/start")) == 13 and len(rig.requests) == 13
-
-
 async def test_trap_27_non_lossless_tool_output_is_invalid_tool_output(loop_rig: RigFactory) -> None:
     nan = define_tool("nan", "returns NaN", {"type": "object"}, lambda a: {"x": float("nan")})
     rig = await loop_rig(reply(calls=[call("nan", "{}", "call_nan")]), reply("ok"), tools=[nan], builtin=False)
     await rig.run("go")
     (result,) = rig.data("tool/result")
     assert result["error"]["code"] == "INVALID_TOOL_OUTPUT"
+
+
+async def test_trap_28_no_built_in_max_steps(loop_rig: RigFactory) -> None:
+    steps = [reply(calls=[call("list", "{}")]) for _ in range(12)] + [reply("finally")]
+    rig = await loop_rig(scripts=[script(*steps)])
+    outcome = await rig.run("list a lot")
+    assert outcome.reason == {"kind": "completed"}
+    assert len(rig.events("step/start")) == 13 and len(rig.requests) == 13
