@@ -26,7 +26,6 @@ from harness.llm import (
     FinishReason,
     GenerateOptions,
     LlmFailure,
-    ProviderError,
     ReasoningBlock,
     ReasoningDelta,
     SignalAborted,
@@ -41,6 +40,7 @@ from harness.llm import (
 )
 from harness.providers.deepseek import (
     DeepSeekConfig,
+    failure_from_error_object,
     failure_from_http,
     map_finish_reason,
     map_usage,
@@ -192,11 +192,11 @@ class OpenAICompatAdapter:
         if isinstance(exc, openai.APIConnectionError):
             return LlmFailure(message=f"request to {self.base_url} failed: {exc}", code=ErrorCode.TRANSPORT)
         if isinstance(exc, openai.APIError):
-            # The SDK raises APIError for a chunk carrying an `error` object.
-            return LlmFailure(
-                message=exc.message,
-                code=ErrorCode.PROVIDER_ERROR,
-                provider_error=ProviderError(type=_s(exc.type), code=_s(exc.code), param=_s(exc.param)),
+            # The SDK raises APIError for a chunk carrying an `error` object; map that object
+            # exactly as the DeepSeek adapter maps an in-band error.
+            body = exc.body if isinstance(exc.body, dict) else None
+            return failure_from_error_object(
+                body or {"message": exc.message, "type": exc.type, "code": exc.code, "param": exc.param}
             )
         if isinstance(exc, ValueError):  # a payload the SDK could not parse
             return LlmFailure(message=f"malformed SSE payload: {exc}", code=ErrorCode.MALFORMED_RESPONSE)
