@@ -40,11 +40,8 @@ from harness.session import (
     SessionEvent,
     SessionHeader,
     SessionScript,
-    derive_replay_script,
-    fill_from_request,
     load_log_session,
     load_session_scripts,
-    parse_override,
     request_strings,
     thaw_json,
 )
@@ -54,16 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReplayAdapter",
-    "ReplayEntry",
-    "ReplayError",
-    "SessionScript",
-    "derive_replay_script",
-    "fill_from_request",
-    "load_session_scripts",
+    "ReplayReport",
     "logged_tool_runtime",
-    "parse_override",
     "register",
-    "request_strings",
+    "replay_session",
     "user_prompts",
 ]
 

@@ -18,17 +18,17 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from harness.llm import BlockEnd, Finish, GenerateOptions, TextBlock, TextDelta, UserMessage
 from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import (
-    ReplayAdapter,
+from harness.replay import ReplayAdapter, replay_session
+from harness.run import run_command
+from harness.session import (
     ReplayError,
     SessionScript,
+    event_to_json,
     fill_from_request,
     load_session_scripts,
     parse_override,
-    replay_session,
+    save_session,
 )
-from harness.run import run_command
-from harness.session import event_to_json, save_session
 from mock_server import load_cassette, session_scripts_to_mock
 from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
 
