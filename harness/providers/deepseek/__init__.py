@@ -15,11 +15,11 @@ from .sse import SSEComment, SSEDecoder, SSEEvent
 from .translate import StreamDecoder, Translator, map_finish_reason, map_usage
 
 __all__ = [
-    "REQUEST_ID_HEADERS",
     "DEFAULT_BASE_URL",
     "DeepSeekAdapter",
     "DeepSeekConfig",
     "REASONING_EFFORTS",
+    "REQUEST_ID_HEADERS",
     "SSEComment",
     "SSEDecoder",
     "SSEEvent",
