@@ -447,6 +447,48 @@ class Exchange:
                 return self.reset()
         return await self.end()
 
+    async def _serve_anthropic_chunks(
+        self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing
+    ) -> str:
+        """A logged call on the Anthropic surface: the same reply, in this protocol's events."""
+        from mock_server import anthropic
+
+        plan = anthropic.chunk_replay(chunks, failure, hang=spec.kind == "hang")
+        if not await self._headers_delay(timing):
+            return self.reset()
+        if plan.end == "http":
+            return await self.error(plan.status, plan.message, plan.error_type or "server_error")
+        chat = self._chat()
+        events = anthropic.encode_events(
+            plan.reply, model=chat.response_model, thinking=True, split=plan.split,
+            seed=self.seed, prompt_tokens=chat.prompt_tokens, framing=spec.framing,
+        )
+        if not chat.stream:
+            if plan.end != "close":
+                return await self.error(500, plan.message or "the logged call failed", "api_error")
+            body = anthropic.build_message(
+                plan.reply, model=chat.response_model, thinking=True, split=plan.split,
+                seed=self.seed, prompt_tokens=chat.prompt_tokens,
+            )
+            return await self.send_json(200, body)
+        if plan.end in ("eof", "reset", "error_event"):
+            # No message_delta/message_stop: the call did not finish.
+            events = [e for e in events if b'"message_delta"' not in e and b'"message_stop"' not in e]
+        if plan.end == "error_event":
+            events.append(anthropic.error_event(plan.error_type or "api_error", plan.message, spec.framing))
+        if plan.end == "reset" and not events:
+            return self.reset()
+        stopped = await self._stream(self._writes(events, spec.writes), SSE_HEADERS, timing)
+        if stopped is not None:
+            return stopped
+        if plan.end == "hold":
+            if spec.ready_file:
+                Path(spec.ready_file).touch()
+            return await self.hold()
+        if plan.end == "reset":
+            return self.reset()
+        return await self.end()
+
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from harness.llm import LlmFailure, chunk_from_json
@@ -463,6 +505,8 @@ class Exchange:
             failure = LlmFailure(
                 message=spec.message or "", code=spec.code or "UNKNOWN", status=spec.status
             )
+        if self.surface == "anthropic":
+            return await self._serve_anthropic_chunks(chunks, failure, spec, timing)
         plan = wire_plan(
             chunks,
             self._meta(self.seed),
