@@ -203,14 +203,15 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
     )
 
 
-def map_model(name: str, era: Era = "v4") -> str:
-    """The DeepSeek model that serves a requested name; :class:`Rejection` (400) for others."""
+def map_model(name: str, era: Era = "v4", *, unknown: Literal["reject", "flash"] = "reject") -> str:
+    """The DeepSeek model that serves a requested name; :class:`Rejection` (400) for others,
+    or the flash model when `unknown="flash"` (what DeepSeek's older pages said)."""
     base = name.removesuffix(_ONE_M)
     if base in MODELS:
         return resolve_model(base, era)
     if base.startswith("claude-opus"):
         return "deepseek-v4-pro"
-    if base.startswith("claude"):
+    if base.startswith("claude") or unknown == "flash":
         return "deepseek-flash"
     raise Rejection(
         400,
@@ -476,7 +477,14 @@ def _forced_tool(body: Mapping[str, Any], tools: Sequence[Mapping[str, Any]], th
     return str(name)
 
 
-def validate_messages(raw: bytes, *, path: str, headers: Mapping[str, str], era: Era = "v4") -> ChatRequest:
+def validate_messages(
+    raw: bytes,
+    *,
+    path: str,
+    headers: Mapping[str, str],
+    era: Era = "v4",
+    unknown_model: Literal["reject", "flash"] = "reject",
+) -> ChatRequest:
     """Validate a Messages request; raise :class:`Rejection` on the first problem.
 
     The result is the same :class:`ChatRequest` the chat route builds (tools as function
@@ -513,7 +521,7 @@ def validate_messages(raw: bytes, *, path: str, headers: Mapping[str, str], era:
     system = body.get("system")
     if system is not None:
         history.chars += len(_text_blocks(system, "system"))
-    response_model = map_model(model, era)
+    response_model = map_model(model, era, unknown=unknown_model)
     if not 1 <= max_tokens <= _MAX_TOKENS_CEILING:
         raise Rejection(
             400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {_MAX_TOKENS_CEILING}]"

@@ -102,6 +102,8 @@ class ServerConfig:
     on_event: Callable[[dict[str, Any]], None] | None = None
     anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek"
     """The error envelope of the Anthropic surface (DeepSeek's OpenAI-style one by default)."""
+    anthropic_unknown_model: Literal["reject", "flash"] = "reject"
+    """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
 
 
 class Runtime:

@@ -184,9 +184,12 @@ async def _model_call(request: web.Request, surface: Surface) -> web.StreamRespo
             raw = await _read_body(request, cfg.max_body_bytes)
         except Rejection as r:
             return await _reject(rt, entry, x, r)
-        validate = validate_messages if surface == "anthropic" else validate_chat
         try:
-            chat = validate(raw, path=request.path, headers=request.headers, era=cfg.era)
+            if surface == "anthropic":
+                chat = validate_messages(raw, path=request.path, headers=request.headers,
+                                         era=cfg.era, unknown_model=cfg.anthropic_unknown_model)
+            else:
+                chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
         except Rejection as r:
             entry.body = _parsed_or_none(raw)
             return await _reject(rt, entry, x, r)

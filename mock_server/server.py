@@ -74,6 +74,9 @@ class MockServer:
             every request gets the default reply.
         anthropic_envelope: the error body of the Anthropic surface: `deepseek` (the
             OpenAI-style envelope DeepSeek sends there) or `anthropic` (Anthropic's own).
+        anthropic_unknown_model: on the Anthropic surface, a name that is neither a DeepSeek
+            model nor `claude…`: `reject` (400, DeepSeek's newest page) or `flash` (served by
+            the flash model, as older pages said).
     """
 
     __test__ = False  # not a pytest test class
@@ -94,6 +97,7 @@ class MockServer:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         unscripted: Literal["error", "default"] = "error",
         anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek",
+        anthropic_unknown_model: Literal["reject", "flash"] = "reject",
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -113,6 +117,7 @@ class MockServer:
             weights=_check_weights(weights) if weights is not None else dict(DEFAULT_WEIGHTS),
             on_event=on_event,
             anthropic_envelope=anthropic_envelope,
+            anthropic_unknown_model=anthropic_unknown_model,
         )
         self._runner: web.AppRunner | None = None
         self._runtime: Runtime | None = None

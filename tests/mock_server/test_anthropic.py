@@ -551,3 +551,32 @@ async def test_chunks_step_failures(dshkit_mock_server: MockServerFactory, http:
     assert fold(evs[:-1])["content"][1]["text"] == "Calling…"
     evs = events((await post(http, server, body(stream=True))).content)
     assert evs[-1]["type"] == "content_block_stop" and not any(e["type"] == "message_delta" for e in evs)
+
+
+# -- options: older-era model fallback, the CLI ------------------------------------------------
+
+
+async def test_unknown_model_fallback_option(dshkit_mock_server: MockServerFactory, http: httpx.AsyncClient) -> None:
+    server = await dshkit_mock_server(anthropic_unknown_model="flash")
+    resp = await post(http, server, {**body(), "model": "gpt-4o"})
+    assert resp.status_code == 200 and resp.json()["model"] == "deepseek-flash"
+
+
+def test_serve_cli_prints_the_anthropic_url_and_takes_the_envelope() -> None:
+    import signal
+
+    from .cli_process import ServeProcess
+
+    p = ServeProcess("--sequence", "rate_limit", "--anthropic-envelope", "anthropic", "--api-key", KEY)
+    try:
+        assert p.ready["anthropic_base_url"] == p.base_url + "/anthropic"
+        with httpx.Client(timeout=2) as c:
+            resp = c.post(p.ready["anthropic_base_url"] + "/v1/messages", json=body(), headers={"x-api-key": KEY})
+        assert resp.status_code == 429
+        got = resp.json()
+        assert got["type"] == "error" and got["error"]["type"] == "rate_limit_error"
+        assert got["request_id"].startswith("req_")
+        code, rest = p.stop(signal.SIGINT)
+        assert code == 130 and KEY not in rest
+    finally:
+        p.kill()
