@@ -580,3 +580,14 @@ def test_serve_cli_prints_the_anthropic_url_and_takes_the_envelope() -> None:
         assert code == 130 and KEY not in rest
     finally:
         p.kill()
+
+
+def test_docs_list_every_anthropic_quirk() -> None:
+    from pathlib import Path
+
+    from mock_server.anthropic import ANTHROPIC_QUIRKS
+
+    guide = (Path(__file__).parents[2] / "docs" / "mock_server.md").read_text(encoding="utf-8")
+    assert "## The Anthropic Messages surface" in guide
+    for name in ANTHROPIC_QUIRKS:
+        assert f"| `{name}` |" in guide, name
