@@ -56,7 +56,9 @@ follows the status the way Anthropic names them (:func:`error_type`: 429 `rate_l
   `overloaded_error` unless `type`/`message` say otherwise, `overloaded` answers 529.
 - `raw`: the bytes as scripted (cassette replay uses this).
 - `chunks` (session-log replay): served as a reply built from the chunks' text, reasoning and
-  tool calls; an error finish becomes the matching HTTP error.
+  tool calls, cut where the logged deltas were cut (:func:`chunk_replay`); a logged failure
+  becomes an HTTP error before any content, an in-band `error` event after it, a plain EOF for
+  a closed stream or a reset for a transport failure.
 
 **Stream shape** (:func:`encode_events`): `event: <type>` + `data: <json>` + blank line, in the
 order `message_start` (UUID id, input-side usage, `output_tokens: 1`), the blocks with contiguous
