@@ -8,8 +8,10 @@ from .checks import CheckResult, canonical, unified
 from .report import Progress, render_table, to_json, to_junit, write_json, write_junit
 from .runner import (
     DEFAULT_ADAPTER,
+    DEFAULT_ANTHROPIC_ADAPTER,
     FactoryError,
     ScenarioResult,
+    for_protocol,
     load_factory,
     run_catalogue,
     run_scenario,
@@ -17,6 +19,7 @@ from .runner import (
 )
 from .scenario import (
     CAPABILITIES,
+    PROTOCOLS,
     SCENARIO_DIR,
     Scenario,
     ScenarioError,
@@ -29,7 +32,9 @@ __all__ = [
     "CAPABILITIES",
     "CheckResult",
     "DEFAULT_ADAPTER",
+    "DEFAULT_ANTHROPIC_ADAPTER",
     "FactoryError",
+    "PROTOCOLS",
     "Progress",
     "SCENARIO_DIR",
     "SERVER_CHECKS",
@@ -37,6 +42,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioResult",
     "canonical",
+    "for_protocol",
     "load_catalogue",
     "load_factory",
     "load_scenario_file",

@@ -59,14 +59,14 @@ def response_request_id(headers: Mapping[str, str] | httpx.Headers) -> str | Non
 def failure_from_response(status: int, body: bytes, headers: Mapping[str, str] | httpx.Headers) -> LlmFailure:
     """A non-2xx response, in either envelope."""
     failure = failure_from_http(status, body, headers)
+    # Anthropic's envelope names the request itself; that id wins over a gateway's header.
     request_id = response_request_id(headers)
-    if request_id is None:
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict) and isinstance(parsed.get("request_id"), str):
-            request_id = parsed["request_id"]
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("request_id"), str) and parsed["request_id"]:
+        request_id = parsed["request_id"]
     if failure.message.startswith("DeepSeek API error"):
         failure = dataclasses.replace(failure, message="Anthropic-format API error" + failure.message[18:])
     return dataclasses.replace(failure, request_id=request_id) if request_id else failure
