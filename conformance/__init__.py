@@ -4,6 +4,7 @@ over real HTTP against any adapter factory, the server checks (S1–S41), report
 --dshkit-adapter MOD:FACTORY`).
 """
 
+from .anthropic_checks import ANTHROPIC_SERVER_CHECKS, run_anthropic_checks
 from .checks import CheckResult, canonical, unified
 from .report import Progress, render_table, to_json, to_junit, write_json, write_junit
 from .runner import (
@@ -29,6 +30,7 @@ from .scenario import (
 from .server_checks import SERVER_CHECKS, run_server_checks
 
 __all__ = [
+    "ANTHROPIC_SERVER_CHECKS",
     "CAPABILITIES",
     "CheckResult",
     "DEFAULT_ADAPTER",
@@ -47,6 +49,7 @@ __all__ = [
     "load_factory",
     "load_scenario_file",
     "render_table",
+    "run_anthropic_checks",
     "run_catalogue",
     "run_scenario",
     "run_server_checks",
