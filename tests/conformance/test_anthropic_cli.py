@@ -68,3 +68,28 @@ async def test_server_checks_fail_on_an_endpoint_that_is_not_anthropic() -> None
 def test_unknown_server_check_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", "--server", "http://127.0.0.1:9", "--protocol", "anthropic", "--only", "S7"]) == 2
     assert "names no Anthropic server check" in capsys.readouterr().err
+
+
+def test_pytest_plugin_on_the_anthropic_protocol(tmp_path: Path) -> None:
+    """`pytest --pyargs conformance --dshkit-protocol anthropic`: scenarios as tests, a broken
+    adapter failing its own."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+
+    def run(adapter: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance",
+             "--dshkit-adapter", adapter, "--dshkit-protocol", "anthropic", "--dshkit-only", "AN28", "-v"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )
+
+    good = run("harness.providers.anthropic:AnthropicAdapter")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "test_scenario[an-signature-passback] PASSED" in good.stdout
+    bad = run("tests.conformance.broken_anthropic:BlanksSignaturesAdapter")
+    assert bad.returncode == 1 and "test_scenario[an-signature-passback] FAILED" in bad.stdout
