@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from mock_server.anthropic import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
 from mock_server.anthropic import error_event, error_type
 from mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
 from mock_server.generate import Reply, ToolCall, WritePlan, plan_writes
@@ -359,8 +360,9 @@ async def _f_context_overflow(x: Exchange, p: FaultStep) -> str:
 @_fault("http", "400 `The reasoning_content in the thinking mode must be passed back to the "
         "API.` (the real S7 body)")
 async def _f_reasoning_passback(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 400, PASSBACK_MESSAGE, "invalid_request_error",
-                       "invalid_request_error")
+    # Each surface has its own wording of the rule (corpus ds01 on the Anthropic surface).
+    message = ANTHROPIC_PASSBACK if x.surface == "anthropic" else PASSBACK_MESSAGE
+    return await _http(x, p, 400, message, "invalid_request_error", "invalid_request_error")
 
 
 @_fault("http", "400 `Model Not Exist` (ds18)")

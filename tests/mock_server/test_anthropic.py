@@ -426,6 +426,8 @@ async def test_http_faults_use_this_surfaces_types(
     assert resp.json()["error"]["type"] == etype
     if fault == "rate_limit":
         assert resp.headers["Retry-After"] == "1"
+    if fault == "reasoning_passback":
+        assert resp.json()["error"]["message"] == PASSBACK_MESSAGE  # this surface's wording
     # The same fault on the chat surface keeps DeepSeek's own envelope and type.
     chat = await http.post(server.url, headers={"X-Mock-Session": "s"}, json={
         "model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "x"}]})
