@@ -9,10 +9,14 @@ from typing import Any
 import aiohttp
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mock_server import MockServer, Script
-from mock_server.anthropic import PASSBACK_MESSAGE
+from mock_server import MockServer, Reply, Script, SplitPlan, ToolCall
+from mock_server.anthropic import PASSBACK_MESSAGE, encode_events, validate_messages
+from mock_server.generate import FragmentPlan
 from mock_server.pytest_plugin import MockServerFactory
+from mock_server.validation import Rejection
 
 from .wire import parse_sse
 
@@ -593,3 +597,44 @@ def test_docs_list_every_anthropic_quirk() -> None:
     assert "## The Anthropic Messages surface" in guide
     for name in ANTHROPIC_QUIRKS:
         assert f"| `{name}` |" in guide, name
+
+
+# -- properties of the pure parts ------------------------------------------------------------
+
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@given(content=_text, reasoning=_text, args=st.lists(_text, max_size=3),
+       size=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_events_fold_back_to_the_reply(content: str, reasoning: str, args: list[str], size: int, seed: int) -> None:
+    reply = Reply(content=content, reasoning=reasoning,
+                  tool_calls=tuple(ToolCall(name=f"t{i}", id=f"c{i}", arguments=a) for i, a in enumerate(args)))
+    raw = b"".join(encode_events(reply, split=FragmentPlan.all(SplitPlan(mode="fixed", size=size)), seed=seed))
+    msg = fold(events(raw))
+    want = ([("thinking", reasoning)] if reasoning else []) + ([("text", content)] if content else [])
+    got = [(b["type"], b.get("thinking", b.get("text"))) for b in msg["content"] if b["type"] != "tool_use"]
+    assert got == want
+    calls = [b for b in msg["content"] if b["type"] == "tool_use"]
+    assert [(b["id"], b["name"]) for b in calls] == [(f"c{i}", f"t{i}") for i in range(len(args))]
+    first_call = len(want)
+    assert [msg["input_json"][first_call + i] for i in range(len(args))] == args  # byte for byte
+    assert msg["stop_reason"] == ("tool_use" if args else "end_turn")
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+                     max_leaves=8)
+_FIELDS = ["model", "max_tokens", "messages", "system", "stop_sequences", "temperature", "top_p",
+           "thinking", "output_config", "tools", "tool_choice", "metadata", "stream"]
+
+
+@given(field=st.sampled_from(_FIELDS), value=_json, block=_json)
+def test_any_body_is_accepted_or_rejected_cleanly(field: str, value: Any, block: Any) -> None:
+    # Bad input is a 400 with a message, never an exception of another kind (a 500).
+    payload = body(tools=[{"name": "t", "input_schema": {"type": "object"}}])
+    payload["messages"].append({"role": "assistant", "content": [block]})
+    payload[field] = value
+    try:
+        validate_messages(json.dumps(payload).encode(), path="/anthropic/v1/messages", headers={})
+    except Rejection as r:
+        assert r.status == 400 and r.message
