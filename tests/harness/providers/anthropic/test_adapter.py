@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,40 @@ async def test_missing_key_is_an_error_finish() -> None:
         chunks = [c async for c in adapter.stream(options())]
     failure = finish_of(chunks).reason.failure
     assert failure is not None and failure.code == ErrorCode.MISSING_CREDENTIAL
+
+
+async def test_task_cancel_reraises_and_closes_the_response(raw_server: RawServer) -> None:
+    head = TEXT_TURN[: TEXT_TURN.index(b"event: content_block_stop")]
+    seen = asyncio.Event()
+
+    async def park(request: web.Request, response: web.StreamResponse) -> None:
+        await raw_server.release.wait()
+
+    url = await raw_server.serve(pieces([head], then=park))
+    adapter = AnthropicAdapter(url, api_key=KEY)
+    got: list[StreamChunk] = []
+
+    async def consume() -> None:
+        async for chunk in adapter.stream(options()):
+            got.append(chunk)
+            if chunk.type == "text-delta":
+                seen.set()
+
+    task = asyncio.ensure_future(consume())
+    await seen.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not any(isinstance(c, Finish) for c in got)
+    await adapter.aclose()
+
+
+async def test_empty_body_and_refused_connection(raw_server: RawServer) -> None:
+    url = await raw_server.serve(body(b""))
+    failure = finish_of(await run(url)).reason.failure
+    assert failure is not None and failure.code == ErrorCode.EMPTY_RESPONSE
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    failure = finish_of(await run(f"http://127.0.0.1:{port}")).reason.failure
+    assert failure is not None and failure.code == ErrorCode.TRANSPORT
