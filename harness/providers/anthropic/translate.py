@@ -192,7 +192,8 @@ class Translator:
             self._message_delta(event, out)
         elif kind == "message_stop":
             out += self._end(truncated=False)
-        elif kind == "error":
+        elif kind == "error" or (kind is None and isinstance(event.get("error"), dict)):
+            # The second form is the OpenAI-style in-band `{"error": {...}}` a gateway may send.
             out += self._terminate(failure_from_error_event(event.get("error", event)))
         # Unknown event types are ignored (AN55).
 

@@ -131,6 +131,13 @@ def test_error_event_mid_stream_keeps_partial_and_reports_type() -> None:
     assert BlockAssembler().feed_all(chunks).interrupted_blocks() == [TextBlock(text="Partial")]
 
 
+def test_openai_style_inband_error_object_is_terminal() -> None:
+    """A gateway's `data: {"error": {...}}` without a type still ends the stream."""
+    chunks = decode(sse(start()) + b'data: {"error":{"message":"Rate limit reached","type":"rate_limit_error"}}\n\n')
+    failure = finish_of(chunks).reason.failure
+    assert failure is not None and failure.code == ErrorCode.RATE_LIMIT and failure.message == "Rate limit reached"
+
+
 def test_error_event_with_plain_text_data_is_terminal() -> None:
     chunks = decode(sse(start()) + b"event: error\ndata: upstream exploded\n\n")
     failure = finish_of(chunks).reason.failure
