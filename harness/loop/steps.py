@@ -119,7 +119,11 @@ class StepRunner:
                 # whole milliseconds, as DSH logs `delayMs` (a float would log as `2000.0`)
                 await self._retry_wait(turn, step, failure, retry, round(delay), retry_id)
                 continue
-            message = assembler.message(source)
+            # The adapter's replay envelope (e.g. Anthropic thinking signatures) stays with the
+            # message, as DSH keeps `replayState` from the assembler.
+            message = assembler.message(
+                ModelSource(provider=o.provider, model=o.model, replay_state=assembler.replay_state)
+            )
             session.append_assistant_message(
                 turn, step, message, source_event_seqs=seqs, usage=assembler.usage
             )
