@@ -501,10 +501,11 @@ class Scrubber:
             low = name.lower()
             if is_secret_header_name(low):
                 scheme, _, rest = value.partition(" ")
-                token = rest.strip() if rest and scheme.isalpha() else value
-                self.remember(token, low)
-                if scheme.lower() == "basic":
-                    self._learn_basic(token, low)
+                if low.endswith("authorization") and rest.strip() and scheme.isalpha():
+                    self.remember(rest.strip(), low)  # `Bearer KEY`: the key alone reappears
+                    if scheme.lower() == "basic":
+                        self._learn_basic(rest.strip(), low)
+                self.remember(value, low)
 
     def _learn_basic(self, token: str, label: str) -> None:
         try:

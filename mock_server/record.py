@@ -140,9 +140,8 @@ class Recorder:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> Recorder:
-        """Open the cassette (CassetteError if `out` is not one), then listen (OSError if the
-        port is taken). Nothing is left open when either fails."""
-        await asyncio.to_thread(self.appender.open)
+        """Listen (OSError if the port is taken), then open the cassette (CassetteError if `out`
+        is not one). Nothing is left open, and no file is made, when either fails."""
         app = web.Application(client_max_size=1 << 30)
         app.router.add_route("*", "/{tail:.*}", self._proxy)
         # No handler cancellation: a client that hangs up must not stop the recording of what the
@@ -152,6 +151,7 @@ class Recorder:
         site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
         try:
             await site.start()
+            await asyncio.to_thread(self.appender.open)
         except BaseException:
             await runner.cleanup()
             self.appender.close()

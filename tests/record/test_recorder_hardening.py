@@ -384,3 +384,4 @@ def test_port_in_use_names_the_port_and_leaks_no_session(tmp_path: Path) -> None
     assert done.returncode == 1
     assert f"127.0.0.1:{port}" in done.stderr and "already in use" in done.stderr
     assert "Unclosed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "x.cassette.jsonl").exists()  # nothing recorded, nothing made
