@@ -199,7 +199,15 @@ class Recorder:
             self._inflight.add(task)
             task.add_done_callback(self._inflight.discard)
         assert self._client is not None
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionError:
+            # The client left in the middle of its request body: nothing was sent upstream and
+            # there is nothing to record, nor anyone to answer.
+            _warn(f"dshkit record: {request.method} {self.scrubber.path(request.path_qs)}: the client hung "
+                  "up before sending its whole request; nothing forwarded or recorded")
+            _break(request)
+            return web.Response(status=400)
         parsed = _parse_body(body)
         self.scrubber.learn(request.headers)
         self.scrubber.learn_path(request.path_qs)

@@ -253,6 +253,31 @@ async def test_an_upstream_cut_mid_body_is_recorded_as_cut_and_replayed_as_a_cut
     assert again == PREFIX
 
 
+async def test_a_client_that_hangs_up_mid_request_leaves_no_traceback(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *_record_cmd("--upstream", "http://127.0.0.1:9", "--out", str(tmp_path / "h")),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        ready = await _line(proc.stdout)
+        _, writer = await asyncio.open_connection("127.0.0.1", ready["port"])
+        writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"
+                     b"Content-Type: application/json\r\n\r\n{\"model\":")
+        await writer.drain()
+        writer.transport.abort()  # 10 of the promised 1000 bytes, then gone
+        note = await asyncio.wait_for(proc.stderr.readline(), 30)  # the recorder noticed
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert b"the client hung up before sending its whole request" in note
+    assert b"Traceback" not in note + err, (note + err).decode()
+    assert load_cassette(tmp_path / "h").exchanges == ()
+
+
 # --- item 4: append-only writes, torn lines, crashes -----------------------------------------
 
 
