@@ -435,7 +435,7 @@ class Exchange:
         first = raw.first_write_delay_ms / 1000
         if not chunk_delay and not first and not any(d for _, d in writes):
             await self.write_all([w for w, _ in writes])
-            return await self.end()
+            return self.reset() if raw.end == "reset" else await self.end()
         # Delays are kept on a schedule from one clock reading, not slept one after another, so
         # the time each write takes does not add up (a replayed cassette keeps its gaps).
         clock = asyncio.get_running_loop().time
@@ -447,7 +447,7 @@ class Exchange:
             due += delay + chunk_delay
             if (delay or chunk_delay) and not await self.wait(due - clock()):
                 return self.reset()
-        return await self.end()
+        return self.reset() if raw.end == "reset" else await self.end()
 
     async def _serve_anthropic_chunks(
         self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing
