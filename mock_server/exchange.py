@@ -95,6 +95,9 @@ class ServerConfig:
     era: Era = "v4"
     seed: int = 0
     max_body_bytes: int = 16 * 1024 * 1024
+    idle_timeout: float = 60.0
+    """Seconds a connection may wait for a complete request head (from opening or from the end
+    of the previous response), and a request body may take to arrive."""
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     on_event: Callable[[dict[str, Any]], None] | None = None
 
@@ -149,7 +152,7 @@ class Exchange:
     @staticmethod
     def step_seed(server_seed: int, session: str, step: int | None) -> int:
         """A seed stable per (server seed, session, step), whatever the arrival order."""
-        return zlib.crc32(f"{server_seed}:{session}:{step}".encode())
+        return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
     @property
     def streaming(self) -> bool:

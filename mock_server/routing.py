@@ -44,7 +44,7 @@ def session_of(headers: Mapping[str, str]) -> str:
             return value
     auth = headers.get("Authorization", "")
     if auth:
-        digest = hashlib.sha256(auth.encode("utf-8")).hexdigest()[:12]
+        digest = hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         return f"key-{digest}"
     return "anonymous"
 
