@@ -37,6 +37,7 @@ from mock_server.generate import (
     encode_stream,
     make_meta,
     plan_writes,
+    tool_call_id,
 )
 from mock_server.journal import Journal, JournalEntry, Write
 from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
@@ -111,6 +112,15 @@ class Runtime:
         self.closing = asyncio.Event()
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
+        self._served: dict[tuple[str, int | None], int] = {}
+
+    def repeat_of(self, session: str, step: int | None) -> int:
+        """How many times `step` (None: the default reply) already answered `session`; counts
+        this request."""
+        key = (session, step)
+        n = self._served.get(key, 0)
+        self._served[key] = n + 1
+        return n
 
     def emit(self, event: dict[str, Any]) -> None:
         """Telemetry for the CLI; an observer's exception never alters wire behaviour."""
@@ -147,6 +157,10 @@ class Exchange:
         """The validated chat request; None until validation passed (and off the chat path)."""
         self.seed = 0
         """The step's seed (:meth:`step_seed`): ids, split plans and write plans derive from it."""
+        self.repeat = 0
+        """How many earlier requests of this session the same step (or the default reply)
+        answered. Mixed into the completion id and generated tool-call ids so that each
+        response has its own, as DeepSeek's do; split and write plans stay the step's."""
         self.resp: web.StreamResponse | None = None
 
     @staticmethod
@@ -289,7 +303,8 @@ class Exchange:
     def _meta(self, seed: int) -> StreamMeta:
         chat = self._chat()
         return make_meta(
-            chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
+            chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time()),
+            repeat=self.repeat,
         )
 
     def _generator_args(self, spec: StreamSpec, logprobs: int | None) -> _GeneratorArgs:
@@ -308,8 +323,17 @@ class Exchange:
             logprobs=logprobs if logprobs is not None else chat.logprobs,
         )
 
-    def _prepare(self, reply: Reply) -> Reply:
+    def _prepare(self, reply: Reply, spec: StreamSpec) -> Reply:
         chat = self._chat()
+        if self.repeat and any(c.id is None for c in reply.tool_calls):
+            # A repeated step would mint the same call ids again (they come from the seed).
+            seed = spec.seed if spec.seed is not None else self.seed
+            rng = random.Random(f"ids:{seed}:repeat:{self.repeat}")
+            calls = tuple(
+                c if c.id is not None else dataclasses.replace(c, id=tool_call_id(i, rng))
+                for i, c in enumerate(reply.tool_calls)
+            )
+            reply = dataclasses.replace(reply, tool_calls=calls)
         if chat.stop and reply.content:
             content, cut = apply_stop(reply.content, chat.stop)
             if cut:
@@ -321,7 +345,7 @@ class Exchange:
     ) -> list[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
         return encode_stream(
-            self._prepare(reply),
+            self._prepare(reply, spec),
             quirks=spec.quirks,
             framing=spec.framing,
             done=done,
@@ -330,7 +354,7 @@ class Exchange:
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
-        body = build_completion(self._prepare(reply), **self._generator_args(spec, logprobs))
+        body = build_completion(self._prepare(reply, spec), **self._generator_args(spec, logprobs))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def _writes(self, events: Sequence[bytes], spec: WriteSpec) -> Sequence[bytes]:

@@ -258,6 +258,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             await x.error(418, decision.message, "mock_error", _ROUTING_CODES[decision.kind])
             return "rejected"
         x.seed = Exchange.step_seed(cfg.seed, session, decision.index)
+        x.repeat = rt.repeat_of(session, decision.index)
         entry.script = decision.script.name if decision.script else None
         entry.step = decision.index
         step = decision.step
