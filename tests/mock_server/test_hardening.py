@@ -130,8 +130,12 @@ def test_cli_no_traceback_and_nothing_lost(tmp_path: Path) -> None:
     proc = ServeProcess("--journal", str(journal), "--max-body-bytes", "1000000")
     try:
         failures = asyncio.run(send_all(proc.base_url + "/chat/completions"))
+        # Accepted, with a header that is not UTF-8: served, and journaled all the same.
+        ok = httpx.post(proc.base_url + "/chat/completions", content=PLAIN,
+                        headers={"X-Note": b"caf\xe9"}, timeout=5)
+        assert ok.status_code == 200, ok.text
         results = []
-        while len(results) < len(BAD):
+        while len(results) < len(BAD) + 1:
             line = proc.next_line()
             if line["type"] == "result":
                 results.append(line)
@@ -141,10 +145,11 @@ def test_cli_no_traceback_and_nothing_lost(tmp_path: Path) -> None:
     assert not failures, "\n".join(failures)
     assert code == 130
     assert "Traceback" not in proc.stderr and "Unhandled exception" not in proc.stderr, proc.stderr
-    assert [r["outcome"] for r in results] == ["rejected"] * len(BAD)
+    assert [r["outcome"] for r in results] == ["rejected"] * len(BAD) + ["completed"]
     lines = [_strict_json(line) for line in journal.read_text(encoding="utf-8").splitlines()]
-    assert [e["seq"] for e in lines] == list(range(1, len(BAD) + 1))
-    by_name = dict(zip([b[0] for b in BAD], lines, strict=True))
+    assert [e["seq"] for e in lines] == list(range(1, len(BAD) + 2))
+    assert lines[-1]["headers"]["x-note"] == "caf\udce9" and lines[-1]["outcome"] == "completed"
+    by_name = dict(zip([b[0] for b in BAD], lines[:-1], strict=True))
     # Kept as sent, written as valid JSON: the surrogate escaped, NaN as a string.
     assert by_name["lone surrogate"]["body"]["messages"][0]["content"] == "a\ud800b"
     assert by_name["NaN temperature"]["body"]["temperature"] == "NaN"
