@@ -10,6 +10,7 @@ open stream, stalled ones included.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import threading
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from mock_server.app import make_app
 from mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
@@ -28,6 +30,27 @@ from mock_server.routing import Router
 from mock_server.scripts import Script, load_scripts, parse_script
 
 __all__ = ["MockServer", "ScriptSource", "sequence_script"]
+
+
+class _OneLineClientErrors(logging.Filter):
+    """aiohttp logs a malformed HTTP request (bad request line, header too long, broken chunked
+    framing) with a full traceback although it is the client's mistake, already answered with
+    a 400: keep the log line, drop the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            lines = str(exc.message).strip().splitlines() or [""]
+            record.msg = f"{record.getMessage()}: {exc.code} {lines[0].rstrip(':')}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: The logger aiohttp's connection handlers use (instead of `aiohttp.server`).
+_HTTP_LOG = logging.getLogger("mock_server.http")
+_HTTP_LOG.addFilter(_OneLineClientErrors())
 
 ScriptSource = Script | str | os.PathLike[str]
 
@@ -191,6 +214,7 @@ class MockServer:
             shutdown_timeout=0.5,
             keepalive_timeout=self.config.idle_timeout,
             auto_decompress=False,
+            logger=_HTTP_LOG,
         )
         await runner.setup()
         # backlog: aiohttp's default (128) drops SYNs when a few hundred clients connect at once.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,16 @@ async def test_gzip_body_is_decoded(dshkit_mock_server: MockServerFactory) -> No
     assert r.status_code == 200 and "zipped" in r.json()["choices"][0]["message"]["content"]
 
 
+#: Requests broken at the HTTP level, which aiohttp answers with a 400 before any handler.
+MALFORMED_HTTP = [
+    b"HELLO WORLD\r\n\r\n",
+    b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 20000 + b"\r\n\r\n",
+    b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+    b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+    b"POST /chat/\xff HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+]
+
+
 def _strict_json(line: str) -> Any:
     def refuse(name: str) -> Any:
         raise AssertionError(f"bare {name} in a journal line")
@@ -134,6 +145,10 @@ def test_cli_no_traceback_and_nothing_lost(tmp_path: Path) -> None:
         ok = httpx.post(proc.base_url + "/chat/completions", content=PLAIN,
                         headers={"X-Note": b"caf\xe9"}, timeout=5)
         assert ok.status_code == 200, ok.text
+        for request in MALFORMED_HTTP:  # answered by aiohttp itself: no journal line
+            with socket.create_connection(("127.0.0.1", proc.ready["port"]), timeout=5) as sock:
+                sock.sendall(request)
+                assert sock.recv(100).startswith(b"HTTP/1.0 400 Bad Request"), request[:40]
         results = []
         while len(results) < len(BAD) + 1:
             line = proc.next_line()
