@@ -89,6 +89,13 @@ def _no_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # `1e400`: serde's "number out of range"
+        raise ValueError(f"{text[:40]} does not fit a 64-bit float")
+    return value
+
+
 def _deepest(value: Any, limit: int) -> bool:
     """Whether `value` nests arrays/objects deeper than `limit` (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -130,7 +137,7 @@ def parse_json(raw: bytes) -> Any:
     generation, journal, telemetry) meets a value it cannot handle.
     """
     try:
-        body = json.loads(raw, parse_constant=_no_constant)
+        body = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as e:
         raise _bad("", f"{e.msg} at line {e.lineno} column {e.colno}") from None
     except UnicodeDecodeError:
@@ -139,7 +146,7 @@ def parse_json(raw: bytes) -> Any:
         raise _bad("", f"`{e}` is not valid JSON (numbers must be finite)") from None
     except RecursionError:
         raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})") from None
-    except ValueError as e:  # an integer literal past sys.get_int_max_str_digits()
+    except ValueError as e:  # an integer past sys.get_int_max_str_digits(), a float past 1e308
         raise _bad("", f"number out of range ({e})") from None
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deepest(body, MAX_DEPTH):
         raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})")

@@ -66,6 +66,8 @@ BAD: list[tuple[str, bytes, dict[str, Any], int, str]] = [
      400, "Invalid schema for function 'f': parameters.$defs must be an object"),
     ("integer past the int-string limit", PLAIN[:-1] + b',"max_tokens":' + b"9" * 5000 + b"}", {},
      400, D + "number out of range"),
+    ("float past 1e308", PLAIN[:-1] + b',"temperature":1e400}', {},
+     400, D + "number out of range (1e400 does not fit a 64-bit float)"),
     ("lone surrogate", PLAIN.replace(b'"hi"', b'"a\\ud800b"'), {},
      400, D + "lone surrogate in a string"),
     ("NaN temperature", PLAIN[:-1] + b',"temperature":NaN}', {},
