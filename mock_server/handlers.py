@@ -22,15 +22,15 @@ from aiohttp import web
 from mock_server.defaults import default_reply
 from mock_server.exchange import Exchange, Runtime
 from mock_server.faults import FAULTS, pick_random
-from mock_server.journal import JournalEntry, redact_body
+from mock_server.journal import JournalEntry, NestingTooDeep, redact_body
 from mock_server.routing import Decision, Router, session_of
 from mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
 from mock_server.validation import (
+    MAX_DEPTH,
     MODELS,
     Rejection,
     check_auth,
     check_headers,
-    too_deep,
     validate_chat,
 )
 
@@ -127,7 +127,10 @@ def _parsed_or_none(raw: bytes) -> Any:
         body = json.loads(raw)
     except (ValueError, RecursionError):
         return None
-    return None if too_deep(body) else redact_body(body)
+    try:
+        return redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
+        return None
 
 
 def _too_large(size: int, limit: int, how: str = "") -> Rejection:
@@ -244,7 +247,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         except Rejection as r:
             entry.body = _parsed_or_none(raw)
             return await _reject(rt, entry, x, r)
-        entry.body = redact_body(chat.body)  # parsed once, by validate_chat
+        entry.body = chat.redacted  # parsed and redacted once, by validate_chat
         x.chat = chat
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:

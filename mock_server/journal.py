@@ -30,6 +30,7 @@ __all__ = [
     "SECRET_FIELDS",
     "Journal",
     "JournalEntry",
+    "NestingTooDeep",
     "UnconsumedStepsError",
     "Write",
     "is_secret_header",
@@ -75,15 +76,31 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def redact_body(body: Any) -> Any:
-    """A copy of a parsed JSON body with credential-looking fields replaced."""
+class NestingTooDeep(ValueError):
+    """A body nests arrays/objects deeper than the `max_depth` given to :func:`redact_body`."""
+
+
+def redact_body(body: Any, *, max_depth: int = 512) -> Any:
+    """A copy of a parsed JSON body with credential-looking fields replaced.
+
+    Raises :class:`NestingTooDeep` past `max_depth` levels, before recursing any deeper: the
+    server validates nesting in this same pass, which it makes on every request anyway.
+    """
+    return _redact(body, max_depth)
+
+
+def _redact(body: Any, left: int) -> Any:
     if isinstance(body, dict):
+        if not left:
+            raise NestingTooDeep("nesting deeper than the limit")
         return {
-            k: (REDACTED if k in SECRET_FIELDS and v is not None else redact_body(v))
+            k: (REDACTED if k in SECRET_FIELDS and v is not None else _redact(v, left - 1))
             for k, v in body.items()
         }
     if isinstance(body, list):
-        return [redact_body(v) for v in body]
+        if not left:
+            raise NestingTooDeep("nesting deeper than the limit")
+        return [_redact(v, left - 1) for v in body]
     return body
 
 

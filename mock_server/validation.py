@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server.generate import Era
-from mock_server.journal import redact_headers
+from mock_server.journal import NestingTooDeep, redact_body, redact_headers
 from mock_server.routing import RequestView
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "error_body",
     "parse_json",
     "resolve_model",
-    "too_deep",
     "validate_chat",
 ]
 
@@ -52,6 +51,11 @@ MAX_DEPTH = 128
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A `\uD8..`-`\uDF..` escape or a raw UTF-8-encoded surrogate: only then is the walk needed.
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _may_hold_surrogate(raw: bytes) -> bool:
+    # `in` scans at memchr speed; the regex only runs on bodies that pass this filter.
+    return (b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw) and bool(_MAYBE_SURROGATE.search(raw))
 
 
 def error_body(
@@ -96,21 +100,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _deepest(value: Any, limit: int) -> bool:
-    """Whether `value` nests arrays/objects deeper than `limit` (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict):
-            v = list(v.values())
-        elif not isinstance(v, list):
-            continue
-        if depth > limit:
-            return True
-        stack.extend((item, depth + 1) for item in v if isinstance(item, (dict, list)))
-    return False
-
-
 def _lone_surrogate(value: Any) -> str | None:
     """The first string (key or value) holding a lone UTF-16 surrogate, or None."""
     stack = [value]
@@ -148,9 +137,7 @@ def parse_json(raw: bytes) -> Any:
         raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})") from None
     except ValueError as e:  # an integer past sys.get_int_max_str_digits(), a float past 1e308
         raise _bad("", f"number out of range ({e})") from None
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deepest(body, MAX_DEPTH):
-        raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})")
-    if _MAYBE_SURROGATE.search(raw) and _lone_surrogate(body) is not None:
+    if _may_hold_surrogate(raw) and _lone_surrogate(body) is not None:
         raise _bad("", "lone surrogate in a string (a \\uD800-\\uDFFF escape without its pair); "
                    "send text as valid UTF-16 pairs or plain UTF-8")
     return body
@@ -181,11 +168,6 @@ def check_headers(headers: Mapping[str, str]) -> None:
                             "id as ASCII or UTF-8")
 
 
-def too_deep(value: Any) -> bool:
-    """Whether a parsed JSON value nests deeper than :data:`MAX_DEPTH`."""
-    return _deepest(value, MAX_DEPTH)
-
-
 def check_auth(headers: Mapping[str, str], api_key: str | None) -> None:
     """S2: with an API key configured, `Authorization` must be exactly `Bearer <key>`."""
     if api_key is None:
@@ -208,6 +190,8 @@ class ChatRequest:
     """A validated chat-completion request: the body plus what the server derived from it."""
 
     body: dict[str, Any]
+    redacted: Any
+    """The body with credential-looking fields replaced, as the journal keeps it."""
     model: str
     response_model: str
     """The model id responses carry (V4 maps the old aliases to `deepseek-v4-flash`, rq01)."""
@@ -399,6 +383,11 @@ def validate_chat(
 ) -> ChatRequest:
     """Validate a chat-completion request body; raise :class:`Rejection` on the first problem."""
     body = parse_json(raw)
+    try:
+        # Nesting is checked in the redaction pass the journal needs anyway (one walk).
+        redacted = redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
+        raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})") from None
     if not isinstance(body, dict):
         raise _bad("", f"invalid type: {_kind(body)}, expected struct ChatCompletionRequest")
     if "model" not in body:
@@ -638,6 +627,7 @@ def validate_chat(
     stream = body.get("stream") is True
     return ChatRequest(
         body=body,
+        redacted=redacted,
         model=model,
         response_model=resolve_model(model, era),
         thinking=thinking,
