@@ -143,7 +143,6 @@ def parse_json(raw: bytes) -> Any:
     return body
 
 
-
 #: Headers whose value the server uses as text (`X-Mock-Session`, the harness session header).
 _TEXT_HEADERS = ("X-Mock-Session", "x-deepseek-harness-session-id")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
