@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mock_server import MockServer
 from mock_server.pytest_plugin import MockServerFactory
@@ -238,3 +240,44 @@ async def test_forced_tool_hostile_schema_over_http() -> None:
     assert r.status_code == 200, r.text
     args = json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
     assert args == {"xs": ["example"] * 16}
+
+
+_SCALARS = (st.none() | st.booleans() | st.integers(-(10**30), 10**30)
+            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+_JSON = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
+_FIELDS = ["model", "messages", "stream", "n", "logprobs", "top_logprobs", "stream_options", "user",
+           "seed", "temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "thinking",
+           "reasoning_effort", "response_format", "presence_penalty"]
+_MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system"]) | _JSON},
+    optional={"content": _JSON | st.text(max_size=8), "tool_calls": _JSON, "tool_call_id": _JSON,
+              "reasoning_content": _JSON, "prefix": _JSON},
+)
+_TOOL = st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
+    {"name": st.sampled_from(["f", "g"]) | _JSON},
+    optional={"strict": st.booleans(), "parameters": _JSON}),
+})
+_BODY = st.fixed_dictionaries(
+    {"model": st.sampled_from(["deepseek-chat", "deepseek-v4-flash"]) | _JSON,
+     "messages": st.lists(_MESSAGE, min_size=1, max_size=3) | _JSON},
+    optional={name: _JSON for name in _FIELDS[2:]} | {"tools": st.lists(_TOOL, max_size=2)},
+)
+
+
+@given(_BODY)
+def test_any_body_is_accepted_or_a_4xx_never_a_crash(payload: dict[str, Any]) -> None:
+    """Whatever JSON arrives, validation ends in a request or a 4xx Rejection, and an accepted
+    request gets its default reply and a journal line without an exception."""
+    from mock_server.defaults import default_reply
+    from mock_server.journal import json_line
+    from mock_server.validation import Rejection, validate_chat
+
+    raw_body = json.dumps(payload).encode()
+    try:
+        chat = validate_chat(raw_body, path="/chat/completions", headers={})
+    except Rejection as r:
+        assert 400 <= r.status < 500 and r.message
+        return
+    default_reply(chat)
+    json_line(chat.redacted)
