@@ -30,9 +30,11 @@ from harness.llm import (
     ModelSource,
     StreamChunk,
     UserMessage,
+    UserSource,
     message_to_json,
 )
 from harness.providers.deepseek import DeepSeekAdapter
+from harness.replay import replay_session, turn_inputs
 from harness.session import (
     LoadedLog,
     ReplayEntry,
@@ -41,6 +43,7 @@ from harness.session import (
     SessionScript,
     assemble_chunk_events,
     dump_session,
+    load_log_session,
     load_session_scripts,
     logged_message,
     parse_session_log,
@@ -279,3 +282,67 @@ async def _replay_over_the_wire(
                 assert content == logged[k], f"{script.source} call {k}"
                 checked += 1
     return checked
+
+
+# --- the whole log through the agent loop (`dshkit replay`) ------------------------------------
+
+_HOOK_STOP = "a Stop hook re-opens the finished turn with a next-step message; dshkit's loop has no Stop hooks"
+NOT_REPLAYED: dict[str, str] = {
+    # folder: why `dshkit replay` cannot re-run it to the logged messages (beyond INCONSISTENT)
+    "apps/web/tests/snapshots/minimal-preset": "a request snapshot of the web app: no turn and no assistant/message to compare",
+    "apps/web/tests/snapshots/web-search-round": "a request snapshot of the web app: no turn and no assistant/message to compare",
+    "examples/acp-agent/tests/snapshots/hook-cc-stop-continue": _HOOK_STOP,
+    "examples/acp-agent/tests/snapshots/hook-codex-stop-continue": _HOOK_STOP,
+    "examples/acp-agent/tests/snapshots/session-title-after-turn": (
+        "its sidecar scripts only the title model's call; upstream serves the turn's call from a second provider route"
+    ),
+    "examples/headless-agent/tests/snapshots/compaction-recovery": "dshkit has no compaction engine to make the compaction call",
+}
+NOT_REPLAYED_ON_THE_WIRE: dict[str, str] = {
+    "examples/acp-agent/tests/snapshots/inline-image-prompt": "the DeepSeek text adapter refuses image input (UNSUPPORTED_CONTENT)",
+}
+INBOX_STARTED = {
+    # folders with a turn opened by a subagent's notice or report rather than a user prompt
+    "examples/acp-agent/tests/snapshots/subagent-continuable",
+    "examples/acp-agent/tests/snapshots/subagent-continuable-inheritance",
+    "examples/acp-agent/tests/snapshots/subagent-list-agents",
+    "examples/acp-agent/tests/snapshots/subagent-report",
+}
+
+
+def _log_params() -> list[Any]:
+    """Every folder with a log, through the loop on chunks; over the wire too where the loop
+    itself is the point (turns opened by the inbox, the adapter's refusals). Every call of every
+    log is already checked over the wire by `test_upstream_log_loads_and_replays`."""
+    out: list[Any] = []
+    for p in _params():
+        folder = p.values[0]
+        if folder is None:
+            out.append(pytest.param(None, False, marks=p.marks, id=p.id))
+        elif (folder / "session.jsonl").exists():
+            out.append(pytest.param(folder, False, id=f"{p.id}-chunks"))
+            if _rel(folder) in INBOX_STARTED | set(NOT_REPLAYED_ON_THE_WIRE):
+                out.append(pytest.param(folder, True, id=f"{p.id}-wire"))
+    return out
+
+
+@pytest.mark.parametrize(("folder", "wire"), _log_params())
+async def test_upstream_log_replays_through_the_loop(folder: Path, wire: bool, tmp_path: Path) -> None:
+    rel = _rel(folder)
+    try:
+        report, _ = await replay_session(folder / "session.jsonl", wire=wire, workspace=tmp_path)
+    except ReplayError:
+        assert rel in INCONSISTENT  # a thrown call without its sidecar: refused with a reason
+        return
+    gap = NOT_REPLAYED.get(rel) or (NOT_REPLAYED_ON_THE_WIRE.get(rel) if wire else None)
+    if rel in INCONSISTENT or gap is not None:
+        # listed: keep the list honest (a log that starts replaying must leave it)
+        assert gap is None or not (report.messages_equal and report.logged_messages), gap
+        return
+    assert report.messages_equal, (report.logged_messages, report.replayed_messages)
+    # one live turn per logged turn that had input (header-only and authored logs have none)
+    logged = load_log_session(folder / "session.jsonl")
+    inputs = turn_inputs(logged)
+    assert len(report.turn_ends) == len(inputs)
+    opened_by_inbox = any(not isinstance(turn[0].source, UserSource) for turn in inputs)
+    assert opened_by_inbox == (rel in INBOX_STARTED)
