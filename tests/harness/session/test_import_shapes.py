@@ -79,6 +79,19 @@ def test_web_app_flat_surface_events_derive_and_rewrite_verbatim() -> None:
     assert message_to_json(logged_message("assistant/message", session.events[6].data, seq=6)) == message_to_json(assistant)
 
 
+def test_flat_tool_result_replace_may_change_only_its_content() -> None:
+    """A surface replace of a tool result (compaction of its output) keeps everything but the
+    content; in the flat form the content sits beside the event fields."""
+    result = FLAT_TURN[8]
+    shorter = {"type": "tool/result", "data": dict(result["data"], content=[{"type": "text", "text": "[trimmed]"}]),  # type: ignore[arg-type]
+               "sourceEventSeqs": [8], "surfaceOp": {"op": "replace", "start": 8, "end": 8}}
+    session = parse_session_log(_log(*FLAT_TURN, shorter)).session
+    assert session.derive_messages()[-1].content[0].content == (TextBlock(text="[trimmed]"),)  # type: ignore[union-attr]
+    renamed = dict(shorter, data=dict(shorter["data"], callId="c2"))  # type: ignore[arg-type]
+    loaded = parse_session_log(_log(*FLAT_TURN, renamed), lenient=True)
+    assert len(loaded.defects) == 1 and "may change only" in loaded.defects[0]
+
+
 def test_flat_assistant_message_without_provenance_is_a_located_error() -> None:
     bad = dict(FLAT_TURN[6], data={k: v for k, v in FLAT_TURN[6]["data"].items() if k != "provenance"})  # type: ignore[attr-defined]
     with pytest.raises(SessionError, match=r"provenance: expected a JSON object"):
