@@ -51,6 +51,7 @@ __all__ = [
     "is_secret_field",
     "is_secret_header_name",
     "load_cassette",
+    "parse_cassette",
     "save_cassette",
     "script_to_cassette",
 ]
@@ -393,6 +394,12 @@ def load_cassette(path: str | os.PathLike[str]) -> Cassette:
         ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise CassetteError(f"cannot read the cassette: {e}", source=src) from None
+    return parse_cassette(text, source=src)
+
+
+def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:
+    """Read cassette text (as `load_cassette` does a file); `source` names it in errors."""
+    src = source
     meta: dict[str, Any] | None = None
     exchanges: list[RecordedExchange] = []
     torn: int | None = None
