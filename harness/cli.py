@@ -12,6 +12,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     import conformance.cli
+    import dshkit_view.cli
     import mock_server.cli
     import mock_server.record
     from harness import decode, replay, run
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.cli.register(sub)
     mock_server.record.register(sub)
     replay.register(sub)
+    dshkit_view.cli.register(sub)
     return parser
 
 
