@@ -13,6 +13,9 @@ or xdist workers. After a passing test, `mock_deepseek` checks that every script
 
 The marker takes script files (relative to the test file) and inline scripts alike: a `Script`
 (`Script.of(...)`), a list of steps, or a script mapping with `steps`.
+
+Record mode (`dshkit_cassette`, `--dshkit-record none|once|new_episodes|all`) replays a cassette
+named after the test id, or records it through the recording proxy; see `mock_server.record_mode`.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from mock_server.scripts import Script, ScriptError, parse_script
 from mock_server.server import MockServer, ScriptSource
 
 __all__ = [
+    "CASSETTE_MARKER",
     "MARKER",
     "MockServerFactory",
     "ReplayServerFactory",
     "SyncMockServerFactory",
+    "dshkit_cassette",
     "dshkit_mock_server",
     "dshkit_mock_server_sync",
     "dshkit_replay",
@@ -44,6 +49,7 @@ __all__ = [
 ]
 
 MARKER = "dshkit_script"
+CASSETTE_MARKER = "dshkit_cassette"
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 
 
@@ -75,7 +81,29 @@ class ReplayServerFactory(Protocol):
     ) -> MockServer: ...
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dshkit", "dshkit mock server and record mode")
+    group.addoption(
+        "--dshkit-record", choices=["none", "once", "new_episodes", "all"], default=None,
+        help="record mode of dshkit_cassette: none (replay only; the default), once (record missing "
+             "cassettes), new_episodes (replay known requests, record new ones), all (record again)",
+    )
+    group.addoption(
+        "--dshkit-record-upstream", metavar="URL", default=None,
+        help="endpoint to record from (default: $DSHKIT_RECORD_UPSTREAM); the app's own API key is forwarded "
+             "and scrubbed from the cassette",
+    )
+    parser.addini("dshkit_record_mode", "default record mode of dshkit_cassette (none)", default="none")
+    parser.addini("dshkit_cassette_dir", "folder of cassettes, beside each test file (cassettes)",
+                  default="cassettes")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{CASSETTE_MARKER}(name=None, *, upstream=None): the cassette of the `dshkit_cassette` "
+        "fixture (default name: from the test id) and the endpoint to record it from",
+    )
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*scripts, **options): scripts for the `mock_deepseek` fixtures: files "
@@ -237,3 +265,44 @@ async def dshkit_replay(
     yield factory
     for server in checked:
         _check_after_pass(request, server, True)
+
+
+@pytest.fixture
+def dshkit_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Record mode, as in pytest-recording: point the app's client at `dshkit_cassette.base_url`.
+
+    The cassette is `<test folder>/cassettes/<module>/<test name>.cassette.jsonl` (or the marker's
+    name, relative to the test file); `--dshkit-record` decides whether it is replayed or recorded
+    (`mock_server.record_mode`). After a passing test every replayed exchange must have been used
+    in modes none and once.
+    """
+    import os
+
+    from mock_server.record_mode import (
+        RECORD_MODES,
+        CassetteMissing,
+        default_cassette_path,
+        start_cassette_run,
+    )
+
+    config = request.config
+    mode = config.getoption("--dshkit-record") or config.getini("dshkit_record_mode") or "none"
+    if mode not in RECORD_MODES:
+        pytest.fail(f"dshkit_record_mode = {mode!r} is not one of {', '.join(RECORD_MODES)}", pytrace=False)
+    marker = request.node.get_closest_marker(CASSETTE_MARKER)
+    test_file = Path(str(request.node.fspath))
+    name = (marker.args[0] if marker and marker.args else None) or (marker.kwargs.get("name") if marker else None)
+    path = (test_file.parent / name if name else
+            default_cassette_path(test_file, request.node.nodeid, str(config.getini("dshkit_cassette_dir"))))
+    upstream = ((marker.kwargs.get("upstream") if marker else None)
+                or config.getoption("--dshkit-record-upstream") or os.environ.get("DSHKIT_RECORD_UPSTREAM"))
+    try:
+        run = start_cassette_run(path, mode, upstream=upstream)
+    except (CassetteMissing, ValueError) as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield run
+    finally:
+        run.close()
+    if run.server is not None and mode in ("none", "once"):
+        _check_after_pass(request, run.server, True)
