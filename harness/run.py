@@ -222,6 +222,20 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(run_command(args))
 
 
+_RUN_EPILOG = """\
+examples:
+  dshkit run "Read README.md and tell me what the project does."
+                                          the seed walk against the embedded mock server
+  dshkit run "Fix the failing test" --base-url https://api.deepseek.com --yes
+                                          a real model ($DEEPSEEK_API_KEY), tools approved
+  dshkit run "Summarise" --replay recordings/readme-walk
+                                          a recorded cassette instead of the bundled script
+  dshkit run "List files" --json | jq .   one JSON live event per line
+  dshkit run "Go on" --session .dshkit/sessions/ID.jsonl   resume a session
+  dshkit view .dshkit/sessions/ID.jsonl   then look at the session as one HTML page
+"""
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
@@ -231,6 +245,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "embedded mock server serves the bundled seed-walk script. Exit status: 0 completed "
             "(or cut by max-tokens), 1 error, 3 blocked, 4 max-steps, 130 aborted, 2 bad usage."
         ),
+        epilog=_RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", help="the user's message")
     p.add_argument("--base-url", help="endpoint base URL (clients append /chat/completions); default: embedded mock")

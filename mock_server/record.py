@@ -244,6 +244,18 @@ def _print(obj: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+_RECORD_EPILOG = """\
+examples:
+  dshkit record --upstream https://api.deepseek.com --out recordings/my-walk
+      then, in another shell, point the app at the printed base_url (e.g. OPENAI_BASE_URL)
+  dshkit record --upstream http://127.0.0.1:8000 --out recordings/local --scrub 'ORG=org-[a-z0-9]+'
+  dshkit serve --replay recordings/my-walk           serve what was recorded, byte for byte
+  dshkit view recordings/my-walk.cassette.jsonl      look at every read over time
+
+In pytest, record mode does the same per test: pytest --dshkit-record=once --dshkit-record-upstream URL
+"""
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add `dshkit record`."""
     p = sub.add_parser(
@@ -252,6 +264,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         description="A local proxy: point a client at the printed base_url; every request goes to "
         "--upstream, every response streams back as it arrives, and the cassette "
         "OUT.cassette.jsonl is rewritten atomically after each exchange. Secrets are scrubbed.",
+        epilog=_RECORD_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--upstream", required=True, help="upstream base URL, e.g. https://api.deepseek.com")
     p.add_argument("--out", required=True, metavar="recordings/NAME", help="cassette path (.cassette.jsonl added)")

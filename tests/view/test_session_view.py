@@ -125,3 +125,20 @@ def test_make_run_prints_the_view_of_its_walk() -> None:
     assert last.startswith("view: .dshkit/views/make-run-")
     page = (REPO / last.removeprefix("view: ")).read_text()
     assert 'data-finish="tool-calls"' in page and 'data-finish="stop"' in page
+
+
+def test_replay_prints_a_diff_and_exits_1_when_a_result_differs(
+    walk: Walk, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Replaying with the real tools in the same workspace gives the same results...
+    assert main(["replay", str(walk.log), "--tools", "builtin", "--workspace", str(walk.workspace)]) == 0
+    capsys.readouterr()
+    # ...and after the README changed, the tool result differs: a diff, exit 1.
+    (walk.workspace / "README.md").write_text("# Gadget Works\n")
+    assert main(["replay", str(walk.log), "--tools", "builtin", "--workspace", str(walk.workspace)]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["tool_results_equal"] is False
+    err = captured.err.splitlines()
+    assert "tool result 1 differs:" in err and "--- logged tool result 1" in err
+    assert any(line.startswith("-") and "Widget Forge" in line for line in err)
+    assert any(line.startswith("+") and "Gadget Works" in line for line in err)
