@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm import HarnessError, UsageError
+from harness.llm import HarnessError
 from harness.loop import rebuild_requests
 from harness.providers.deepseek import serialize
 from harness.session import LoadedLog, SessionEvent, thaw_json
@@ -128,8 +128,10 @@ def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str
 def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
     try:
         return [serialize(options) for options in rebuild_requests(events, session_id=session_id)], None
-    except (HarnessError, UsageError) as exc:
-        return [], str(exc)
+    except (HarnessError, ValueError, KeyError, TypeError) as exc:
+        # A log from another harness (DSH logs name their tools instead of carrying schemas) can
+        # lack what a rebuild needs; the timeline is still shown, each call saying why.
+        return [], f"{type(exc).__name__}: {exc}"
 
 
 def build_session_view(loaded: LoadedLog, sent: Sequence[Mapping[str, Any]] | None = None) -> SessionView:

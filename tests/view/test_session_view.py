@@ -142,3 +142,15 @@ def test_replay_prints_a_diff_and_exits_1_when_a_result_differs(
     assert "tool result 1 differs:" in err and "--- logged tool result 1" in err
     assert any(line.startswith("-") and "Widget Forge" in line for line in err)
     assert any(line.startswith("+") and "Gadget Works" in line for line in err)
+
+
+def test_upstream_dsh_logs_render_even_when_requests_cannot_be_rebuilt(dsh_sessions: Path) -> None:
+    # DSH's logs name their tools instead of carrying schemas: the timeline still renders and each
+    # call says why its request was not rebuilt.
+    logs = sorted(dsh_sessions.glob("*--session.jsonl"))
+    assert logs
+    for log in logs:
+        html, kind = render_paths([log])
+        assert kind == "session" and 'class="turn"' in html, log.name
+    html, _ = render_paths([dsh_sessions / "empty-response-retry--session.jsonl"])
+    assert "request not rebuilt: CodecError" in html and 'class="retry"' in html
