@@ -65,10 +65,14 @@ def detect_kind(path: Path) -> str:
     )
 
 
-def _chat_bodies(journal: Path) -> list[Mapping[str, Any]]:
+def _chat_bodies(journal: Path, session_id: str) -> list[Mapping[str, Any]]:
+    """The chat request bodies of `journal` that belong to the session: the adapter names its
+    session in a header the server journals, so one journal may hold several runs."""
     if detect_kind(journal) != "journal":
         raise ViewError(f"{journal}: --journal expects a journal written by `dshkit serve --journal FILE`")
-    return [x.body for x in load_journal(journal) if x.path.rstrip("/").endswith("/chat/completions")]
+    chats = [x for x in load_journal(journal) if x.path.rstrip("/").endswith("/chat/completions")]
+    own = [x for x in chats if x.session == session_id]
+    return [x.body for x in (own or chats)]
 
 
 def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple[str, str]:
@@ -89,7 +93,7 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
             loaded = parse_session_log(path.read_bytes(), source=str(path))
         except HarnessError as exc:
             raise ViewError(str(exc)) from None
-        sent = _chat_bodies(journal) if journal is not None else None
+        sent = _chat_bodies(journal, loaded.session.id) if journal is not None else None
         return session_page(build_session_view(loaded, sent), source=str(path),
                             journal=str(journal) if journal else None), kind
     if kind == "cassette":

@@ -77,7 +77,7 @@ def _call(call: CallView) -> str:
     parts.append(_stream(call))
     parts.append(_usage(call.usage))
     if finish and reason.get("kind") == "error":
-        error = reason.get("error", {})
+        error = reason.get("failure") or reason.get("error") or {}
         parts.append(f"<div class=\"failure\">✗ {esc(error.get('code', ''))}"
                      f"{' ' + esc(error.get('status')) if error.get('status') is not None else ''}: "
                      f"{esc(error.get('message', ''))}</div>")

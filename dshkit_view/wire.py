@@ -47,6 +47,8 @@ class WireExchange:
     usage: Mapping[str, Any] | None = None
     note: str = ""
     """Script, step and outcome (journal) or the response content type (cassette)."""
+    session: str | None = None
+    """The session the mock server routed the request to (journal only)."""
 
 
 def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapping[str, Any] | None]:
@@ -152,6 +154,6 @@ def load_journal(path: Path) -> list[WireExchange]:
         out.append(WireExchange(
             number=int(entry.get("seq", len(out) + 1)), method=str(entry.get("method", "POST")),
             path=str(entry["path"]), status=entry.get("status"), body=entry.get("body"),
-            deltas=deltas, usage=usage, note=note,
+            deltas=deltas, usage=usage, note=note, session=entry.get("session"),
         ))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -157,3 +158,25 @@ def test_upstream_dsh_logs_render_even_when_requests_cannot_be_rebuilt(dsh_sessi
         assert kind == "session" and 'class="turn"' in html, log.name
     html, _ = render_paths([dsh_sessions / "empty-response-retry--session.jsonl"])
     assert "request not rebuilt: CodecError" in html and 'class="retry"' in html
+
+
+def test_a_journal_of_several_sessions_is_matched_by_session_id(walk: Walk, tmp_path: Path) -> None:
+    entries = [json.loads(line) for line in walk.journal.read_text().splitlines()]
+    assert {e["session"] for e in entries} == {parse_session_log(walk.log.read_bytes()).session.id}
+    other = [{**e, "session": "another-run", "body": {**e["body"], "model": "other"}} for e in entries]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(e) + "\n" for pair in zip(other, entries, strict=True) for e in pair))
+    html, _ = render_paths([walk.log], journal=mixed)
+    assert "0 requests differ from what was sent" in html
+
+
+def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    out = tmp_path / "page.html"
+    env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "view", str(walk.log), "-o", str(out), "--open"],
+                            capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    assert opened.read_text() == out.resolve().as_uri()
