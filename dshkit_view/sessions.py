@@ -134,85 +134,110 @@ def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[li
         return [], f"{type(exc).__name__}: {exc}"
 
 
+class _Timeline:
+    """Walks a log once, placing each event in its turn and step; one method per kind of event."""
+
+    def __init__(self, bodies: list[dict[str, Any]], error: str | None,
+                 sent: Sequence[Mapping[str, Any]] | None) -> None:
+        self.bodies, self.error, self.sent = bodies, error, sent
+        self.turns: list[TurnView] = []
+        self.calls: list[CallView] = []
+        self.turn: TurnView | None = None
+        self.step: StepView | None = None
+        self.call: CallView | None = None
+        self.call_t0 = 0
+        self.last_time = 0
+        self.tool_names: dict[str, str] = {}
+        self._handlers = {
+            "turn/start": self._turn_start, "turn/end": self._turn_end,
+            "step/start": self._step_start, "step/end": self._step_end,
+            "assistant/chunk": self._assistant_chunk, "user/message": self._user_message,
+            "llm/retry": self._llm_retry, "tool/call": self._tool_call, "tool/result": self._tool_result,
+        }
+
+    def feed(self, event: SessionEvent) -> None:
+        data = thaw_json(event.data)
+        time = event.time if isinstance(event.time, int) else self.last_time
+        if event.type != "assistant/chunk":
+            self.call = None  # any other event between chunks ends the call (a cut stream)
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(event, data, time)
+        elif event.type not in _SHOWN_ELSEWHERE:
+            self._place(StepItem("event", event.seq, {"type": event.type, "data": data}))
+        self.last_time = time
+
+    def _open_turn(self, number: int) -> TurnView:
+        self.turn = TurnView(turn=number)
+        self.turns.append(self.turn)
+        return self.turn
+
+    def _place(self, item: StepItem) -> None:
+        if self.step is not None:
+            self.step.items.append(item)
+        else:
+            (self.turn or self._open_turn(0)).outside.append(item)
+
+    def _turn_start(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._open_turn(int(data.get("turn", len(self.turns) + 1)))
+        self.step = None
+
+    def _turn_end(self, event: SessionEvent, data: Any, time: int) -> None:
+        turn = self.turn or self._open_turn(int(data.get("turn", 0)))
+        turn.end = data.get("reason")
+        self.step = None
+
+    def _step_start(self, event: SessionEvent, data: Any, time: int) -> None:
+        turn = self.turn or self._open_turn(int(data.get("turn", 0)))
+        self.step = StepView(turn=int(data.get("turn", turn.turn)), step=int(data.get("step", len(turn.steps) + 1)))
+        turn.steps.append(self.step)
+
+    def _step_end(self, event: SessionEvent, data: Any, time: int) -> None:
+        self.step = None
+
+    def _assistant_chunk(self, event: SessionEvent, data: Any, time: int) -> None:
+        if self.call is None or self.call.finish is not None:
+            self.call = self._new_call()
+            self.call_t0 = self.last_time
+            self._place(StepItem("call", event.seq, self.call))
+        self.call.chunks.append(ChunkPoint(t_ms=max(0, time - self.call_t0), chunk=data["chunk"]))
+
+    def _new_call(self) -> CallView:
+        index = len(self.calls)
+        call = CallView(number=index + 1, request=self.bodies[index] if index < len(self.bodies) else None,
+                        rebuild_error=self.error)
+        if self.sent is not None and index < len(self.sent):
+            call.sent = dict(self.sent[index])
+            if call.request is not None:
+                call.diff = json_diff(call.request, call.sent)
+        self.calls.append(call)
+        return call
+
+    def _user_message(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._place(StepItem("user", event.seq, data))
+
+    def _llm_retry(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._place(StepItem("retry", event.seq, data))
+
+    def _tool_call(self, event: SessionEvent, data: Any, time: int) -> None:
+        self.tool_names[str(data.get("callId"))] = str(data.get("name"))
+        self._place(StepItem("tool-call", event.seq, data))
+
+    def _tool_result(self, event: SessionEvent, data: Any, time: int) -> None:
+        content = (data.get("message") or {}).get("content") or [{}]
+        call_id = str(content[0].get("toolCallId")) if content else ""
+        self._place(StepItem("tool-result", event.seq, {**data, "toolName": self.tool_names.get(call_id, call_id)}))
+
+
 def build_session_view(loaded: LoadedLog, sent: Sequence[Mapping[str, Any]] | None = None) -> SessionView:
     """The timeline of a parsed log; `sent` are the chat request bodies of a journal, in order."""
     session = loaded.session
     events = list(session.events)
-    bodies, error = _rebuilt_bodies(events, session.id)
-    turns: list[TurnView] = []
-    calls: list[CallView] = []
-    current_call: CallView | None = None
-    call_t0 = 0
-    last_time = 0
-    turn: TurnView | None = None
-    step: StepView | None = None
-    tool_names: dict[str, str] = {}
-
-    def place(item: StepItem) -> None:
-        nonlocal turn
-        if step is not None:
-            step.items.append(item)
-        else:
-            if turn is None:
-                turn = TurnView(turn=0)
-                turns.append(turn)
-            turn.outside.append(item)
-
+    timeline = _Timeline(*_rebuilt_bodies(events, session.id), sent)
     for event in events:
-        data = thaw_json(event.data)
-        time = event.time if isinstance(event.time, int) else last_time
-        if event.type != "assistant/chunk":
-            current_call = None  # any other event between chunks ends the call (a cut stream)
-        if event.type == "turn/start":
-            turn = TurnView(turn=int(data.get("turn", len(turns) + 1)))
-            turns.append(turn)
-            step = None
-        elif event.type == "turn/end":
-            if turn is None:
-                turn = TurnView(turn=int(data.get("turn", 0)))
-                turns.append(turn)
-            turn.end = data.get("reason")
-            step = None
-        elif event.type == "step/start":
-            if turn is None:
-                turn = TurnView(turn=int(data.get("turn", 0)))
-                turns.append(turn)
-            step = StepView(turn=int(data.get("turn", turn.turn)), step=int(data.get("step", len(turn.steps) + 1)))
-            turn.steps.append(step)
-        elif event.type == "step/end":
-            step = None
-        elif event.type == "assistant/chunk":
-            if current_call is None or current_call.finish is not None:
-                index = len(calls)
-                current_call = CallView(
-                    number=index + 1,
-                    request=bodies[index] if index < len(bodies) else None,
-                    rebuild_error=error,
-                )
-                if sent is not None and index < len(sent):
-                    current_call.sent = dict(sent[index])
-                    if current_call.request is not None:
-                        current_call.diff = json_diff(current_call.request, current_call.sent)
-                calls.append(current_call)
-                call_t0 = last_time
-                place(StepItem("call", event.seq, current_call))
-            current_call.chunks.append(ChunkPoint(t_ms=max(0, time - call_t0), chunk=data["chunk"]))
-        elif event.type == "user/message":
-            place(StepItem("user", event.seq, data))
-        elif event.type == "llm/retry":
-            place(StepItem("retry", event.seq, data))
-        elif event.type == "tool/call":
-            tool_names[str(data.get("callId"))] = str(data.get("name"))
-            place(StepItem("tool-call", event.seq, data))
-        elif event.type == "tool/result":
-            content = (data.get("message") or {}).get("content") or [{}]
-            call_id = str(content[0].get("toolCallId")) if content else ""
-            place(StepItem("tool-result", event.seq, {**data, "toolName": tool_names.get(call_id, call_id)}))
-        elif event.type not in _SHOWN_ELSEWHERE:
-            place(StepItem("event", event.seq, {"type": event.type, "data": data}))
-        last_time = time
-    extra = max(0, len(sent) - len(calls)) if sent is not None else 0
+        timeline.feed(event)
+    extra = max(0, len(sent) - len(timeline.calls)) if sent is not None else 0
     return SessionView(
-        id=session.id, cwd=session.header.cwd, turns=turns, calls=calls,
+        id=session.id, cwd=session.header.cwd, turns=timeline.turns, calls=timeline.calls,
         repaired=len(loaded.closers), journal_extra=extra,
     )
