@@ -47,7 +47,7 @@ pre { background: #f6f6f6; padding: .5rem; overflow-x: auto; white-space: pre-wr
 .usage { color: #1f5f96; }
 .diff .add { background: #e6ffed; display: block; } .diff .del { background: #ffeef0; display: block; }
 .ok { color: #17623a; } .bad { color: #b0281f; font-weight: 600; }
-table.matrix { border-collapse: collapse; } .matrix td, .matrix th { border: 1px solid var(--line); padding: 2px 8px; }
+table.matrix { border-collapse: collapse; } .matrix th { white-space: nowrap; text-align: left; } .matrix td, .matrix th { border: 1px solid var(--line); padding: 2px 8px; }
 .matrix td.pass { background: #e6ffed; } .matrix td.fail { background: #ffeef0; } .matrix td.na { color: var(--muted); }
 svg.plot { background: #fbfbfb; border: 1px solid var(--line); }
 .legend span { margin-right: .8rem; } .legend i { display: inline-block; width: .7rem; height: .7rem; border-radius: 50%; margin-right: .2rem; }
