@@ -52,7 +52,16 @@ class WireExchange:
 
 
 def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapping[str, Any] | None]:
-    """Decode timed body pieces into deltas; a line split across pieces counts when it completes."""
+    """Decode timed body pieces into deltas; a line split across pieces counts when it completes.
+    A body that is one JSON error object (an HTTP error answer) becomes one `error` delta."""
+    whole = b"".join(data for _, data in pieces)
+    if whole.lstrip().startswith(b"{"):
+        try:
+            body = json.loads(whole)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and "error" in body:
+            return [WireDelta(pieces[-1][0], "error", json.dumps(body["error"], ensure_ascii=False))], None
     deltas: list[WireDelta] = []
     usage: Mapping[str, Any] | None = None
     buffer = b""

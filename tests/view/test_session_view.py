@@ -180,3 +180,8 @@ def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
                             capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 0, result.stderr
     assert opened.read_text() == out.resolve().as_uri()
+
+
+def test_an_http_error_answer_shows_its_error_body() -> None:
+    html, _ = render_paths([REPO / "recordings" / "bad-request-400.cassette.jsonl"])
+    assert 'data-status="400"' in html and 'class="failure"' in html and "invalid_request_error" in html
