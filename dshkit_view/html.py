@@ -114,7 +114,7 @@ def plot(points: Sequence[tuple[float, str]], *, label: str = "chunk arrival") -
         f"width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\">"
         f"<polyline points=\"{path}\" fill=\"none\" stroke=\"#bbb\"/>{dots}"
         f"<text x=\"{pad}\" y=\"{height - 4}\" font-size=\"10\">0 ms</text>"
-        f"<text x=\"{width - pad}\" y=\"{height - 4}\" font-size=\"10\" text-anchor=\"end\">{end:.0f} ms</text>"
-        f"<text x=\"4\" y=\"12\" font-size=\"10\">{n} chunks</text></svg>"
+        f"<text x=\"{width - pad}\" y=\"{height - 4}\" font-size=\"10\" text-anchor=\"end\">{end:.{0 if end >= 10 else 1}f} ms</text>"
+        f"<text x=\"4\" y=\"12\" font-size=\"10\">{n} chunk{'' if n == 1 else 's'}</text></svg>"
         f"<figcaption class=\"legend\">{esc(label)}: {legend}</figcaption></figure>"
     )
