@@ -4,7 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint clean browser
+
+CHROMIUM ?= /usr/bin/chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,11 +15,25 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 ## run: the seed's walk on this repository's README.md, against the embedded mock server
+## (then writes the HTML view of that session and prints its path)
 run: $(STAMP)
-	$(BIN)/dshkit run "Read README.md and tell me what the project does." --workspace .
+	@session=.dshkit/sessions/make-run-$$(date +%Y%m%d-%H%M%S)-$$$$.jsonl; \
+	$(BIN)/dshkit run "Read README.md and tell me what the project does." --workspace . --session $$session \
+	&& echo "view: $$($(BIN)/dshkit view $$session)"
+
+## browser: Debian's chromium for the view's browser tests (installed with apt-get when missing and
+## run as root; otherwise those tests skip and say how to get it). Playwright drives this system
+## browser; it never downloads a browser of its own.
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "could not install chromium: the browser tests will be skipped"; \
+	else echo "no $(CHROMIUM) and not root: the browser tests will be skipped (apt-get install chromium)"; fi
 
 ## test: the whole suite, in parallel workers, each with its own servers and ports
-test: $(STAMP)
+test: $(STAMP) browser
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto -q
 
 bench: $(STAMP)
@@ -25,7 +41,7 @@ bench: $(STAMP)
 
 ## lint: ruff and mypy --strict (also run by the suite, tests/test_lint.py)
 lint: $(STAMP)
-	$(BIN)/ruff check harness mock_server conformance tests bench
+	$(BIN)/ruff check harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
 
 clean:

@@ -29,6 +29,18 @@ from .scenario import Scenario, ScenarioError, load_catalogue
 __all__ = ["register", "run_conformance", "select"]
 
 
+_CONFORMANCE_EPILOG = """\
+examples:
+  dshkit conformance                                 the catalogue against the bundled DeepSeek adapter
+  dshkit conformance --adapter mypkg.adapters:make --json mine.json
+                                                     your adapter (a factory); a JSON report
+  dshkit conformance --only area:tools -v            one area, every failure's diff printed
+  dshkit conformance --server http://127.0.0.1:8000 --api-key K
+                                                     check an endpoint instead of an adapter
+  dshkit view deepseek.json mine.json                scenario x adapter matrix of two reports
+"""
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = subparsers.add_parser(
         "conformance",
@@ -36,12 +48,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=(
             "Play the scenario catalogue over real HTTP against a provider adapter and judge "
             "translate, assemble, serialize and error mapping. With --server, check a "
-            "DeepSeek-compatible endpoint against wire.md S1-S41 instead. --protocol anthropic "
-            "does both on DeepSeek's Anthropic Messages surface: the scenarios written for it "
-            "against an Anthropic-protocol adapter, or the AN server checks against an "
-            "Anthropic base URL (e.g. https://api.deepseek.com/anthropic). Exit status: 0 all "
-            "pass or n/a, 1 any failure, 2 usage error."
+            "DeepSeek-compatible endpoint against dshkit's server checklist instead (checks S1-S41 "
+            "of DeepSeek's wire behaviour: auth, status codes, SSE framing, chunk shapes, usage, "
+            "limits; each check's id and text are in the report). --protocol anthropic does both "
+            "on DeepSeek's Anthropic Messages surface: the scenarios written for it against an "
+            "Anthropic-protocol adapter, or the AN server checks against an Anthropic base URL "
+            "(e.g. https://api.deepseek.com/anthropic). Exit status: 0 all pass or n/a, 1 any "
+            "failure, 2 usage error."
         ),
+        epilog=_CONFORMANCE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--adapter", default=None, metavar="MOD:FACTORY",
                    help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
@@ -56,8 +72,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", metavar="FILE", help="write the JSON report")
     p.add_argument("--scenarios", action="append", metavar="PATH",
                    help="scenario file or folder instead of the bundled catalogue (repeatable)")
-    p.add_argument("--server", metavar="URL", help="check this endpoint against S1-S41 (or, with "
-                   "--protocol anthropic, the AN checks; give the Anthropic base URL) instead")
+    p.add_argument("--server", metavar="URL", help="check this endpoint against the server checklist "
+                   "(S1-S41; with --protocol anthropic the AN checks, given the Anthropic base URL) instead")
     p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",
                    help="--server: seconds to wait for each answer (default: 30); each check gets 4x that")

@@ -10,8 +10,23 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 
+_EPILOG = """\
+examples:
+  dshkit run "Read README.md and tell me what the project does."   one agent turn, shown live
+  dshkit view .dshkit/sessions/ID.jsonl            that session as one self-contained HTML page
+  dshkit serve --sequence rate_limit,success       a mock DeepSeek server on 127.0.0.1
+  dshkit record --upstream URL --out recordings/NAME   record a cassette through a proxy
+  dshkit replay .dshkit/sessions/ID.jsonl          re-run a session against its recorded calls
+  dshkit decode capture.sse                        what the adapter makes of captured bytes
+  dshkit conformance --adapter mod:factory         hold an adapter to the conformance catalogue
+
+`dshkit COMMAND --help` shows each command's options and more examples.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     import conformance.cli
+    import dshkit_view.cli
     import mock_server.cli
     import mock_server.record
     from harness import decode, replay, run
@@ -19,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dshkit",
         description="Wire-level testing toolkit for LLM agent harnesses and provider adapters.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     decode.register(sub)
@@ -27,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.cli.register(sub)
     mock_server.record.register(sub)
     replay.register(sub)
+    dshkit_view.cli.register(sub)
     return parser
 
 

@@ -423,6 +423,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+_DECODE_EPILOG = """\
+examples:
+  dshkit decode examples/seed-walk.sse               SSE bytes: chunks, assembled message, usage, finish
+  dshkit decode capture.sse --pretty                 indented JSON instead of one line per chunk
+  dshkit decode error.json --format error --status 429
+                                                     an HTTP error body as the adapter maps it
+  curl -sN ... | tee capture.sse && dshkit decode capture.sse
+"""
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "decode",
@@ -439,6 +449,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "(even if it decodes to an error finish), 2 when it is missing, empty or "
             "undetectable."
         ),
+        epilog=_DECODE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="the capture file, or - for stdin")
     p.add_argument("--format", choices=["sse", "jsonl", "json", "error", *_DOCUMENTS], help="skip detection")

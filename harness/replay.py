@@ -55,6 +55,7 @@ __all__ = [
     "ReplayReport",
     "logged_tool_runtime",
     "register",
+    "replay_diff",
     "replay_session",
     "turn_inputs",
 ]
@@ -403,17 +404,42 @@ def _replay_command(args: argparse.Namespace) -> int:
         "tool_results_equal": report.results_equal,
     }
     print(json.dumps(result, ensure_ascii=False))
-    if not report.messages_equal:
-        for i, (a, b) in enumerate(zip(report.logged_messages, report.replayed_messages, strict=False)):
-            if a != b:
-                print(f"message {i + 1} differs:\n  logged:   {json.dumps(a, ensure_ascii=False)[:400]}\n"
-                      f"  replayed: {json.dumps(b, ensure_ascii=False)[:400]}", file=sys.stderr)
-                break
-        else:
-            print(f"logged {len(report.logged_messages)} assistant message(s), replayed "
-                  f"{len(report.replayed_messages)}", file=sys.stderr)
+    diff = replay_diff("assistant message", report.logged_messages, report.replayed_messages)
+    diff += replay_diff("tool result", report.logged_results, report.replayed_results)
+    if diff:
+        print("\n".join(diff), file=sys.stderr)
         return 1
     return 0
+
+
+def replay_diff(what: str, logged: Sequence[Any], replayed: Sequence[Any]) -> list[str]:
+    """A unified diff (indented JSON) of each logged/replayed pair that differs, and a line for a
+    count that differs; empty when both lists are equal."""
+    import difflib
+
+    out: list[str] = []
+    if len(logged) != len(replayed):
+        out.append(f"the log holds {len(logged)} {what}(s), the replay made {len(replayed)}")
+    for i, (a, b) in enumerate(zip(logged, replayed, strict=False)):
+        if a != b:
+            left = json.dumps(a, indent=2, ensure_ascii=False).splitlines()
+            right = json.dumps(b, indent=2, ensure_ascii=False).splitlines()
+            out.append(f"{what} {i + 1} differs:")
+            out.extend(difflib.unified_diff(left, right, fromfile=f"logged {what} {i + 1}",
+                                            tofile=f"replayed {what} {i + 1}", lineterm=""))
+    return out
+
+
+_REPLAY_EPILOG = """\
+examples:
+  dshkit replay .dshkit/sessions/ID.jsonl            recorded chunks straight into the agent loop
+  dshkit replay SESSION.jsonl --wire                 the same calls as SSE through the mock server
+                                                     and the real DeepSeek adapter
+  dshkit replay SESSION.jsonl --tools builtin --workspace DIR
+                                                     run the real tools again in DIR; a tool result
+                                                     that changed shows as a diff (exit 1)
+  dshkit replay SESSION.jsonl --out replayed.jsonl && dshkit view replayed.jsonl
+"""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -424,7 +450,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Replay a session JSONL (ours or upstream DSH's, packed rows and override "
         "sidecars included): its user prompts go through the agent loop again, each model call is "
         "answered by the recorded chunks, and the replayed assistant messages are compared with "
-        "the logged ones. Exit 0 when they are equal, 1 when not, 2 on bad input.",
+        "the logged ones (and the tool results with them). Exit 0 when they are equal; 1 when not, "
+        "after printing a unified diff of each message or result that differs to stderr; 2 on bad input.",
+        epilog=_REPLAY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("session", help="the session JSONL (children NAME.N.jsonl and the sidecar are found beside it)")
     p.add_argument("--wire", action="store_true", help="serve the calls as DeepSeek SSE through the mock server and the real adapter")

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import httpx
+
 from harness.llm import Adapter, UsageError
 from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from harness.providers.deepseek import DeepSeekAdapter
@@ -35,11 +37,57 @@ EXIT_CODES = {"completed": 0, "max-tokens": 0, "error": 1, "blocked": 3, "max-st
 class LiveView:
     """Prints the flow of a turn as it happens: a readable view, or one JSON line per event."""
 
-    def __init__(self, out: TextIO, *, as_json: bool) -> None:
+    def __init__(self, out: TextIO, *, as_json: bool, wire: bool = True) -> None:
         self.out = out
         self.as_json = as_json
+        self.wire = wire and not as_json
+        """Also show the wire: requests, HTTP status, step boundaries, fragment and usage counts."""
         self._mode: str | None = None  # what is being streamed: reasoning / text
+        self._counts: dict[str, int] = {}
         self.closed = False
+
+    # -- the wire, from httpx event hooks (the adapter's own client) ---------------------------
+
+    async def on_request(self, request: Any) -> None:
+        if self.wire and not self.closed:
+            self._guarded(lambda: self._wire_line(
+                f"→ {request.method} {request.url.path} ({len(request.content)} bytes)"))
+
+    async def on_response(self, response: Any) -> None:
+        if self.wire and not self.closed:
+            kind = response.headers.get("content-type", "").split(";")[0]
+            rid = response.headers.get("x-ds-trace-id") or response.headers.get("x-request-id")
+            self._guarded(lambda: self._wire_line(
+                f"← HTTP {response.status_code} {kind}" + (f" (request id {rid})" if rid else "")))
+
+    def _guarded(self, show: Any) -> None:
+        try:
+            show()
+        except BrokenPipeError:
+            self.closed = True
+
+    def _wire_line(self, text: str) -> None:
+        self._end_stream()
+        self._line(f"  {text}")
+
+    def _count(self, chunk: Any) -> None:
+        kind = chunk["type"]
+        if kind == "tool-call-delta" and chunk.get("argumentsDelta"):
+            kind = "fragment"
+        self._counts[kind] = self._counts.get(kind, 0) + 1
+        if kind == "usage":
+            self._counts["_in"] = int(chunk["usage"].get("inputTokens") or 0)
+            self._counts["_out"] = int(chunk["usage"].get("outputTokens") or 0)
+            self._counts["_cached"] = int(chunk["usage"].get("cacheReadTokens") or 0)
+
+    def _call_summary(self, finish: Any) -> str:
+        c, self._counts = self._counts, {}
+        parts = [f"finish {finish['reason']['kind']}",
+                 f"{c.get('reasoning-delta', 0)} reasoning + {c.get('text-delta', 0)} text chunks",
+                 f"{c.get('fragment', 0)} argument fragments"]
+        if "usage" in c:
+            parts.append(f"usage in {c['_in']} / out {c['_out']} / cached {c['_cached']}")
+        return "· " + " · ".join(parts)
 
     def __call__(self, event: AgentEvent) -> None:
         if self.closed:
@@ -92,9 +140,16 @@ class LiveView:
                 self._line(f"· runtime context ({len(text)} chars)")
             else:
                 self._line(f"› {text}")
+        elif kind == "step/start" and self.wire:
+            self._end_stream()
+            self._line(f"── step {data['step']} " + "─" * 20)
         elif kind == "assistant/chunk":
             chunk = data["chunk"]
             ctype = chunk["type"]
+            if self.wire:
+                self._count(chunk)
+                if ctype == "finish":
+                    self._wire_line(self._call_summary(chunk))
             if ctype in ("reasoning-delta", "text-delta"):
                 mode = "reasoning" if ctype == "reasoning-delta" else "text"
                 if self._mode != mode:
@@ -128,6 +183,37 @@ class LiveView:
             self._line(f"■ turn {data['turn']} {reason['kind']}{extra}")
 
 
+DEFAULT_PACE_MS = 25
+"""Delay between writes of the embedded mock server when the view goes to a terminal, so the
+stream is seen arriving (without it the scripted walk appears all at once)."""
+
+
+def _pace_ms(args: argparse.Namespace, out: TextIO) -> int:
+    pace = getattr(args, "pace", None)
+    if pace is not None:
+        return max(0, int(pace))
+    isatty = getattr(out, "isatty", None)
+    return DEFAULT_PACE_MS if not args.json and isatty is not None and isatty() else 0
+
+
+def _paced(sources: list[Any], pace_ms: int) -> list[Any]:
+    """The bundled script(s) with `pace_ms` between writes (steps that set a delay keep it)."""
+    from mock_server import Script, load_scripts
+
+    scripts: list[Script] = []
+    for source in sources:
+        scripts.extend([source] if isinstance(source, Script) else load_scripts(source))
+    out: list[Any] = []
+    for script in scripts:
+        steps = [
+            step.model_copy(update={"timing": step.timing.model_copy(update={"chunk_delay_ms": pace_ms})})
+            if hasattr(step, "timing") and not step.timing.chunk_delay_ms else step
+            for step in script.steps
+        ]
+        out.append(script.model_copy(update={"steps": steps}))
+    return out
+
+
 def _plain(value: Any) -> Any:
     if hasattr(value, "__dataclass_fields__"):
         return {k: getattr(value, k) for k in value.__dataclass_fields__}
@@ -148,13 +234,14 @@ def _open_session(args: argparse.Namespace, workspace: Path) -> tuple[Session, S
     return session, store, store.path_for(session.id)
 
 
-def _adapter(args: argparse.Namespace, base_url: str, api_key: str) -> Adapter:
-    """The adapter for `--protocol`: Chat Completions (default) or Anthropic Messages."""
+def _adapter(args: argparse.Namespace, base_url: str, api_key: str, client: httpx.AsyncClient) -> Adapter:
+    """The adapter for `--protocol`: Chat Completions (default) or Anthropic Messages, on
+    `client` (which carries the timeouts and the live view's hooks)."""
     if getattr(args, "protocol", "chat") == "anthropic":
         from harness.providers.anthropic import AnthropicAdapter
 
-        return AnthropicAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
-    return DeepSeekAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
+        return AnthropicAdapter(base_url, api_key, client=client)
+    return DeepSeekAdapter(base_url, api_key, client=client)
 
 
 async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -190,6 +277,10 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
                     print(f"dshkit run: --replay: {exc}", file=sys.stderr)
                     return 2
                 served = f"the recording {replay}"
+            pace = _pace_ms(args, out)
+            if pace and replay is None:
+                sources = _paced(sources, pace)
+                served += f", {pace} ms between writes"
             server = await stack.enter_async_context(MockServer(*sources))
             base_url, api_key = server.base_url, api_key or "sk-dshkit-embedded-mock"
             if getattr(args, "protocol", "chat") == "anthropic":
@@ -205,13 +296,20 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             print(f"dshkit run: {exc}", file=sys.stderr)
             return 2
         stack.callback(store.close, session)
-        adapter = _adapter(args, base_url, api_key)
+        view = LiveView(out, as_json=args.json)
+        # The adapter's usual client, plus hooks so the view shows each request and status line.
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=10, read=args.idle_timeout, write=args.idle_timeout, pool=10),
+            event_hooks={"request": [view.on_request], "response": [view.on_response]},
+        )
+        stack.push_async_callback(client.aclose)
+        adapter = _adapter(args, base_url, api_key, client)
         stack.push_async_callback(adapter.aclose)
         tools = ToolRuntime(
             builtin_tools(workspace, names=tuple(names)), approver=terminal_approver(yes=args.yes)
         )
         agent = Agent(session, adapter, AgentOptions(model=args.model, max_steps=args.max_steps), tools=tools)
-        agent.subscribe(LiveView(out, as_json=args.json))
+        agent.subscribe(view)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, agent.cancel)
@@ -233,6 +331,20 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(run_command(args))
 
 
+_RUN_EPILOG = """\
+examples:
+  dshkit run "Read README.md and tell me what the project does."
+                                          the seed walk against the embedded mock server
+  dshkit run "Fix the failing test" --base-url https://api.deepseek.com --yes
+                                          a real model ($DEEPSEEK_API_KEY), tools approved
+  dshkit run "Summarise" --replay recordings/readme-walk
+                                          a recorded cassette instead of the bundled script
+  dshkit run "List files" --json | jq .   one JSON live event per line
+  dshkit run "Go on" --session .dshkit/sessions/ID.jsonl   resume a session
+  dshkit view .dshkit/sessions/ID.jsonl   then look at the session as one HTML page
+"""
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
@@ -242,6 +354,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "embedded mock server serves the bundled seed-walk script. Exit status: 0 completed "
             "(or cut by max-tokens), 1 error, 3 blocked, 4 max-steps, 130 aborted, 2 bad usage."
         ),
+        epilog=_RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", help="the user's message")
     p.add_argument("--base-url", help="endpoint base URL (clients append /chat/completions, or /v1/messages "
@@ -260,4 +374,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="serve this cassette (recorded timing) through the embedded mock server "
                    "instead of the bundled script, e.g. recordings/readme-walk")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without bytes before a call times out (default: 300)")
+    p.add_argument("--pace", type=int, metavar="MS",
+                   help=f"ms between the embedded mock server's writes, so the stream is seen arriving "
+                   f"(default: {DEFAULT_PACE_MS} on a terminal, 0 otherwise)")
     p.set_defaults(func=_run)

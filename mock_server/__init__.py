@@ -45,7 +45,7 @@ from mock_server.generate import (
     split_text,
 )
 from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
-from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
+from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.record import Recorder
 from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
 from mock_server.routing import SESSION_HEADER, Decision, RequestView, Router, session_of
@@ -127,6 +127,7 @@ __all__ = [
     "SplitSpec",
     "StreamMeta",
     "StreamSpec",
+    "SyncMockServerFactory",
     "Timing",
     "ToolCall",
     "ToolCallSpec",

@@ -4,7 +4,9 @@
 `python -m mock_server`). On stdout the command prints one JSON line `{"type": "ready",
 "base_url", "port", "seed"}` once the port is bound, then one `request` and one `result` line
 per request; diagnostics go to stderr. SIGINT exits 130 and SIGTERM 143, after closing every
-open stream, stalled ones included.
+open stream, stalled ones included, and printing an end-of-run summary: a `summary` JSON line on
+stdout and the same in words on stderr (requests by outcome, scripted steps nobody used,
+rejected requests with their reasons).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import asyncio
 import os
 import signal
 import sys
+import textwrap
+from collections import Counter
 from typing import Any
 
 from harness.llm import HarnessError
@@ -21,7 +25,7 @@ from mock_server.journal import DEFAULT_KEEP, json_line
 from mock_server.scripts import ScriptError
 from mock_server.server import MockServer
 
-__all__ = ["register", "run_serve"]
+__all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
 
 API_KEY_ENV = "DSHKIT_MOCK_API_KEY"
 
@@ -54,13 +58,48 @@ def _keep(text: str) -> int | None:
     return n
 
 
+_EXAMPLES = """\
+examples:
+  dshkit serve                                   generated replies quoting the last user message
+  dshkit serve --script weather.yaml --journal j.jsonl
+                                                 a scripted session; every exchange journaled
+  dshkit serve --sequence rate_limit,success     one 429, then a normal streamed answer
+  dshkit serve --sequence random --weights stall=1,success=3 --seed 7
+  dshkit serve --replay recordings/readme-walk --speed 0
+                                                 a recorded cassette, byte for byte, no waits
+  OPENAI_BASE_URL=http://127.0.0.1:PORT python app.py   point a client at the printed base_url
+
+Stop it with Ctrl-C: it prints a summary (requests, unused steps, rejections) and exits 130.
+"""
+
+
+def serve_epilog() -> str:
+    """The examples and the fault catalogue, by kind, as `serve --help` prints them."""
+    from mock_server.faults import FAULTS
+
+    kinds: dict[str, list[str]] = {}
+    for name, info in sorted(FAULTS.items()):
+        kinds.setdefault(info.kind, []).append(name)
+    lines = [_EXAMPLES, "fault names (for --sequence, `- NAME` or `fault: NAME` in a script):"]
+    for kind, names in kinds.items():
+        lines.append(textwrap.fill(", ".join(names), width=96, initial_indent=f"  {kind + ':':<12}",
+                                   subsequent_indent=" " * 14))
+    lines.append("  refusal:    connection_refused (only as the first --sequence entry, with an explicit --port)")
+    lines.append("What each one does: the fault catalogue in README.md and docs/mock_server.md.")
+    return "\n".join(lines)
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the `serve` subcommand; its `func` runs the server and returns the exit code."""
     p = subparsers.add_parser(
         "serve",
         help="run the mock DeepSeek server",
         description="Serve DeepSeek's /chat/completions on loopback with scripted or generated "
-        "streams and faults. Prints a `ready` JSON line, then `request`/`result` lines.",
+        "streams and faults. Prints a `ready` JSON line, then `request`/`result` lines, and a "
+        "`summary` line when stopped. Exit status: 130 on Ctrl-C, 143 on SIGTERM, 2 for bad "
+        "options or scripts, 1 when the port cannot be bound.",
+        epilog=serve_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--script", action="append", default=[], metavar="FILE",
                    help="YAML/JSON script file (repeatable); each new session claims the next")
@@ -210,4 +249,36 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
         code = await stop
     finally:
         await server.close()
+    summary = run_summary(server)
+    _print(summary)
+    sys.stderr.write(_summary_text(summary))
     return code
+
+
+def run_summary(server: MockServer) -> dict[str, Any]:
+    """What the run did, for the end of `serve`: requests by outcome, scripted steps nobody used,
+    and each rejected request with its status and reason."""
+    entries = server.journal.entries
+    rejections = [
+        {"seq": e.seq, "status": e.status, "path": e.path,
+         "reason": str((e.error or {}).get("message") or e.outcome)}
+        for e in entries
+        if e.outcome == "rejected"
+    ]
+    return {
+        "type": "summary",
+        "requests": len(entries),
+        "outcomes": dict(Counter(str(e.outcome) for e in entries)),
+        "unused_steps": server.journal.unused_steps(),
+        "rejections": rejections,
+    }
+
+
+def _summary_text(summary: dict[str, Any]) -> str:
+    outcomes = ", ".join(f"{n} {k}" for k, n in sorted(summary["outcomes"].items()))
+    lines = [f"dshkit serve: {summary['requests']} request(s)" + (f" ({outcomes})" if outcomes else "")]
+    unused = summary["unused_steps"]
+    lines.append(f"  unused scripted steps: {len(unused)}" + "".join(f"\n    {u}" for u in unused))
+    for r in summary["rejections"]:
+        lines.append(f"  rejected #{r['seq']} {r['path']} → {r['status']}: {r['reason']}")
+    return "\n".join(lines) + "\n"

@@ -353,6 +353,18 @@ def _print(obj: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+_RECORD_EPILOG = """\
+examples:
+  dshkit record --upstream https://api.deepseek.com --out recordings/my-walk
+      then, in another shell, point the app at the printed base_url (e.g. OPENAI_BASE_URL)
+  dshkit record --upstream http://127.0.0.1:8000 --out recordings/local --scrub 'ORG=org-[a-z0-9]+'
+  dshkit serve --replay recordings/my-walk           serve what was recorded, byte for byte
+  dshkit view recordings/my-walk.cassette.jsonl      look at every read over time
+
+In pytest, record mode does the same per test: pytest --dshkit-record=once --dshkit-record-upstream URL
+"""
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add `dshkit record`."""
     p = sub.add_parser(
@@ -362,6 +374,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--upstream, every response streams back as it arrives, and each exchange is appended to "
         "OUT.cassette.jsonl as it ends (after what the file already holds, unless --overwrite). "
         "Secrets are scrubbed.",
+        epilog=_RECORD_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--upstream", required=True, help="upstream base URL, e.g. https://api.deepseek.com")
     p.add_argument("--out", required=True, metavar="recordings/NAME", help="cassette path (.cassette.jsonl added)")

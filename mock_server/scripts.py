@@ -10,11 +10,12 @@ once per load; nothing here runs per chunk.
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -587,10 +588,61 @@ def _hint_for(err: Mapping[str, Any]) -> str | None:
     if t == "extra_forbidden":
         return "remove the key, or check its spelling against mock_server/script.schema.json"
     if t == "literal_error" and err["loc"] and err["loc"][-1] == "fault":
-        return "see the fault catalogue in README.md"
+        return "`dshkit serve --help` and the fault catalogue in README.md list every fault"
     if t == "step_kind":
         return "write `- reply: {content: ...}`, `- fault: rate_limit` or `- raw: {...}`"
     return None
+
+
+def _fault_names() -> tuple[str, ...]:
+    return get_args(FaultName)
+
+
+def _known_keys() -> set[str]:
+    """Every key a script may hold, at any depth (for "did you mean")."""
+    keys: set[str] = set()
+    pending: list[type[BaseModel]] = [_Model]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        for name, info in model.model_fields.items():
+            keys.add(info.alias or name)
+    return keys
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean `X`?)` for the closest choice, or "" when none is close."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _message_for(err: Mapping[str, Any]) -> str:
+    """pydantic's message, made specific for the mistakes people make most: a misspelt key, a
+    misspelt fault name, a step whose only key is a misspelt kind."""
+    t = err.get("type")
+    loc = err.get("loc") or ()
+    if t == "extra_forbidden" and loc:
+        key = str(loc[-1])
+        return f"unknown key `{key}`" + _did_you_mean(key, _known_keys())
+    if t == "literal_error" and loc and loc[-1] == "fault":
+        name = str(err.get("input"))
+        return f"unknown fault `{name}`" + _did_you_mean(name, _fault_names())
+    if t == "step_kind" and isinstance(err.get("input"), Mapping):
+        for key in err["input"]:
+            hint = _did_you_mean(str(key), _TAGS)
+            if hint and key not in _TAGS:
+                return f"unknown step kind `{key}`{hint}"
+    return str(err["msg"])
+
+
+def _first_error(errors: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The error to report: an unknown key before a missing one (`stpes:` explains the missing
+    `steps`), otherwise pydantic's first."""
+    if any(err.get("type") == "missing" for err in errors):
+        for err in errors:
+            if err.get("type") == "extra_forbidden":
+                return err
+    return errors[0]
 
 
 def parse_script(
@@ -621,12 +673,12 @@ def parse_script(
     try:
         script = Script.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
+        err = _first_error(e.errors())
         loc = _strip_tag(err["loc"])
         if node is None and text is not None:
             node = _compose(text)
         more = len(e.errors()) - 1
-        message = err["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        message = _message_for(err) + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
         raise ScriptError(
             message,
             source=source,

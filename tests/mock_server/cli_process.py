@@ -55,7 +55,7 @@ class ServeProcess:
         if sig is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
         out, err = self.proc.communicate(timeout=timeout)
-        self.stderr = err.decode(errors="replace")
+        self.stderr = (err or b"").decode(errors="replace")
         return self.proc.returncode, (self._buffer + out).decode()
 
     def kill(self) -> None:

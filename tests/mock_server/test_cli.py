@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 from pathlib import Path
@@ -104,3 +105,40 @@ def test_connection_refused_phase(serve) -> None:  # type: ignore[no-untyped-def
     ready = p.next_line(timeout=10)
     assert ready["type"] == "ready" and ready["port"] == port
     assert httpx.post(ready["base_url"] + "/chat/completions", json=chat(), timeout=2).status_code == 200
+
+
+def test_stopping_prints_a_summary_of_the_run(serve) -> None:  # type: ignore[no-untyped-def]
+    p = serve("--sequence", "success,success,rate_limit")
+    with httpx.Client(base_url=p.base_url, timeout=2, headers={"X-Mock-Session": "s"}) as c:
+        assert c.post("/chat/completions", json=chat()).status_code == 200
+        bad = c.post("/chat/completions", json={"model": "deepseek-chat"})  # no messages
+        assert bad.status_code == 400
+    for _ in range(4):
+        p.next_line()
+    code, rest = p.stop(signal.SIGINT)
+    assert code == 130
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["requests"] == 2
+    assert summary["outcomes"] == {"completed": 1, "rejected": 1}
+    assert [u.split(" of session")[0] for u in summary["unused_steps"]] == ["sequence[1] (success)", "sequence[2] (rate_limit)"]
+    (rejection,) = summary["rejections"]
+    assert rejection["status"] == 400 and "messages" in rejection["reason"]
+    err = p.stderr
+    assert "dshkit serve: 2 request(s) (1 completed, 1 rejected)" in err
+    assert "unused scripted steps: 2" in err and "rejected #2 /chat/completions → 400" in err
+
+
+def test_serve_help_lists_every_fault_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    from mock_server.faults import FAULTS
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "dshkit serve --sequence rate_limit,success" in out
+    listed = set(re.findall(r"[a-z_]+", out.split("fault names (for")[1]))
+    assert set(FAULTS) <= listed
+
+
+def test_a_misspelt_fault_name_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--sequence", "rate_limt"]) == 2
+    assert "unknown fault `rate_limt` (did you mean `rate_limit`?)" in capsys.readouterr().err

@@ -88,9 +88,13 @@ def test_json_file_and_scripts_list(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "field", "message"),
     [
-        ("steps:\n  - reply:\n      content: hi\n      bogus: 1\n", 4, "steps[0].reply.bogus", "Extra inputs"),
-        ("steps:\n  - success\n  - fault: nope\n", 3, "steps[1].fault", "Input should be"),
-        ("steps:\n  - {replyx: 1}\n", 2, "steps[0]", "exactly one of the keys"),
+        ("steps:\n  - reply:\n      content: hi\n      bogus: 1\n", 4, "steps[0].reply.bogus", "unknown key `bogus`"),
+        ("steps:\n  - success\n  - fault: nope\n", 3, "steps[1].fault", "unknown fault `nope`"),
+        ("steps:\n  - {replyx: 1}\n", 2, "steps[0]", "unknown step kind `replyx` (did you mean `reply`?)"),
+        # did you mean: a misspelt key (reported before the `steps` it leaves missing), fault, nested key
+        ("stpes:\n  - success\n", 2, "stpes", "unknown key `stpes` (did you mean `steps`?)"),
+        ("steps:\n  - rate_limt\n", 2, "steps[0].fault", "unknown fault `rate_limt` (did you mean `rate_limit`?)"),
+        ("steps:\n  - reply: {contnt: hi}\n", 2, "steps[0].reply.contnt", "unknown key `contnt` (did you mean `content`?)"),
         ("steps:\n  - reply:\n      tool_calls:\n        - name: 'bad name'\n", 4, "steps[0].reply.tool_calls[0].name", "must match"),
         ("steps:\n  - reply: {content: x}\n    match: {user: '('}\n", 3, "steps[0].match.user", "invalid regex"),
         ("steps: []\n", 1, "steps", "at least 1"),

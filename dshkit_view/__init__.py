@@ -1,0 +1,26 @@
+"""`dshkit view`: one self-contained HTML file for a session log, a cassette, a mock-server
+journal or conformance reports.
+
+It sits above the three packages it reads (`harness` for session logs and request rebuilding,
+`mock_server` for cassettes and journals, `conformance` reports as plain JSON), so `harness`
+keeps importing nothing of `mock_server` and `mock_server` nothing of the loop.
+"""
+
+from .errors import ViewError
+from .load import KINDS, detect_kind, render_paths
+from .sessions import CallView, SessionView, build_session_view, json_diff
+from .wire import WireExchange, load_journal, sse_deltas
+
+__all__ = [
+    "KINDS",
+    "CallView",
+    "SessionView",
+    "ViewError",
+    "WireExchange",
+    "build_session_view",
+    "detect_kind",
+    "json_diff",
+    "load_journal",
+    "render_paths",
+    "sse_deltas",
+]

@@ -1,0 +1,243 @@
+"""A session log read back as a timeline: turns, steps, and every model call inside a step.
+
+The log holds everything the seed's walk did (the one rule), so the view needs nothing else: each
+call's request is rebuilt from the log alone (`rebuild_requests`, then `serialize` with the default
+DeepSeek configuration), its chunks keep their logged arrival times, tool-call arguments stay the
+fragments the wire delivered, and retries and failures are the logged `llm/retry` events and
+error finishes. Given a mock-server journal, each rebuilt request is compared with the body the
+server really received, so a request that reached the model without being logged shows as a diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.llm import HarnessError
+from harness.loop import rebuild_requests
+from harness.providers.deepseek import serialize
+from harness.session import LoadedLog, SessionEvent, thaw_json
+
+__all__ = ["CallView", "ChunkPoint", "SessionView", "StepItem", "StepView", "TurnView", "build_session_view", "json_diff"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPoint:
+    """One logged stream chunk and when it arrived."""
+
+    t_ms: int
+    """Milliseconds since the call's request was sent (the last logged event before its first chunk)."""
+    chunk: Mapping[str, Any]
+    """The chunk as logged (DSH camelCase JSON)."""
+
+
+@dataclass(slots=True)
+class CallView:
+    """One model call (one attempt: a retried step holds several)."""
+
+    number: int
+    """1-based position among all calls of the session (the n-th request sent)."""
+    request: dict[str, Any] | None
+    """The request body rebuilt from the log, or None when it could not be rebuilt."""
+    rebuild_error: str | None = None
+    sent: dict[str, Any] | None = None
+    """The body the server received (from a journal), when one was given."""
+    diff: list[str] = field(default_factory=list)
+    """Unified diff rebuilt → sent; empty when they agree or no journal was given."""
+    chunks: list[ChunkPoint] = field(default_factory=list)
+
+    @property
+    def finish(self) -> Mapping[str, Any] | None:
+        """The call's `finish` chunk, or None when the stream was cut before one."""
+        last = self.chunks[-1].chunk if self.chunks else None
+        return last if last is not None and last.get("type") == "finish" else None
+
+    @property
+    def usage(self) -> Mapping[str, Any] | None:
+        for point in reversed(self.chunks):
+            if point.chunk.get("type") == "usage":
+                usage: Mapping[str, Any] = point.chunk["usage"]
+                return usage
+        return None
+
+    def fragments(self) -> dict[int, list[str]]:
+        """Tool-call argument fragments by block index, exactly as they arrived."""
+        out: dict[int, list[str]] = {}
+        for point in self.chunks:
+            if point.chunk.get("type") == "tool-call-delta":
+                out.setdefault(int(point.chunk["index"]), []).append(str(point.chunk.get("argumentsDelta", "")))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StepItem:
+    """One thing that happened in a step, in log order: `user`, `call`, `retry`, `tool-call`,
+    `tool-result` or `event` (any other logged event, shown by type)."""
+
+    kind: str
+    seq: int
+    data: Any
+
+
+@dataclass(slots=True)
+class StepView:
+    turn: int
+    step: int
+    items: list[StepItem] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TurnView:
+    turn: int
+    steps: list[StepView] = field(default_factory=list)
+    end: Mapping[str, Any] | None = None
+    """The `turn/end` reason, or None for a turn the log does not close."""
+    outside: list[StepItem] = field(default_factory=list)
+    """Events of the turn logged outside any step."""
+
+
+@dataclass(slots=True)
+class SessionView:
+    id: str
+    cwd: str | None
+    turns: list[TurnView]
+    calls: list[CallView]
+    repaired: int
+    """Closers added in memory by crash repair (the file itself is not touched)."""
+    journal_extra: int = 0
+    """Journal requests beyond the calls the log records."""
+
+
+_SHOWN_ELSEWHERE = frozenset({"assistant/message", "request/header", "llm/retry-started", "agent/inbox/spliced"})
+"""Events the view does not list: the message is the call's stream, the header is in each rebuilt
+request, and inbox splices repeat the user message that follows them."""
+
+
+def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str = "sent") -> list[str]:
+    """A unified diff of two JSON values, pretty-printed; empty when they are equal."""
+    if expected == actual:
+        return []
+    left = json.dumps(expected, indent=2, ensure_ascii=False).splitlines()
+    right = json.dumps(actual, indent=2, ensure_ascii=False).splitlines()
+    return list(difflib.unified_diff(left, right, fromfile=a, tofile=b, lineterm="", n=3))
+
+
+def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
+    try:
+        return [serialize(options) for options in rebuild_requests(events, session_id=session_id)], None
+    except (HarnessError, ValueError, KeyError, TypeError) as exc:
+        # A log from another harness (DSH logs name their tools instead of carrying schemas) can
+        # lack what a rebuild needs; the timeline is still shown, each call saying why.
+        return [], f"{type(exc).__name__}: {exc}"
+
+
+class _Timeline:
+    """Walks a log once, placing each event in its turn and step; one method per kind of event."""
+
+    def __init__(self, bodies: list[dict[str, Any]], error: str | None,
+                 sent: Sequence[Mapping[str, Any]] | None) -> None:
+        self.bodies, self.error, self.sent = bodies, error, sent
+        self.turns: list[TurnView] = []
+        self.calls: list[CallView] = []
+        self.turn: TurnView | None = None
+        self.step: StepView | None = None
+        self.call: CallView | None = None
+        self.call_t0 = 0
+        self.last_time = 0
+        self.tool_names: dict[str, str] = {}
+        self._handlers = {
+            "turn/start": self._turn_start, "turn/end": self._turn_end,
+            "step/start": self._step_start, "step/end": self._step_end,
+            "assistant/chunk": self._assistant_chunk, "user/message": self._user_message,
+            "llm/retry": self._llm_retry, "tool/call": self._tool_call, "tool/result": self._tool_result,
+        }
+
+    def feed(self, event: SessionEvent) -> None:
+        data = thaw_json(event.data)
+        time = event.time if isinstance(event.time, int) else self.last_time
+        if event.type != "assistant/chunk":
+            self.call = None  # any other event between chunks ends the call (a cut stream)
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(event, data, time)
+        elif event.type not in _SHOWN_ELSEWHERE:
+            self._place(StepItem("event", event.seq, {"type": event.type, "data": data}))
+        self.last_time = time
+
+    def _open_turn(self, number: int) -> TurnView:
+        self.turn = TurnView(turn=number)
+        self.turns.append(self.turn)
+        return self.turn
+
+    def _place(self, item: StepItem) -> None:
+        if self.step is not None:
+            self.step.items.append(item)
+        else:
+            (self.turn or self._open_turn(0)).outside.append(item)
+
+    def _turn_start(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._open_turn(int(data.get("turn", len(self.turns) + 1)))
+        self.step = None
+
+    def _turn_end(self, event: SessionEvent, data: Any, time: int) -> None:
+        turn = self.turn or self._open_turn(int(data.get("turn", 0)))
+        turn.end = data.get("reason")
+        self.step = None
+
+    def _step_start(self, event: SessionEvent, data: Any, time: int) -> None:
+        turn = self.turn or self._open_turn(int(data.get("turn", 0)))
+        self.step = StepView(turn=int(data.get("turn", turn.turn)), step=int(data.get("step", len(turn.steps) + 1)))
+        turn.steps.append(self.step)
+
+    def _step_end(self, event: SessionEvent, data: Any, time: int) -> None:
+        self.step = None
+
+    def _assistant_chunk(self, event: SessionEvent, data: Any, time: int) -> None:
+        if self.call is None or self.call.finish is not None:
+            self.call = self._new_call()
+            self.call_t0 = self.last_time
+            self._place(StepItem("call", event.seq, self.call))
+        self.call.chunks.append(ChunkPoint(t_ms=max(0, time - self.call_t0), chunk=data["chunk"]))
+
+    def _new_call(self) -> CallView:
+        index = len(self.calls)
+        call = CallView(number=index + 1, request=self.bodies[index] if index < len(self.bodies) else None,
+                        rebuild_error=self.error)
+        if self.sent is not None and index < len(self.sent):
+            call.sent = dict(self.sent[index])
+            if call.request is not None:
+                call.diff = json_diff(call.request, call.sent)
+        self.calls.append(call)
+        return call
+
+    def _user_message(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._place(StepItem("user", event.seq, data))
+
+    def _llm_retry(self, event: SessionEvent, data: Any, time: int) -> None:
+        self._place(StepItem("retry", event.seq, data))
+
+    def _tool_call(self, event: SessionEvent, data: Any, time: int) -> None:
+        self.tool_names[str(data.get("callId"))] = str(data.get("name"))
+        self._place(StepItem("tool-call", event.seq, data))
+
+    def _tool_result(self, event: SessionEvent, data: Any, time: int) -> None:
+        content = (data.get("message") or {}).get("content") or [{}]
+        call_id = str(content[0].get("toolCallId")) if content else ""
+        self._place(StepItem("tool-result", event.seq, {**data, "toolName": self.tool_names.get(call_id, call_id)}))
+
+
+def build_session_view(loaded: LoadedLog, sent: Sequence[Mapping[str, Any]] | None = None) -> SessionView:
+    """The timeline of a parsed log; `sent` are the chat request bodies of a journal, in order."""
+    session = loaded.session
+    events = list(session.events)
+    timeline = _Timeline(*_rebuilt_bodies(events, session.id), sent)
+    for event in events:
+        timeline.feed(event)
+    extra = max(0, len(sent) - len(timeline.calls)) if sent is not None else 0
+    return SessionView(
+        id=session.id, cwd=session.header.cwd, turns=timeline.turns, calls=timeline.calls,
+        repaired=len(loaded.closers), journal_extra=extra,
+    )

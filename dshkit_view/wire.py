@@ -1,0 +1,168 @@
+"""Exchanges as they crossed the wire: a cassette's recorded reads or a mock-server journal's writes.
+
+Both formats hold, per request, the body the client sent and every network read (cassette) or
+write (journal) with its time. The view shows the same things for both: the request, the status,
+each SSE `data:` line's delta (content, reasoning, tool-call argument fragments) at the time its
+bytes arrived, and the usage of the last chunk that carried one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mock_server import load_cassette
+
+from .errors import ViewError
+
+__all__ = ["WireDelta", "WireExchange", "load_cassette_exchanges", "load_journal", "sse_deltas"]
+
+
+@dataclass(frozen=True, slots=True)
+class WireDelta:
+    """One SSE event's payload at the time its bytes arrived."""
+
+    t_ms: float
+    kind: str
+    """`content`, `reasoning`, `tool-call` (an argument fragment), `finish`, `usage`, `error` or `other`."""
+    text: str
+    index: int | None = None
+    """The tool call's index for `tool-call` fragments."""
+
+
+@dataclass(slots=True)
+class WireExchange:
+    number: int
+    method: str
+    path: str
+    status: int | None
+    body: Any
+    """The request body as sent (secrets scrubbed or redacted by the recorder)."""
+    deltas: list[WireDelta] = field(default_factory=list)
+    usage: Mapping[str, Any] | None = None
+    note: str = ""
+    """Script, step and outcome (journal) or the response content type (cassette)."""
+    session: str | None = None
+    """The session the mock server routed the request to (journal only)."""
+
+
+def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapping[str, Any] | None]:
+    """Decode timed body pieces into deltas; a line split across pieces counts when it completes.
+    A body that is one JSON error object (an HTTP error answer) becomes one `error` delta."""
+    whole = b"".join(data for _, data in pieces)
+    if whole.lstrip().startswith(b"{"):
+        try:
+            body = json.loads(whole)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and "error" in body:
+            return [WireDelta(pieces[-1][0], "error", json.dumps(body["error"], ensure_ascii=False))], None
+    deltas: list[WireDelta] = []
+    usage: Mapping[str, Any] | None = None
+    buffer = b""
+    for t_ms, data in pieces:
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            line = raw.rstrip(b"\r").decode("utf-8", "replace")
+            if not line.startswith("data:"):
+                if line.startswith("event:") and "error" in line:
+                    deltas.append(WireDelta(t_ms, "error", line))
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                deltas.append(WireDelta(t_ms, "other", "[DONE]"))
+                continue
+            try:
+                chunk = json.loads(payload)
+            except ValueError:
+                deltas.append(WireDelta(t_ms, "other", payload))
+                continue
+            if not isinstance(chunk, dict):
+                deltas.append(WireDelta(t_ms, "other", payload))
+                continue
+            if "error" in chunk:
+                deltas.append(WireDelta(t_ms, "error", json.dumps(chunk["error"], ensure_ascii=False)))
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+                deltas.append(WireDelta(t_ms, "usage", json.dumps(usage)))
+            for choice in chunk.get("choices") or ():
+                if not isinstance(choice, dict):
+                    continue
+                delta = choice.get("delta") or {}
+                if isinstance(delta, dict):
+                    if delta.get("reasoning_content"):
+                        deltas.append(WireDelta(t_ms, "reasoning", str(delta["reasoning_content"])))
+                    if delta.get("content"):
+                        deltas.append(WireDelta(t_ms, "content", str(delta["content"])))
+                    for call in delta.get("tool_calls") or ():
+                        if isinstance(call, dict):
+                            fn = call.get("function") or {}
+                            name = fn.get("name") if isinstance(fn, dict) else None
+                            args = fn.get("arguments", "") if isinstance(fn, dict) else ""
+                            text = (f"{name}: " if name else "") + str(args or "")
+                            deltas.append(WireDelta(t_ms, "tool-call", text, int(call.get("index", 0))))
+                if choice.get("finish_reason"):
+                    deltas.append(WireDelta(t_ms, "finish", str(choice["finish_reason"])))
+    return deltas, usage
+
+
+def load_cassette_exchanges(path: Path) -> tuple[dict[str, Any], list[WireExchange]]:
+    """A cassette's header fields and its exchanges, with read times summed from `dt_ms`."""
+    cassette = load_cassette(path)
+    out: list[WireExchange] = []
+    for number, exchange in enumerate(cassette.exchanges, 1):
+        t = exchange.headers_ms
+        pieces: list[tuple[float, bytes]] = []
+        for read in exchange.reads:
+            t += read.dt_ms
+            pieces.append((t, read.data))
+        deltas, usage = sse_deltas(pieces)
+        out.append(WireExchange(
+            number=number, method=exchange.request.method, path=exchange.request.path,
+            status=exchange.status, body=exchange.request.body, deltas=deltas, usage=usage,
+            note=str(exchange.headers.get("content-type", "")),
+        ))
+    return dict(cassette.meta), out
+
+
+def _write_bytes(write: Mapping[str, Any], where: str) -> bytes:
+    if "text" in write:
+        return str(write["text"]).encode("utf-8")
+    try:
+        return base64.b64decode(str(write.get("b64", "")), validate=True)
+    except binascii.Error as exc:
+        raise ViewError(f"{where}: a write's b64 is not base64 ({exc})") from None
+
+
+def load_journal(path: Path) -> list[WireExchange]:
+    """The entries of a journal file (`dshkit serve --journal FILE`), in the order they finished."""
+    out: list[WireExchange] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise ViewError(f"{where}: not a JSON line ({exc}); is this a journal written by `dshkit serve --journal`?") from None
+        if not isinstance(entry, dict) or "writes" not in entry or "path" not in entry:
+            raise ViewError(f"{where}: not a journal entry (expected keys seq, path, body, writes)")
+        t0 = float(entry.get("t") or 0.0)
+        pieces = [((float(w.get("t", t0)) - t0) * 1000.0, _write_bytes(w, where)) for w in entry["writes"]]
+        # The HTTP head is the first write for streamed answers; only the body holds SSE lines.
+        deltas, usage = sse_deltas(pieces)
+        note = " · ".join(
+            f"{key} {entry[key]}" for key in ("script", "step", "behavior", "outcome") if entry.get(key) is not None
+        )
+        out.append(WireExchange(
+            number=int(entry.get("seq", len(out) + 1)), method=str(entry.get("method", "POST")),
+            path=str(entry["path"]), status=entry.get("status"), body=entry.get("body"),
+            deltas=deltas, usage=usage, note=note, session=entry.get("session"),
+        ))
+    return out

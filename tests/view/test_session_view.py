@@ -1,0 +1,187 @@
+"""The session view's model and page, without a browser: what a log says reaches the page."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dshkit_view import ViewError, build_session_view, detect_kind, render_paths
+from harness.cli import main
+from harness.session import parse_session_log
+
+from .conftest import ARGUMENTS, FRAGMENT_POINTS, Walk
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fragments() -> list[str]:
+    cuts = [0, *FRAGMENT_POINTS, len(ARGUMENTS)]
+    return [ARGUMENTS[a:b] for a, b in itertools.pairwise(cuts)]
+
+
+def test_the_timeline_holds_each_call_its_fragments_retry_and_usage(walk: Walk) -> None:
+    journal = [json.loads(line)["body"] for line in walk.journal.read_text().splitlines()]
+    view = build_session_view(parse_session_log(walk.log.read_bytes()), journal)
+    assert [t.turn for t in view.turns] == [1] and view.turns[0].end == {"kind": "completed"}
+    (first, second, third) = view.calls
+    # the failed attempt: an error finish with the 429, then the retry in the same step
+    assert first.finish is not None and first.finish["reason"]["failure"]["code"] == "RATE_LIMIT"
+    kinds = [item.kind for item in view.turns[0].steps[0].items]
+    assert kinds == ["user", "call", "retry", "call", "tool-call", "tool-result"]
+    # arguments stay the fragments the wire delivered, in order (block 1, after the reasoning);
+    # the first delta is the call's identity (id and name) with empty arguments
+    assert second.fragments() == {1: ["", *_fragments()]}
+    assert second.usage is not None and third.usage is not None
+    # every rebuilt request is exactly what the server received
+    assert [c.request for c in view.calls] == journal and not any(c.diff for c in view.calls)
+
+
+def test_a_request_that_differs_from_the_log_shows_as_a_diff(walk: Walk, tmp_path: Path) -> None:
+    entries = [json.loads(line) for line in walk.journal.read_text().splitlines()]
+    entries[-1]["body"]["messages"][1]["content"] = "something the log never held"  # the user's text
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    view = build_session_view(parse_session_log(walk.log.read_bytes()), [e["body"] for e in entries])
+    assert [bool(c.diff) for c in view.calls] == [False, False, True]
+    changed = [line for line in view.calls[2].diff if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    assert changed == ['-      "content": "What is this project?"', '+      "content": "something the log never held"']
+    html, kind = render_paths([walk.log], journal=tampered)
+    assert kind == "session" and "1 requests differ from what was sent" in html
+
+
+def test_log_text_is_escaped_and_nothing_is_fetched(walk: Walk) -> None:
+    html, _ = render_paths([walk.log])
+    text = re.sub(r"<[^>]+>", "", html)  # the answer streams as several spans
+    assert "It forges &lt;widgets&gt; &amp; tests them." in text and "<widgets>" not in html
+    for fetching in ("<script", "<link", "src=", "@import", "url("):
+        assert fetching not in html
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("tool-call-split-args.cassette.jsonl", "cassette"), ("plain-text.cassette.jsonl", "cassette")],
+)
+def test_cassettes_are_recognised(name: str, kind: str) -> None:
+    assert detect_kind(REPO / "recordings" / name) == kind
+
+
+def test_cassette_page_shows_the_wire_fragments() -> None:
+    html, kind = render_paths([REPO / "recordings" / "tool-call-split-args.cassette.jsonl"])
+    assert kind == "cassette" and html.count('class="fragment"') > 2
+
+
+def test_journal_page(walk: Walk) -> None:
+    html, kind = render_paths([walk.journal])
+    assert kind == "journal" and 'data-status="429"' in html and html.count('class="fragment"') == 1 + len(_fragments())
+
+
+def test_conformance_reports_make_a_matrix(tmp_path: Path) -> None:
+    a = tmp_path / "a.json"
+    b = tmp_path / "b.json"
+    a.write_text(json.dumps({"adapter": "deepseek", "scenarios": [{"id": "A1", "tags": [], "status": "pass"}],
+                             "summary": {"pass": 1, "fail": 0, "n/a": 0}}))
+    b.write_text(json.dumps({"adapter": "broken", "scenarios": [
+        {"id": "A1", "tags": [], "status": "fail", "diff": "--- expected\n+++ actual\n-1\n+2\n"}],
+        "summary": {"pass": 0, "fail": 1, "n/a": 0}}))
+    html, kind = render_paths([a, b])
+    assert kind == "conformance"
+    assert '<td class="pass">pass</td><td class="fail"><a href="#d-1-A1">fail</a></td>' in html
+    assert '<span class="add">+2</span>' in html
+
+
+def test_a_file_it_cannot_show_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\n")
+    with pytest.raises(ViewError, match="not a session log, cassette, journal or conformance report"):
+        render_paths([bad])
+    assert main(["view", str(bad)]) == 2
+    assert "notes.txt: not a session log" in capsys.readouterr().err
+    assert main(["view", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path) -> None:
+    out = tmp_path / "v" / "walk.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(out)
+    assert "0 requests differ from what was sent" in out.read_text()
+
+
+def test_make_run_prints_the_view_of_its_walk() -> None:
+    if not (REPO / ".venv" / "bin" / "dshkit").exists():
+        pytest.skip("`make run` needs the project's .venv (made by `make test` or `make run`)")
+    # -o: never reinstall from inside the suite, even when pyproject.toml is newer than the stamp
+    result = subprocess.run(["make", "-s", "-o", ".venv/.installed-stamp", "run"], cwd=REPO,
+                            capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("view: .dshkit/views/make-run-")
+    page = (REPO / last.removeprefix("view: ")).read_text()
+    assert 'data-finish="tool-calls"' in page and 'data-finish="stop"' in page
+
+
+def test_replay_prints_a_diff_and_exits_1_when_a_result_differs(
+    walk: Walk, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Replaying with the real tools in the same workspace gives the same results...
+    assert main(["replay", str(walk.log), "--tools", "builtin", "--workspace", str(walk.workspace)]) == 0
+    capsys.readouterr()
+    # ...and after the README changed, the tool result differs: a diff, exit 1.
+    (walk.workspace / "README.md").write_text("# Gadget Works\n")
+    assert main(["replay", str(walk.log), "--tools", "builtin", "--workspace", str(walk.workspace)]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["tool_results_equal"] is False
+    err = captured.err.splitlines()
+    assert "tool result 1 differs:" in err and "--- logged tool result 1" in err
+    assert any(line.startswith("-") and "Widget Forge" in line for line in err)
+    assert any(line.startswith("+") and "Gadget Works" in line for line in err)
+
+
+def test_upstream_dsh_logs_render_even_when_requests_cannot_be_rebuilt(dsh_sessions: Path) -> None:
+    # DSH's logs name their tools instead of carrying schemas: the timeline still renders and each
+    # call says why its request was not rebuilt.
+    logs = sorted(dsh_sessions.glob("*--session.jsonl"))
+    assert logs
+    for log in logs:
+        html, kind = render_paths([log])
+        assert kind == "session" and 'class="turn"' in html, log.name
+    html, _ = render_paths([dsh_sessions / "empty-response-retry--session.jsonl"])
+    assert "request not rebuilt: CodecError" in html and 'class="retry"' in html
+
+
+def test_a_journal_of_several_sessions_is_matched_by_session_id(walk: Walk, tmp_path: Path) -> None:
+    entries = [json.loads(line) for line in walk.journal.read_text().splitlines()]
+    assert {e["session"] for e in entries} == {parse_session_log(walk.log.read_bytes()).session.id}
+    other = [{**e, "session": "another-run", "body": {**e["body"], "model": "other"}} for e in entries]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(e) + "\n" for pair in zip(other, entries, strict=True) for e in pair))
+    html, _ = render_paths([walk.log], journal=mixed)
+    assert "0 requests differ from what was sent" in html
+
+
+def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.py"
+    recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+    out = tmp_path / "page.html"
+    env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "view", str(walk.log), "-o", str(out), "--open"],
+                            capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    assert opened.read_text() == out.resolve().as_uri()
+
+
+def test_an_http_error_answer_shows_its_error_body() -> None:
+    html, _ = render_paths([REPO / "recordings" / "bad-request-400.cassette.jsonl"])
+    assert 'data-status="400"' in html and 'class="failure"' in html and "invalid_request_error" in html
