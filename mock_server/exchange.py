@@ -317,11 +317,15 @@ class Exchange:
         self, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
     ) -> list[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
+        options = self._chat().body.get("stream_options")
         return encode_stream(
             self._prepare(reply),
             quirks=spec.quirks,
             framing=spec.framing,
             done=done,
+            # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
+            # `include_usage: false` leaves it out, as OpenAI-style servers do.
+            include_usage=not (isinstance(options, dict) and options.get("include_usage") is False),
             **self._generator_args(spec, logprobs),
         )
 
