@@ -57,9 +57,11 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 #: Capabilities a scenario may require; an adapter declares them on its `capabilities` object (a
 #: missing attribute counts as supported). Beyond `AdapterCapabilities`: `done_marker`, the
 #: adapter can tell `data: [DONE]` from EOF (so it can set `meta.doneMissing`); `strict_sse`, its
-#: SSE decoder follows WHATWG on data-less blocks and a byte order mark.
+#: SSE decoder follows WHATWG on data-less blocks and a byte order mark; `error_usage`, it can
+#: read the usage on the chunk that carries an in-band error.
 Capability = Literal[
-    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse"
+    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse",
+    "error_usage",
 ]
 CAPABILITIES: tuple[str, ...] = get_args(Capability)
 
@@ -83,6 +85,7 @@ class ToolSpec(_Model):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = Field(default=None, description="DeepSeek strict mode; false is sent too.")
 
 
 class ToolCallIn(_Model):
@@ -142,6 +145,9 @@ class RequestSpec(_Model):
     )
     tools: list[ToolSpec] = Field(default_factory=list)
     reasoning_effort: str | None = None
+    tool_choice: str | None = Field(
+        default=None, description="`auto`, `none`, `required`, or the name of an offered tool."
+    )
     temperature: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
@@ -344,9 +350,15 @@ class AbortSpec(_Model):
 
 
 class CancelSpec(_Model):
-    """Cancel the task consuming the stream after N chunks were received."""
+    """Cancel the task consuming the stream after N chunks were received.
+
+    `at: read` cancels while the adapter waits for the network (the CancelledError lands inside
+    it); `at: chunk` cancels the consumer while it holds chunk N, between two chunks, so the
+    adapter's generator is closed at its `yield` (GeneratorExit) and must still close the
+    response."""
 
     after_chunks: int = Field(default=1, ge=1)
+    at: Literal["read", "chunk"] = "read"
 
 
 class Step(_Model):

@@ -9,7 +9,7 @@ from harness.providers.openai_compat import OpenAICompatAdapter
 #: What the openai SDK hides from OpenAICompatAdapter (declared on its capabilities).
 SDK_NOT_APPLICABLE = {
     "sse-blocks-without-data", "sse-byte-order-mark", "end-eof-after-finish-flagged",
-    "end-done-unterminated-flagged", "end-done-without-finish-reason",
+    "end-done-unterminated-flagged", "end-done-without-finish-reason", "err-inband-error-keeps-usage",
 }
 
 

@@ -30,7 +30,8 @@ def test_all_pass_exits_0_and_reports_agree(tmp_path: Path, capsys: pytest.Captu
     assert doc["adapter"] == "harness.providers.deepseek:DeepSeekAdapter"
     assert set(doc) == {"adapter", "scenarios", "summary"}
     assert doc["summary"] == _table_totals(out)
-    assert all(set(s) == {"id", "tags", "status"} for s in doc["scenarios"])
+    assert all(set(s) == {"id", "tags", "status", "reason", "failed", "seconds", "notes"} for s in doc["scenarios"])
+    assert all(s["failed"] == [] and s["seconds"] > 0 for s in doc["scenarios"])
     suite = ET.parse(x).getroot()
     cases = suite.findall(".//testcase")
     assert len(cases) == len(doc["scenarios"]) == sum(doc["summary"].values())
