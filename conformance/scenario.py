@@ -395,8 +395,13 @@ class Scenario(_Model):
         default=None, description="Why dshkit departs from the checklist item here (reported)."
     )
     endpoint: Literal["mock", "refused"] = "mock"
-    idle_timeout_s: float = Field(default=2.0, gt=0)
-    connect_timeout_s: float = Field(default=2.0, gt=0)
+    idle_timeout_s: float = Field(
+        default=10.0, gt=0,
+        description="Generous by default: a passing scenario never waits on it, and a loaded machine "
+        "(several catalogues at once on 2 cores) can pause a stream for seconds; scenarios about "
+        "stalls set a short one.",
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0)
     budget_s: float = Field(default=5.0, gt=0, description="Exceeding it is `fail: timeout`.")
     request: RequestSpec = Field(default_factory=RequestSpec)
     steps: list[Step] = Field(min_length=1)

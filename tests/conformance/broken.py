@@ -74,14 +74,14 @@ class _DropsErrorUsageTranslator(Translator):
 
 
 class _RingBufferTranslator(Translator):
-    """Emits every delta, but builds block-end text from a bounded buffer of the last 256
+    """Emits every delta, but builds block-end text from a bounded buffer of the last 128
     fragments (meant to cap memory), so long streams close with a truncated block."""
 
     __slots__ = ()
 
     def end(self, *, done: bool) -> list[StreamChunk]:
-        self._text_parts = list(deque(self._text_parts, maxlen=256))
-        self._reasoning_parts = list(deque(self._reasoning_parts, maxlen=256))
+        self._text_parts = list(deque(self._text_parts, maxlen=128))
+        self._reasoning_parts = list(deque(self._reasoning_parts, maxlen=128))
         return super().end(done=done)
 
 
