@@ -44,7 +44,7 @@ from .checks import (
     finish_summary,
     unified,
 )
-from .scenario import CAPABILITIES, Scenario, Step, area_of
+from .scenario import CAPABILITIES, CAPABILITY_NOTES, Scenario, Step, area_of
 from .wire import build_messages, build_options, to_mock_step
 
 __all__ = [
@@ -232,7 +232,9 @@ async def run_scenario(
     if missing:
         await _close(adapter)
         result.status = "n/a"
-        result.reason = f"the adapter declares no {', '.join(missing)} capability"
+        result.reason = "the adapter declares no " + ", ".join(
+            f"{name} capability ({CAPABILITY_NOTES.get(name, 'see its capabilities')})" for name in missing
+        )
         return result
     if sc.endpoint == "mock":
         steps = [to_mock_step(s.wire, base=base, seed=i) for i, s in enumerate(sc.steps)]

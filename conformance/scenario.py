@@ -26,6 +26,7 @@ from mock_server.scripts import FaultName
 
 __all__ = [
     "CAPABILITIES",
+    "CAPABILITY_NOTES",
     "AbortSpec",
     "BlockExpect",
     "CancelSpec",
@@ -64,6 +65,16 @@ Capability = Literal[
     "error_usage",
 ]
 CAPABILITIES: tuple[str, ...] = get_args(Capability)
+#: What each capability means, quoted in the reason of an `n/a` verdict.
+CAPABILITY_NOTES: dict[str, str] = {
+    "reasoning": "streams reasoning as its own block",
+    "tool_calls": "streams tool calls",
+    "parallel_tool_calls": "streams several tool calls in one response",
+    "in_band_errors": "turns an in-band error object or `event: error` into an error finish",
+    "done_marker": "tells `data: [DONE]` from EOF",
+    "strict_sse": "decodes SSE strictly (data-less blocks, byte order mark)",
+    "error_usage": "reads the usage on the chunk that carries an in-band error",
+}
 
 _TAG_RE = re.compile(
     r"^(A([1-9]|1[0-9]|2[0-4])|S([1-9]|[1-3][0-9]|4[01])|S21b|dsh-exact|by-design"
