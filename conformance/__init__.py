@@ -17,6 +17,7 @@ from .runner import (
 )
 from .scenario import (
     CAPABILITIES,
+    CAPABILITY_NOTES,
     SCENARIO_DIR,
     Scenario,
     ScenarioError,
@@ -27,6 +28,7 @@ from .server_checks import SERVER_CHECKS, run_server_checks
 
 __all__ = [
     "CAPABILITIES",
+    "CAPABILITY_NOTES",
     "CheckResult",
     "DEFAULT_ADAPTER",
     "FactoryError",
