@@ -278,7 +278,7 @@ async def run_scenario(
         if not retried.ok:
             result.reason += f"; {retried.summary}"
             result.failed.append("requests")
-        result.diff += _finish_lines(finishes)
+        result.diff += _finish_lines([*finishes, f"step{len(finishes)}: none within the budget"])
         await _close(adapter)
         result.seconds = time.monotonic() - started
         return result
