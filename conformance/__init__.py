@@ -20,6 +20,7 @@ from .runner import (
 )
 from .scenario import (
     CAPABILITIES,
+    CAPABILITY_NOTES,
     PROTOCOLS,
     SCENARIO_DIR,
     Scenario,
@@ -32,6 +33,7 @@ from .server_checks import SERVER_CHECKS, run_server_checks
 __all__ = [
     "ANTHROPIC_SERVER_CHECKS",
     "CAPABILITIES",
+    "CAPABILITY_NOTES",
     "CheckResult",
     "DEFAULT_ADAPTER",
     "DEFAULT_ANTHROPIC_ADAPTER",

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.llm import (
     BlockAssembler,
+    BlockEnd,
     Finish,
     ReasoningDelta,
     StreamChunk,
@@ -41,8 +42,10 @@ __all__ = [
     "check_finish",
     "check_meta",
     "check_request",
+    "check_requests",
     "check_translate",
     "check_usage",
+    "finish_summary",
     "get_path",
     "normalize_chunks",
     "unified",
@@ -59,6 +62,8 @@ class CheckResult:
     ok: bool
     diff: str = ""
     info: list[str] = field(default_factory=list)
+    summary: str = ""
+    """One line naming the fault when the diff alone would mislead (e.g. a self-retry)."""
 
 
 def canonical(value: Any) -> str:
@@ -121,6 +126,7 @@ def check_translate(
             kind = c.type
             if kinds.setdefault(c.index, kind) != kind:
                 problems.append(f"chunk {i}: block index {c.index} carries {kind} after {kinds[c.index]}")
+    problems += _sums(chunks)
     actual = normalize_chunks(chunks)
     if problems:
         return CheckResult("translate", False, "".join(f"! {p}\n" for p in problems)
@@ -128,6 +134,36 @@ def check_translate(
     if expected is None:
         return CheckResult("translate", True)
     return _result("translate", expected, actual)
+
+
+def _sums(chunks: Sequence[StreamChunk]) -> list[str]:
+    """Each block-end must carry exactly what its deltas added up to: a consumer that renders
+    the deltas live and one that keeps the closed block must see the same text."""
+    streamed: dict[int, list[str]] = {}
+    for c in chunks:
+        if isinstance(c, (TextDelta, ReasoningDelta)):
+            streamed.setdefault(c.index, []).append(c.text)
+        elif isinstance(c, ToolCallDelta):
+            streamed.setdefault(c.index, []).append(c.arguments_delta)
+    problems: list[str] = []
+    for c in chunks:
+        if not isinstance(c, BlockEnd) or c.index not in streamed:
+            continue
+        block = block_to_json(c.block)
+        key = "arguments" if block.get("type") == "tool-call" else "text"
+        joined = "".join(streamed[c.index])
+        closed = block.get(key)
+        if closed != joined:
+            problems.append(
+                f"block {c.index}: block-end {key} ({len(str(closed))} chars) is not the "
+                f"{len(streamed[c.index])} deltas joined ({len(joined)} chars); "
+                f"first difference at char {_first_difference(joined, str(closed))}"
+            )
+    return problems
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 # --- assemble ----------------------------------------------------------------------------------
@@ -201,6 +237,31 @@ def check_finish(chunks: Sequence[StreamChunk], want: FinishExpect) -> CheckResu
     if want.retryable is not None:
         pair("retryable", want.retryable, is_retryable(failure) if failure else False)
     return _result("finish", expected, actual)
+
+
+def finish_summary(chunks: Sequence[StreamChunk]) -> str:
+    """The actual finish in one line (kind, code, status, message), shown under every failure
+    so a diff on another check still says how the stream really ended."""
+    finish = next((c for c in reversed(chunks) if isinstance(c, Finish)), None)
+    if finish is None:
+        return "no finish chunk"
+    failure = finish.reason.failure
+    if failure is None:
+        return f"kind={finish.reason.kind}"
+    status = f" status={failure.status}" if failure.status is not None else ""
+    return f"kind={finish.reason.kind} code={failure.code}{status} message={json.dumps(failure.message, ensure_ascii=False)}"
+
+
+def check_requests(count: int) -> CheckResult:
+    """At most one request per step: an adapter that retries by itself is named as such,
+    rather than surfacing as whatever the server answers the unexpected second request."""
+    if count <= 1:
+        return CheckResult("requests", True)
+    why = (f"the adapter sent {count} requests for one step: it retries on its own "
+           "(adapters must not retry; retrying is the loop's decision)")
+    diff = unified({"requests for this step": "at most 1"},
+                   {"requests for this step": count, "why": why}, "requests")
+    return CheckResult("requests", False, diff, summary=why)
 
 
 def check_usage(assembler: BlockAssembler, usage: dict[str, int] | None, none: bool) -> CheckResult:

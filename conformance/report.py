@@ -1,9 +1,12 @@
 """Reports of a run: the JSON document, JUnit XML, the closing table and the live progress line.
 
 All four read the same list of `ScenarioResult`s, so they always count the same things. The
-JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "tags", "status", "diff"?}],
-"summary": {"pass", "fail", "n/a"}}`; JUnit uses the checklist area as classname and the
-scenario id as test name.
+JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "tags", "status", "reason",
+"failed", "seconds", "notes", "diff"?}], "summary": {"pass", "fail", "n/a"}}`: `reason` says
+why a scenario failed or is n/a, `failed` names the failed checks, `notes` holds the
+differences reported as information. JUnit uses the checklist area as classname and the
+scenario id as test name; its suite `time` is the run's wall time (scenarios run concurrently,
+so their own times add up to more).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, TextIO
 
 from .runner import ScenarioResult, summarize
 
-__all__ = ["Progress", "render_table", "to_json", "to_junit", "write_json", "write_junit"]
+__all__ = ["Progress", "render_table", "to_json", "to_junit", "wall_seconds", "write_json", "write_junit"]
 
 
 def to_json(results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None) -> dict[str, Any]:
@@ -38,7 +41,7 @@ def write_json(path: str | Path, results: Sequence[ScenarioResult], *, adapter: 
 def to_junit(results: Sequence[ScenarioResult], *, name: str) -> ET.Element:
     """A `<testsuites>` element: one `<testcase classname=AREA name=ID>` per scenario."""
     counts = summarize(results)
-    seconds = sum(r.seconds for r in results)
+    seconds = wall_seconds(results)
     root = ET.Element("testsuites", name=name, tests=str(len(results)), failures=str(counts["fail"]),
                       skipped=str(counts["n/a"]), errors="0", time=f"{seconds:.3f}")
     suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(results)),
@@ -55,6 +58,17 @@ def to_junit(results: Sequence[ScenarioResult], *, name: str) -> ET.Element:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(r.info)
     return root
+
+
+def wall_seconds(results: Sequence[ScenarioResult]) -> float:
+    """From the first scenario's start to the last one's end; the plain sum of their times
+    when start times are unknown (results built by hand)."""
+    timed = [r for r in results if r.started_at is not None]
+    if not timed:
+        return sum(r.seconds for r in results)
+    return max(r.started_at + r.seconds for r in timed if r.started_at is not None) - min(
+        r.started_at for r in timed if r.started_at is not None
+    )
 
 
 def write_junit(path: str | Path, results: Sequence[ScenarioResult], *, name: str) -> None:

@@ -47,11 +47,13 @@ from .checks import (
     check_finish,
     check_meta,
     check_request,
+    check_requests,
     check_translate,
     check_usage,
+    finish_summary,
     unified,
 )
-from .scenario import CAPABILITIES, Scenario, Step, area_of
+from .scenario import CAPABILITIES, CAPABILITY_NOTES, Scenario, Step, area_of
 from .wire import build_messages, build_options, to_mock_step
 
 __all__ = [
@@ -115,13 +117,19 @@ class ScenarioResult:
     info: list[str] = field(default_factory=list)
     seconds: float = 0.0
     title: str = ""
+    failed: list[str] = field(default_factory=list)
+    """The names of the failed checks (`step0.finish`, …; `budget` on a timeout)."""
+    started_at: float | None = None
+    """`time.monotonic()` when the scenario started, so reports can give the run's wall time."""
 
     @property
     def area(self) -> str:
         return area_of(self.tags)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "tags": self.tags, "status": self.status}
+        out: dict[str, Any] = {"id": self.id, "tags": self.tags, "status": self.status,
+                               "reason": self.reason, "failed": self.failed,
+                               "seconds": round(self.seconds, 3), "notes": self.info}
         if self.status == "fail":
             out["diff"] = self.diff
         return out
@@ -161,6 +169,10 @@ async def _consume(adapter: Any, options: Any, step: Step, run: _StepRun, ready:
                 options.signal.set()
             if step.cancel is not None and n >= step.cancel.after_chunks:
                 ready.set()
+                if step.cancel.at == "chunk":
+                    # Hold chunk N until cancelled: the CancelledError lands here, between two
+                    # chunks, and the adapter's generator is closed at its `yield` below.
+                    await asyncio.Event().wait()
     finally:
         closer = getattr(agen, "aclose", None)
         # A stream still running here ignored a cancellation and is being dropped at exit;
@@ -280,6 +292,7 @@ async def run_scenario(
     except Exception as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
         result.status = "fail"
         result.reason = f"the adapter factory raised {type(exc).__name__}: {exc}"
+        result.failed = ["factory"]
         result.diff = unified({"factory": "returns an adapter"}, {"factory": result.reason}, "factory")
         return result
     deadline = started + sc.budget_s
@@ -291,13 +304,18 @@ async def run_scenario(
     if missing:
         await close()
         result.status = "n/a"
-        result.reason = f"the adapter declares no {', '.join(missing)} capability"
+        result.reason = "the adapter declares no " + ", ".join(
+            f"{name} capability ({CAPABILITY_NOTES.get(name, 'see its capabilities')})" for name in missing
+        )
         return result
     if sc.endpoint == "mock":
         steps = [to_mock_step(s.wire, base=base, seed=i, protocol=protocol) for i, s in enumerate(played)]
         server.add_script(Script(name=sc.id, steps=steps), session=session)
     checks: list[CheckResult] = []
-    thinking_off = sc.request.reasoning_effort == "off" or sc.request.purpose == "session-title"
+    finishes: list[str] = []
+    thinking_off = sc.request.reasoning_effort in ("off", "none") or sc.request.purpose == "session-title"
+    result.started_at = started
+    before = 0
     history: list[Message] = build_messages(sc.request.messages, model=sc.request.model)
     try:
         async with asyncio.timeout(sc.budget_s):
@@ -311,9 +329,12 @@ async def run_scenario(
                 for chunk in run.chunks:
                     assembler.feed(chunk)
                 entries = [e for e in _entries(server, protocol) if e.session == session and e.seq > before]
+                finishes.append(f"step{i}: " + ("cancelled" if run.cancelled else finish_summary(run.chunks)))
                 checks += _judge(i, step, run, assembler, entries, thinking_off)
                 if step.cancel is not None:
-                    outcome = await _wait_closed(server, session, before, protocol=protocol)
+                    # Generous: on a loaded machine the close can take a while to reach the server;
+                    # a closed response ends the wait at once.
+                    outcome = await _wait_closed(server, session, before, timeout=3.0, protocol=protocol)
                     if sc.endpoint == "mock" and outcome not in ("client_closed", "closed", "completed", "reset"):
                         checks.append(CheckResult(
                             f"step{i}.cancel", False,
@@ -324,7 +345,14 @@ async def run_scenario(
     except TimeoutError:
         result.status = "fail"
         result.reason = f"timeout: the scenario took longer than its {sc.budget_s:g} s budget"
+        result.failed = ["budget"]
         result.diff = unified({"outcome": f"done within {sc.budget_s:g} s"}, {"outcome": "timeout"}, "budget")
+        sent = len([e for e in _entries(server, protocol) if e.session == session and e.seq > before])
+        retried = check_requests(sent)
+        if not retried.ok:
+            result.reason += f"; {retried.summary}"
+            result.failed.append("requests")
+        result.diff += _finish_lines([*finishes, f"step{len(finishes)}: none within the budget"])
         closed = await close()
         if closed is not None:
             result.reason += f"; then {closed}"
@@ -341,17 +369,24 @@ async def run_scenario(
         result.info.append(f"by design: {sc.by_design}")
     if failed:
         result.status = "fail"
-        result.reason = "failed: " + ", ".join(c.name for c in failed)
-        result.diff = "".join(c.diff for c in failed)
+        result.failed = [c.name for c in failed]
+        result.reason = "failed: " + ", ".join(result.failed)
+        result.reason += "".join(f"; {c.summary}" for c in failed if c.summary)
+        result.diff = "".join(c.diff for c in failed) + _finish_lines(finishes)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _finish_lines(finishes: list[str]) -> str:
+    """How each played step really ended, under every failure diff."""
+    return "".join(f"# actual finish, {line}\n" for line in finishes)
 
 
 def _judge(
     i: int, step: Step, run: _StepRun, assembler: BlockAssembler, entries: list[Any], thinking_off: bool
 ) -> list[CheckResult]:
     exp = step.expect
-    out: list[CheckResult] = []
+    out: list[CheckResult] = [_named(check_requests(len(entries)), i)]
     if run.raised is not None:
         exc = run.raised
         text = f"{type(exc).__name__}: {exc}"
@@ -396,7 +431,7 @@ def _judge(
 def _named(res: CheckResult, i: int) -> CheckResult:
     name = f"step{i}.{res.name}"
     diff = res.diff.replace(f"expected/{res.name}", f"expected/{name}").replace(f"actual/{res.name}", f"actual/{name}")
-    return CheckResult(name, res.ok, diff, res.info)
+    return CheckResult(name, res.ok, diff, res.info, res.summary)
 
 
 def _next_history(
@@ -443,7 +478,7 @@ async def run_catalogue(
             try:
                 res = await run_scenario(sc, factory, srv, protocol=protocol)
             except Exception as exc:  # noqa: BLE001 - a runner bug must not sink the whole run
-                res = ScenarioResult(id=sc.id, tags=list(sc.tags), status="fail", title=sc.title,
+                res = ScenarioResult(id=sc.id, tags=list(sc.tags), status="fail", title=sc.title, failed=["runner"],
                                      reason=f"runner error: {type(exc).__name__}: {exc}",
                                      diff=unified({"runner": "ok"}, {"runner": f"{type(exc).__name__}: {exc}"}, "runner"))
         done += 1

@@ -32,6 +32,7 @@ from mock_server.scripts import FaultName
 
 __all__ = [
     "CAPABILITIES",
+    "CAPABILITY_NOTES",
     "PROTOCOLS",
     "AbortSpec",
     "BlockExpect",
@@ -65,11 +66,23 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 #: Capabilities a scenario may require; an adapter declares them on its `capabilities` object (a
 #: missing attribute counts as supported). Beyond `AdapterCapabilities`: `done_marker`, the
 #: adapter can tell `data: [DONE]` from EOF (so it can set `meta.doneMissing`); `strict_sse`, its
-#: SSE decoder follows WHATWG on data-less blocks and a byte order mark.
+#: SSE decoder follows WHATWG on data-less blocks and a byte order mark; `error_usage`, it can
+#: read the usage on the chunk that carries an in-band error.
 Capability = Literal[
-    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse"
+    "reasoning", "tool_calls", "parallel_tool_calls", "in_band_errors", "done_marker", "strict_sse",
+    "error_usage",
 ]
 CAPABILITIES: tuple[str, ...] = get_args(Capability)
+#: What each capability means, quoted in the reason of an `n/a` verdict.
+CAPABILITY_NOTES: dict[str, str] = {
+    "reasoning": "streams reasoning as its own block",
+    "tool_calls": "streams tool calls",
+    "parallel_tool_calls": "streams several tool calls in one response",
+    "in_band_errors": "turns an in-band error object or `event: error` into an error finish",
+    "done_marker": "tells `data: [DONE]` from EOF",
+    "strict_sse": "decodes SSE strictly (data-less blocks, byte order mark)",
+    "error_usage": "reads the usage on the chunk that carries an in-band error",
+}
 
 #: The wire protocols a scenario can be written for: `chat` (Chat Completions, wire.md) and
 #: `anthropic` (the Anthropic Messages surface, anthropic.md AN1–AN78).
@@ -97,6 +110,7 @@ class ToolSpec(_Model):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = Field(default=None, description="DeepSeek strict mode; false is sent too.")
 
 
 class ToolCallIn(_Model):
@@ -156,6 +170,9 @@ class RequestSpec(_Model):
     )
     tools: list[ToolSpec] = Field(default_factory=list)
     reasoning_effort: str | None = None
+    tool_choice: str | None = Field(
+        default=None, description="`auto`, `none`, `required`, or the name of an offered tool."
+    )
     temperature: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
@@ -362,9 +379,15 @@ class AbortSpec(_Model):
 
 
 class CancelSpec(_Model):
-    """Cancel the task consuming the stream after N chunks were received."""
+    """Cancel the task consuming the stream after N chunks were received.
+
+    `at: read` cancels while the adapter waits for the network (the CancelledError lands inside
+    it); `at: chunk` cancels the consumer while it holds chunk N, between two chunks, so the
+    adapter's generator is closed at its `yield` (GeneratorExit) and must still close the
+    response."""
 
     after_chunks: int = Field(default=1, ge=1)
+    at: Literal["read", "chunk"] = "read"
 
 
 class StepOverride(_Model):
@@ -428,9 +451,18 @@ class Scenario(_Model):
         default_factory=lambda: _CHAT_ONLY.copy(), min_length=1, description="The wire protocols it is written for."
     )
     endpoint: Literal["mock", "refused"] = "mock"
-    idle_timeout_s: float = Field(default=2.0, gt=0)
-    connect_timeout_s: float = Field(default=2.0, gt=0)
-    budget_s: float = Field(default=5.0, gt=0, description="Exceeding it is `fail: timeout`.")
+    idle_timeout_s: float = Field(
+        default=10.0, gt=0,
+        description="Generous by default: a passing scenario never waits on it, and a loaded machine "
+        "(several catalogues at once on 2 cores) can pause a stream for seconds; scenarios about "
+        "stalls set a short one.",
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    budget_s: float = Field(
+        default=15.0, gt=0,
+        description="Exceeding it is `fail: timeout`. Passing scenarios take well under a second "
+        "alone, but several catalogues at once on 2 cores (`pytest -n 4`) stretch that tenfold.",
+    )
     request: RequestSpec = Field(default_factory=RequestSpec)
     steps: list[Step] = Field(min_length=1)
     source: str = Field(default="", exclude=True, description="The file it came from.")

@@ -192,8 +192,12 @@ def build_options(
         model=spec.model,
         messages=tuple(messages),
         system=spec.system,
-        tools=tuple(ToolSchema(name=t.name, description=t.description, parameters=t.parameters) for t in spec.tools),
+        tools=tuple(
+            ToolSchema(name=t.name, description=t.description, parameters=t.parameters, strict=t.strict)
+            for t in spec.tools
+        ),
         reasoning_effort=spec.reasoning_effort,
+        tool_choice=spec.tool_choice,
         temperature=spec.temperature,
         max_tokens=spec.max_tokens,
         stop=tuple(spec.stop) if spec.stop is not None else None,

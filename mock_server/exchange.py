@@ -381,11 +381,15 @@ class Exchange:
                 max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
                 framing=spec.framing, done=done,
             )
+        options = self._chat().body.get("stream_options")
         return encode_stream(
             self._prepare(reply, spec),
             quirks=spec.quirks,
             framing=spec.framing,
             done=done,
+            # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
+            # `include_usage: false` leaves it out, as OpenAI-style servers do.
+            include_usage=not (isinstance(options, dict) and options.get("include_usage") is False),
             **self._generator_args(spec, logprobs),
         )
 

@@ -402,6 +402,7 @@ def generate_chunks(
     prompt_tokens: int = 16,
     max_tokens: int | None = None,
     logprobs: int | None = None,
+    include_usage: bool = True,
 ) -> list[Chunk]:
     """Cut a logical reply into the chunk dicts DeepSeek streams, in order.
 
@@ -416,6 +417,8 @@ def generate_chunks(
         split: how text, reasoning and arguments are fragmented (default: token-like pieces).
         max_tokens: cut the reply after this many fragments with `finish_reason: "length"`.
         logprobs: None for no logprobs, else the number of `top_logprobs` per content token.
+        include_usage: False when the request said `stream_options: {"include_usage": false}`:
+            the finish chunk keeps `usage: null` and no usage chunk is sent.
     """
     q = frozenset(quirks)
     unknown = q - QUIRKS.keys()
@@ -485,7 +488,9 @@ def generate_chunks(
     finish_delta: dict[str, Any] = {"content": "", reasoning_key: None} if thinking else {"content": ""}
     usage = _usage(reply, pieces, prompt_tokens)
     emit(finish_delta, finish=pieces.finish_reason)
-    if "usage_chunk" in q:
+    if not include_usage:
+        pass
+    elif "usage_chunk" in q:
         chunks.append(
             {
                 "id": meta.id,
@@ -656,6 +661,7 @@ def encode_stream(
     logprobs: int | None = None,
     framing: Framing = "lf",
     done: bool = True,
+    include_usage: bool = True,
 ) -> list[bytes]:
     """`encode_events(generate_chunks(...))` in one step: the SSE events of a reply.
 
@@ -663,10 +669,11 @@ def encode_stream(
     encoded from templates, with no dict per chunk: this is the server's hot path.
     """
     q = frozenset(quirks)
-    if q or logprobs is not None or reply.usage is not None:
+    if q or logprobs is not None or reply.usage is not None or not include_usage:
         chunks = generate_chunks(
             reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
             era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
+            include_usage=include_usage,
         )
         return encode_events(chunks, framing, done=done, quirks=q)
     meta, pieces = _start(

@@ -77,7 +77,7 @@ from .messages import (
     UserSource,
     new_message_id,
 )
-from .options import GenerateOptions, ToolSchema
+from .options import GenerateOptions, ToolChoice, ToolSchema
 from .retry import (
     DEFAULT_RETRYABLE_CODES,
     MAX_TIMER_DELAY_MS,
@@ -132,6 +132,7 @@ __all__ = [
     "ToolArgsError",
     "ToolCallBlock",
     "ToolCallDelta",
+    "ToolChoice",
     "ToolError",
     "ToolNotFoundError",
     "ToolResultBlock",

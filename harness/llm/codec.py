@@ -441,7 +441,10 @@ def chunk_from_json(value: Json, path: str = "chunk") -> StreamChunk:
 
 
 def tool_schema_to_json(schema: ToolSchema) -> dict[str, Json]:
-    return {"name": schema.name, "description": schema.description, "parameters": dict(schema.parameters)}
+    out: dict[str, Json] = {"name": schema.name, "description": schema.description, "parameters": dict(schema.parameters)}
+    if schema.strict is not None:
+        out["strict"] = schema.strict
+    return out
 
 
 def tool_schema_from_json(value: Json, path: str = "tool") -> ToolSchema:
@@ -451,4 +454,5 @@ def tool_schema_from_json(value: Json, path: str = "tool") -> ToolSchema:
         name=_str(d, "name", path),
         description=d.get("description") or "",
         parameters=_obj(params, f"{path}.parameters"),
+        strict=d["strict"] if isinstance(d.get("strict"), bool) else None,
     )

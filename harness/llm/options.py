@@ -9,7 +9,11 @@ from typing import Any, Literal
 
 from .messages import Message
 
-__all__ = ["GenerateOptions", "ToolSchema"]
+__all__ = ["GenerateOptions", "ToolChoice", "ToolSchema"]
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""How the model may use the tools: `auto` (it decides), `none` (no tool call), `required` (at
+least one call), or any other string, which names the one tool it must call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,6 +24,9 @@ class ToolSchema:
     description: str
     parameters: Mapping[str, Any]
     """A JSON Schema object, sent to the model and used to validate the arguments it returns."""
+    strict: bool | None = None
+    """Ask the provider to hold the model's arguments to the schema (DeepSeek's strict mode).
+    None says nothing; `False` is sent as `false`, since a falsy value is still a choice."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +39,10 @@ class GenerateOptions:
     system: str | None = None
     tools: Sequence[ToolSchema] = ()
     reasoning_effort: str | None = None
-    """`off`, `low`, `high` or `max`; None leaves it to the adapter's configuration."""
+    """`off`, `none`, `low`, `high` or `max`; None leaves it to the adapter's configuration.
+    `off` and `none` both turn thinking off; `none` is also sent as the provider's own word."""
+    tool_choice: ToolChoice | None = None
+    """None leaves the provider's default (`auto` when tools are offered)."""
     temperature: float | None = None
     max_tokens: int | None = None
     stop: Sequence[str] | None = None

@@ -11,15 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import json
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import httpx
 
 import harness.providers.deepseek.adapter as deepseek_adapter
-from harness.llm import GenerateOptions, StreamChunk
-from harness.providers.deepseek import DeepSeekAdapter, StreamDecoder, Translator
+from harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, StreamChunk, is_retryable
+from harness.providers.deepseek import DeepSeekAdapter, SSEDecoder, StreamDecoder, Translator
 
 _BUG: contextvars.ContextVar[str | None] = contextvars.ContextVar("dshkit_broken_translator", default=None)
 
@@ -62,16 +64,52 @@ class _LosesUsageTranslator(Translator):
             self._usage = None
 
 
+class _DropsErrorUsageTranslator(Translator):
+    """Ends on an in-band error without the usage that came with it."""
+
+    __slots__ = ()
+
+    def _terminate(self, failure: LlmFailure, *, keep_usage: bool = False) -> list[StreamChunk]:
+        return super()._terminate(failure)
+
+
+class _RingBufferTranslator(Translator):
+    """Emits every delta, but builds block-end text from a bounded buffer of the last 128
+    fragments (meant to cap memory), so long streams close with a truncated block."""
+
+    __slots__ = ()
+
+    def end(self, *, done: bool) -> list[StreamChunk]:
+        self._text_parts = list(deque(self._text_parts, maxlen=128))
+        self._reasoning_parts = list(deque(self._reasoning_parts, maxlen=128))
+        return super().end(done=done)
+
+
+class _ForgetsCrSSE(SSEDecoder):
+    """Ends a line at a CR that closes a read, then takes the LF opening the next read as a
+    blank line: single-line events survive, a multi-line event is dispatched half-way."""
+
+    def feed_raw(self, chunk: bytes) -> list[tuple[str | None, str, str | None]]:
+        out = super().feed_raw(chunk)
+        self._skip_lf = False
+        return out
+
+
 _TRANSLATORS: dict[str, type[Translator]] = {
     "concat_ids": _ConcatIdsTranslator,
     "eof_success": _EofSuccessTranslator,
     "loses_usage": _LosesUsageTranslator,
+    "drops_error_usage": _DropsErrorUsageTranslator,
+    "ring_buffer": _RingBufferTranslator,
 }
 
 
 def _decoder() -> StreamDecoder:
     bug = _BUG.get()
-    return StreamDecoder(_TRANSLATORS[bug]() if bug is not None else None)
+    decoder = StreamDecoder(_TRANSLATORS[bug]() if bug in _TRANSLATORS else None)
+    if bug == "forgets_cr":
+        decoder._sse = _ForgetsCrSSE()
+    return decoder
 
 
 deepseek_adapter.StreamDecoder = _decoder  # type: ignore[assignment,misc]
@@ -109,6 +147,88 @@ class EofSuccessAdapter(_BrokenTranslate):
 class LosesUsageAdapter(_BrokenTranslate):
     BUG = "loses_usage"
     MUST_FAIL = frozenset({"finish-repeated", "usage-trailing-then-null"})
+
+
+class DropsErrorUsageAdapter(_BrokenTranslate):
+    BUG = "drops_error_usage"
+    MUST_FAIL = frozenset({"err-inband-error-keeps-usage"})
+
+
+class RingBufferAdapter(_BrokenTranslate):
+    BUG = "ring_buffer"
+    MUST_FAIL = frozenset({"text-many-fragments-add-up"})
+
+
+class ForgetsCrAdapter(_BrokenTranslate):
+    BUG = "forgets_cr"
+    MUST_FAIL = frozenset({"sse-multiline-crlf-one-byte-reads"})
+
+
+class RateLimitAsQuotaAdapter(DeepSeekAdapter):
+    """Takes a 429 without Retry-After for an exhausted quota (terminal), wording or not."""
+
+    MUST_FAIL = frozenset({"http-429-plain-no-retry-after", "http-retry-after-invalid", "http-retry-after-zero"})
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().stream(options):
+            failure = chunk.reason.failure if isinstance(chunk, Finish) else None
+            if failure is not None and failure.status == 429 and failure.provider_retry_after_ms is None:
+                failure = dataclasses.replace(failure, code=ErrorCode.QUOTA)
+                chunk = dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))  # type: ignore[arg-type]
+            yield chunk
+
+
+class SelfRetryingAdapter(DeepSeekAdapter):
+    """Sends the request once more when it fails retryably before any output (what an SDK's
+    default `max_retries` does behind the loop's back)."""
+
+    MUST_FAIL = frozenset({
+        "err-no-self-retry-503", "http-429-plain-no-retry-after", "http-429-rate-limit", "http-500-empty-body",
+        "http-500-server", "http-502-html-body", "http-503-server", "http-request-id",
+        "http-request-id-deepseek-header", "http-retry-after-invalid", "http-retry-after-past-date",
+        "http-retry-after-zero",
+    })
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        for attempt in range(2):
+            retry = False
+            output = False
+            async for chunk in super().stream(options):
+                failure = chunk.reason.failure if isinstance(chunk, Finish) else None
+                if attempt == 0 and not output and failure is not None and failure.status is not None \
+                        and is_retryable(failure):
+                    retry = True
+                    continue
+                output = True
+                yield chunk
+            if not retry:
+                return
+
+
+class KeepsStreamOpenAdapter(DeepSeekAdapter):
+    """Closes its inner stream (and so the HTTP response) only when CancelledError reaches it
+    or in `aclose()`: a consumer that stops between two chunks leaves the response open."""
+
+    MUST_FAIL = frozenset({"net-cancel-between-chunks"})
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: list[Any] = []
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        inner = super().stream(options)
+        self._held.append(inner)
+        try:
+            async for chunk in inner:
+                yield chunk
+        except asyncio.CancelledError:
+            await inner.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        for inner in self._held:
+            await inner.aclose()
+        await super().aclose()
 
 
 class _BrokenBody(DeepSeekAdapter):
@@ -177,9 +297,42 @@ class EmptiesToolResultsAdapter(_BrokenBody):
                 message["content"] = ""
 
 
+class DropsFalsyAdapter(_BrokenBody):
+    """Sends an optional field only when it is truthy (`if options.temperature:`)."""
+
+    MUST_FAIL = frozenset({"ser-falsy-values-sent"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        for key in ("temperature", "stop"):
+            if key in body and not body[key]:
+                del body[key]
+        for tool in body.get("tools") or ():
+            if not tool["function"].get("strict", True):
+                del tool["function"]["strict"]
+
+
+class OldVocabularyAdapter(_BrokenBody):
+    """Knows nothing of `tool_choice`, `strict` or effort `none`: drops them from the body."""
+
+    MUST_FAIL = frozenset({
+        "ser-falsy-values-sent", "ser-tool-choice-auto", "ser-tool-choice-none",
+        "ser-tool-choice-required-thinking-off", "ser-tool-choice-named",
+        "ser-tool-choice-forced-turns-default-thinking-off", "ser-tool-strict", "ser-effort-none",
+    })
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        body.pop("tool_choice", None)
+        if body.get("reasoning_effort") == "none":
+            del body["reasoning_effort"]
+        for tool in body.get("tools") or ():
+            tool["function"].pop("strict", None)
+
+
 BROKEN = (
     ReencodingArgsAdapter, DropsPassbackAdapter, EmptiesToolResultsAdapter, ConcatIdsAdapter,
-    EofSuccessAdapter, LosesUsageAdapter,
+    EofSuccessAdapter, LosesUsageAdapter, DropsErrorUsageAdapter, RingBufferAdapter, ForgetsCrAdapter,
+    RateLimitAsQuotaAdapter, SelfRetryingAdapter, KeepsStreamOpenAdapter, DropsFalsyAdapter,
+    OldVocabularyAdapter,
 )
 
 

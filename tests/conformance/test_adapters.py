@@ -9,7 +9,7 @@ from harness.providers.openai_compat import OpenAICompatAdapter
 #: What the openai SDK hides from OpenAICompatAdapter (declared on its capabilities).
 SDK_NOT_APPLICABLE = {
     "sse-blocks-without-data", "sse-byte-order-mark", "end-eof-after-finish-flagged",
-    "end-done-unterminated-flagged", "end-done-without-finish-reason",
+    "end-done-unterminated-flagged", "end-done-without-finish-reason", "err-inband-error-keeps-usage",
 }
 
 
@@ -22,3 +22,7 @@ async def test_catalogue_on_openai_compat_adapter() -> None:
     results = await run_catalogue(load_catalogue(), OpenAICompatAdapter)
     assert {r.id: r.diff for r in results if r.status == "fail"} == {}
     assert {r.id for r in results if r.status == "n/a"} == SDK_NOT_APPLICABLE
+    reasons = {r.id: r.reason for r in results if r.status == "n/a"}
+    assert reasons["err-inband-error-keeps-usage"] == (
+        "the adapter declares no error_usage capability (reads the usage on the chunk that carries an in-band error)"
+    )

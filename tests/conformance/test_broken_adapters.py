@@ -20,3 +20,13 @@ async def test_broken_adapter_fails_exactly_its_scenarios(adapter: type) -> None
         "unexpected": {r.id: r.diff for r in results if r.id in failed - adapter.MUST_FAIL},
     }
     assert not [r.id for r in results if r.status == "n/a"]
+
+
+async def test_a_self_retrying_adapter_is_named_as_such() -> None:
+    # The second request meets an exhausted script (a mock 418); the verdict must say why.
+    from .broken import SelfRetryingAdapter
+
+    [result] = await run_catalogue([s for s in load_catalogue() if s.id == "err-no-self-retry-503"], SelfRetryingAdapter)
+    assert result.status == "fail" and "step0.requests" in result.failed
+    assert "retries on its own" in result.reason
+    assert "# actual finish, step0: kind=error code=HTTP_418 status=418" in result.diff

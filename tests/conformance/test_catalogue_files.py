@@ -82,3 +82,9 @@ def test_missing_recording_is_reported(tmp_path: Path) -> None:
     f.write_text(BAD.replace("{reply: {content: x}}", "{recording: {file: nowhere.sse}}").replace("stopp", "stop"))
     with pytest.raises(ScenarioError, match=r"nowhere\.sse"):
         load_scenario_file(f)
+
+
+def test_every_capability_says_what_it_means() -> None:
+    from conformance.scenario import CAPABILITIES, CAPABILITY_NOTES
+
+    assert set(CAPABILITY_NOTES) == set(CAPABILITIES)

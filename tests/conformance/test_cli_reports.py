@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.report import to_junit
+from conformance.runner import ScenarioResult
 from harness.cli import main
 from mock_server import MockServer
 
@@ -30,7 +32,8 @@ def test_all_pass_exits_0_and_reports_agree(tmp_path: Path, capsys: pytest.Captu
     assert doc["adapter"] == "harness.providers.deepseek:DeepSeekAdapter"
     assert set(doc) == {"adapter", "scenarios", "summary"}
     assert doc["summary"] == _table_totals(out)
-    assert all(set(s) == {"id", "tags", "status"} for s in doc["scenarios"])
+    assert all(set(s) == {"id", "tags", "status", "reason", "failed", "seconds", "notes"} for s in doc["scenarios"])
+    assert all(s["failed"] == [] and s["seconds"] > 0 for s in doc["scenarios"])
     suite = ET.parse(x).getroot()
     cases = suite.findall(".//testcase")
     assert len(cases) == len(doc["scenarios"]) == sum(doc["summary"].values())
@@ -48,6 +51,8 @@ def test_failure_exits_1_with_a_json_diff(tmp_path: Path, capsys: pytest.Capture
     assert {s["id"] for s in failed} == {"finish-repeated", "usage-trailing-then-null"}
     assert all(s["diff"].startswith("--- expected/") and "\n+++ actual/" in s["diff"] for s in failed)
     assert '+null' in failed[0]["diff"]
+    assert all("\n# actual finish, step0: kind=stop" in s["diff"] for s in failed)
+    assert all(s["failed"] == ["step0.usage"] and s["reason"] == "failed: step0.usage" for s in failed)
     assert doc["summary"] == _table_totals(out) and doc["summary"]["fail"] == 2
     root = ET.parse(x).getroot()
     assert len(root.findall(".//testcase/failure")) == 2
@@ -98,3 +103,12 @@ def test_server_direction_report(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert doc["server"] == server.base_url and doc["adapter"] is None
     assert doc["summary"] == _table_totals(out)
     assert {s["id"] for s in doc["scenarios"]} >= {"S18", "S21b", "S29", "S36"}
+
+
+def test_junit_suite_time_is_wall_time_not_the_sum() -> None:
+    # Scenarios run concurrently: three of 2 s each, overlapping, took 3 s of wall time.
+    results = [ScenarioResult(id=f"s{i}", tags=["A1", "area:sse"], status="pass", seconds=2.0, started_at=100.0 + i * 0.5)
+               for i in range(3)]
+    root = to_junit(results, name="run")
+    assert root.get("time") == "3.000" and root.find("testsuite").get("time") == "3.000"  # type: ignore[union-attr]
+    assert [c.get("time") for c in root.iter("testcase")] == ["2.000"] * 3

@@ -147,7 +147,11 @@ class Translator:
             self._take_ids(chunk)
         error = chunk.get("error")
         if error:
-            out += self._terminate(failure_from_error_object(error))
+            # Usage on the error chunk itself (OpenRouter's oc05 shape) is billed work: keep it.
+            usage = chunk.get("usage")
+            if usage and isinstance(usage, dict):
+                self._usage = map_usage(usage)
+            out += self._terminate(failure_from_error_object(error), keep_usage=True)
             return
         choices = chunk.get("choices")
         if choices:
@@ -269,10 +273,14 @@ class Translator:
         )
         return None
 
-    def _terminate(self, failure: LlmFailure) -> list[StreamChunk]:
-        """End the stream early with an error finish carrying the response ids."""
+    def _terminate(self, failure: LlmFailure, *, keep_usage: bool = False) -> list[StreamChunk]:
+        """End the stream early with an error finish carrying the response ids; with
+        `keep_usage`, the usage received so far goes out first (a provider's in-band error)."""
         self.finished = True
-        return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))]
+        finish = Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))
+        if keep_usage and self._usage is not None:
+            return [Usage(usage=self._usage), finish]
+        return [finish]
 
     def _meta(self, done_missing: bool) -> FinishMeta:
         return FinishMeta(
@@ -294,7 +302,7 @@ class Translator:
             payload = {"message": data or "provider sent an error event"}
         if isinstance(payload, dict) and "error" in payload:
             payload = payload["error"]
-        return self._terminate(failure_from_error_object(payload))
+        return self._terminate(failure_from_error_object(payload), keep_usage=True)
 
     def malformed(self, data: str) -> list[StreamChunk]:
         """A `data:` payload that is not JSON."""

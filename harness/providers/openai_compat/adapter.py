@@ -60,6 +60,9 @@ class OpenAICompatCapabilities(AdapterCapabilities):
     strict_sse: bool = False
     """The SDK's SSE decoder dispatches data-less blocks (`event:`/`id:` only) as empty JSON and
     keeps a leading byte order mark, so both end as malformed responses."""
+    error_usage: bool = False
+    """The SDK raises on a chunk with an `error` object before handing it over, so usage sent
+    on that same chunk (OpenRouter's shape) never reaches the adapter."""
 
 
 def _fail(message: str, code: str, **fields: Any) -> Finish:

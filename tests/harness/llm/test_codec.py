@@ -271,6 +271,10 @@ def test_tool_schema_round_trip() -> None:
     data = tool_schema_to_json(schema)
     assert data == {"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"p": {"type": "string"}}}}
     assert tool_schema_from_json(data) == schema
+    for strict in (True, False):  # `False` is a choice too: it must survive the log
+        with_strict = ToolSchema(name="read", description="", parameters={"type": "object"}, strict=strict)
+        assert tool_schema_to_json(with_strict)["strict"] is strict
+        assert tool_schema_from_json(tool_schema_to_json(with_strict)) == with_strict
 
 
 @pytest.mark.parametrize(

@@ -75,10 +75,16 @@ def test_no_system_when_absent_and_empty_system_kept() -> None:
     assert serialize(opts(UserMessage.text("x"), system=""))["messages"][0] == {"role": "system", "content": ""}
 
 
-def test_assistant_content_always_a_string() -> None:
-    body = serialize(opts(assistant(ToolCallBlock(id="c", name="n", arguments="{}")), reasoning_effort="off"))
-    message = body["messages"][0]
+def test_tool_only_turn_sends_null_content_unless_configured_empty() -> None:
+    only_calls = opts(assistant(ToolCallBlock(id="c", name="n", arguments="{}")), reasoning_effort="off")
+    assert serialize(only_calls)["messages"][0]["content"] is None
+    message = serialize(only_calls, DeepSeekConfig(tool_only_content="empty"))["messages"][0]
     assert message["content"] == "" and isinstance(message["content"], str)
+    with_text = opts(assistant(TextBlock(text="t"), ToolCallBlock(id="c", name="n", arguments="{}")))
+    assert serialize(with_text)["messages"][0]["content"] == "t"
+
+
+def test_assistant_content_without_tool_calls_always_a_string() -> None:
     assert serialize(opts(assistant(), reasoning_effort="off"))["messages"] == [{"role": "assistant", "content": ""}]
     joined = serialize(opts(assistant(TextBlock(text="a"), ReasoningBlock(text="r"), TextBlock(text="b")), reasoning_effort="off"))
     assert joined["messages"][0]["content"] == "ab"  # text blocks joined with no separator
@@ -152,7 +158,7 @@ def test_tool_results_one_message_each_in_call_order_right_after() -> None:
         )
     )
     assert body["messages"][1:] == [
-        {"role": "assistant", "content": "", "tool_calls": [
+        {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": '{"p":"a"}'}},
             {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": '{"p":"b"}'}},
         ]},
@@ -322,3 +328,40 @@ async def test_api_key_validation(key: str | None, code: str, monkeypatch: pytes
         assert len(chunks) == 1 and chunks[0].reason.failure.code == code  # type: ignore[union-attr]
     finally:
         await adapter.aclose()
+
+
+READ = ToolSchema(name="read", description="Read", parameters={"type": "object", "properties": {}})
+
+
+@pytest.mark.parametrize(("choice", "wire"), [
+    ("auto", "auto"), ("none", "none"), ("required", "required"),
+    ("read", {"type": "function", "function": {"name": "read"}}),
+])
+def test_tool_choice_serialized_as_deepseek_takes_it(choice: str, wire: object) -> None:
+    body = serialize(opts(UserMessage.text("x"), tools=[READ], tool_choice=choice, reasoning_effort="off"))
+    assert body["tool_choice"] == wire
+    assert "tool_choice" not in serialize(opts(UserMessage.text("x"), tools=[READ]))
+
+
+def test_forced_tool_choice_turns_unspecified_thinking_off_and_refuses_explicit_thinking() -> None:
+    body = serialize(opts(UserMessage.text("x"), tools=[READ], tool_choice="required"))
+    assert body["thinking"] == {"type": "disabled"} and "reasoning_effort" not in body
+    assert "thinking" not in serialize(opts(UserMessage.text("x"), tools=[READ], tool_choice="auto"))
+    for bad in (dict(reasoning_effort="high"), dict(tool_choice="write"), dict(tools=[])):
+        kw: dict[str, object] = {"tools": [READ], "tool_choice": "required", **bad}
+        with pytest.raises(UsageError) as info:
+            serialize(opts(UserMessage.text("x"), **kw))
+        assert info.value.code == "UNSUPPORTED_TOOL_CHOICE"
+
+
+def test_falsy_values_are_still_sent() -> None:
+    strict_off = ToolSchema(name="read", description="", parameters={"type": "object"}, strict=False)
+    body = serialize(opts(UserMessage.text("x"), tools=[strict_off], temperature=0, stop=[], tool_choice="none"))
+    assert body["temperature"] == 0 and body["stop"] == [] and body["tool_choice"] == "none"
+    assert body["tools"][0]["function"]["strict"] is False
+    assert "strict" not in serialize(opts(UserMessage.text("x"), tools=[READ]))["tools"][0]["function"]
+
+
+def test_reasoning_effort_none_sent_with_thinking_disabled() -> None:
+    body = serialize(opts(UserMessage.text("x"), reasoning_effort="none"))
+    assert body["thinking"] == {"type": "disabled"} and body["reasoning_effort"] == "none"

@@ -318,6 +318,19 @@ def test_in_band_error_object_keeps_partial_blocks() -> None:
     assert assemble(chunks).blocks() == [ReasoningBlock(text="r"), TextBlock(text="partial")]
 
 
+def test_usage_on_the_error_chunk_is_kept() -> None:
+    # OpenRouter (oc05-like) bills the failed call on the very chunk that carries the error.
+    error = {"message": "Provider returned error", "code": 502, "type": "upstream_error"}
+    body = sse(chunk({"content": "partial"}), {"id": ID, "object": "chat.completion.chunk", "error": error, "usage": USAGE,
+                                               "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+    chunks = decode(body)
+    assert finish_of(chunks).reason.kind == "error"
+    assert isinstance(chunks[-2], Usage) and chunks[-2].usage == map_usage(USAGE)
+    assert assemble(chunks).usage == map_usage(USAGE)
+    earlier = sse(chunk({"content": "x"}, usage=USAGE), done=False) + b'event: error\ndata: {"error":{"message":"gone"}}\n\n'
+    assert assemble(decode(earlier)).usage == map_usage(USAGE)
+
+
 def test_in_band_error_without_status() -> None:
     body = sse(chunk({"content": "x"}), {"error": {"message": "Internal error", "type": "server_error", "code": "internal"}})
     failure = finish_of(decode(body)).reason.failure
