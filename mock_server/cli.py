@@ -102,6 +102,11 @@ def _print(obj: dict[str, Any]) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run until SIGINT (130) or SIGTERM (143); 2 when the options or scripts are invalid."""
+    if not args.replay:
+        given = [name for name, value in (("--speed", args.speed), ("--resplit", args.resplit)) if value is not None]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            return _fail(f"{' and '.join(given)} {verb} only with --replay; add --replay recordings/NAME or drop it")
     sequence = [n.strip() for n in (args.sequence or "").split(",") if n.strip()]
     refuse = bool(sequence) and sequence[0] == "connection_refused"
     if "connection_refused" in sequence[1:]:
@@ -116,11 +121,6 @@ def run_serve(args: argparse.Namespace) -> int:
         return _fail("--listen-delay-ms is only allowed with `connection_refused`")
     if args.weights is not None and "random" not in sequence and not args.script:
         return _fail("--weights needs `random` in --sequence (or a script using it)")
-    if not args.replay:
-        given = [name for name, value in (("--speed", args.speed), ("--resplit", args.resplit)) if value is not None]
-        if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            return _fail(f"{' and '.join(given)} {verb} only with --replay; add --replay recordings/NAME or drop it")
     speed = 1.0 if args.speed is None else args.speed
     if not speed >= 0:
         return _fail("--speed must be >= 0")

@@ -122,7 +122,7 @@ async def test_the_shell_hides_named_variables(workspace: Path, monkeypatch: pyt
 async def test_run_blocking_abandons_a_stuck_call_and_tells_on_abandon() -> None:
     release = threading.Event()
     abandoned: list[bool] = []
-    with pytest.raises(ToolTimeoutError, match="took longer than 0.2s"):
+    with pytest.raises(ToolTimeoutError, match=r"took longer than 0\.2s"):
         await run_blocking(release.wait, timeout=0.2, what="wait", on_abandon=lambda: abandoned.append(True))
     release.set()
     assert abandoned == [True]
