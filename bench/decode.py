@@ -8,9 +8,17 @@ against the bare limit, on one generated DeepSeek stream of more than 10,000 chu
   and tool-call arguments by index, as a user of the SDK would.
 - limit: split the body into lines and `json.loads` every `data:` payload, nothing else.
 
-Each contender runs several times and its best time counts. Prints both ratios, and as the
-very last line one JSON object `{"vs_openai": ..., "vs_limit": ...}` (ratios of throughput:
-dshkit/openai and dshkit/limit). Run: `python bench/decode.py` (about 10 s).
+The same three contenders run on DeepSeek's second wire, the Anthropic Messages surface: one
+generated stream of more than 10,000 events (thinking deltas, a signature, text deltas, tool_use
+blocks with `input_json_delta` fragments, `event:`-framed), decoded by
+`harness.providers.anthropic.StreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
+(`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
+by the same bare limit (split + `json.loads` of every `data:` payload).
+
+Each contender runs several times and its best time counts. Prints the ratios, and as the very
+last line one JSON object `{"vs_openai", "vs_limit", "anthropic_vs_sdk", "anthropic_vs_limit"}`
+(ratios of throughput: dshkit/SDK and dshkit/limit, per wire; `anthropic_vs_sdk` is null when
+the `anthropic` SDK is not installed). Run: `python bench/decode.py` (about 20 s).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
+from harness.providers import anthropic as an
 from harness.providers.deepseek import StreamDecoder
 
 READ = 64 * 1024
@@ -81,6 +90,49 @@ def build_stream(reasoning: int = 4000, text: int = 4000, calls: int = 4, fragme
     return "".join(parts).encode("utf-8"), len(parts) - 1
 
 
+def _event(event: dict[str, Any]) -> str:
+    return "event: " + event["type"] + "\ndata: " + json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+
+
+def build_anthropic_stream(
+    reasoning: int = 4000, text: int = 4000, calls: int = 4, fragments: int = 600
+) -> tuple[bytes, int]:
+    """The Anthropic-surface twin of `build_stream`, as DeepSeek's `/anthropic` route sends it
+    (UUID id, thinking start without a signature, one `signature_delta`). Returns the body and
+    its event count."""
+    rng = random.Random(7)
+    usage = {"input_tokens": 28, "cache_read_input_tokens": 384, "output_tokens": 1}
+    parts = [_event({"type": "message_start", "message": {
+        "id": ID, "type": "message", "role": "assistant", "model": "deepseek-v4-flash", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": usage}})]
+    parts.append(_event({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}))
+    parts.append(_event({"type": "ping"}))
+    for _ in range(reasoning):
+        delta = {"type": "thinking_delta", "thinking": " " + rng.choice(WORDS)}
+        parts.append(_event({"type": "content_block_delta", "index": 0, "delta": delta}))
+    parts.append(_event({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": ID}}))
+    parts.append(_event({"type": "content_block_stop", "index": 0}))
+    parts.append(_event({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}))
+    for _ in range(text):
+        delta = {"type": "text_delta", "text": " " + rng.choice(WORDS)}
+        parts.append(_event({"type": "content_block_delta", "index": 1, "delta": delta}))
+    parts.append(_event({"type": "content_block_stop", "index": 1}))
+    for i in range(calls):
+        index = 2 + i
+        block = {"type": "tool_use", "id": f"call_{i:02d}_abcdefghijklmnopqrstuvwx", "name": "read", "input": {}}
+        parts.append(_event({"type": "content_block_start", "index": index, "content_block": block}))
+        args = json.dumps({"file_path": "README.md", "lines": [rng.choice(WORDS) for _ in range(fragments)]})
+        step = max(1, len(args) // fragments)
+        for start in range(0, len(args), step):
+            delta = {"type": "input_json_delta", "partial_json": args[start:start + step]}
+            parts.append(_event({"type": "content_block_delta", "index": index, "delta": delta}))
+        parts.append(_event({"type": "content_block_stop", "index": index}))
+    final = {"input_tokens": 28, "cache_read_input_tokens": 384, "output_tokens": 9000}
+    parts.append(_event({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": final}))
+    parts.append(_event({"type": "message_stop"}))
+    return "".join(parts).encode("utf-8"), len(parts)
+
+
 # --- contenders --------------------------------------------------------------------------------
 
 
@@ -97,6 +149,61 @@ def run_dshkit(body: bytes) -> tuple[str, str, list[str]]:
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
     reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
     return text, reasoning, [c.arguments for c in message.tool_calls]
+
+
+def run_dshkit_anthropic(body: bytes) -> tuple[str, str, list[str]]:
+    decoder = an.StreamDecoder()
+    assembler = BlockAssembler()
+    feed = assembler.feed
+    for start in range(0, len(body), READ):
+        for chunk in decoder.feed(body[start:start + READ]):
+            feed(chunk)
+    for chunk in decoder.close():
+        feed(chunk)
+    message = assembler.message(ModelSource(provider="deepseek", model="deepseek-v4-flash"))
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+    return text, reasoning, [c.arguments for c in message.tool_calls]
+
+
+def make_anthropic(body: bytes) -> Callable[[], tuple[str, str, list[str]]] | None:
+    """The official SDK over the same bytes, accumulating text, thinking and tool JSON by block
+    index as its users do with raw events; None when the SDK is not installed."""
+    try:
+        import anthropic
+        import httpx2
+    except ImportError:
+        return None
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = anthropic.Anthropic(
+        api_key="sk-bench",
+        base_url="http://bench.invalid/anthropic",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+
+    def run() -> tuple[str, str, list[str]]:
+        stream = client.messages.create(
+            model="deepseek-v4-flash", max_tokens=32768, messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, list[str]] = {}
+        for event in stream:
+            if event.type == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    text.append(delta.text)
+                elif delta.type == "thinking_delta":
+                    reasoning.append(delta.thinking)
+                elif delta.type == "input_json_delta":
+                    calls.setdefault(event.index, []).append(delta.partial_json)
+        return "".join(text), "".join(reasoning), ["".join(calls[i]) for i in sorted(calls)]
+
+    return run
 
 
 def run_limit(body: bytes) -> int:
@@ -178,8 +285,47 @@ def main() -> int:
     vs_limit = t_limit / t_ours
     print(f"dshkit vs openai SDK: {vs_openai:.1f}x (goal >= 20x)")
     print(f"dshkit vs bare limit: {vs_limit:.2f} (goal >= 0.6)")
-    print(json.dumps({"vs_openai": round(vs_openai, 2), "vs_limit": round(vs_limit, 3)}))
+    an_ratios = bench_anthropic()
+    if an_ratios is None:
+        return 1
+    an_vs_sdk, an_vs_limit = an_ratios
+    print(json.dumps({
+        "vs_openai": round(vs_openai, 2),
+        "vs_limit": round(vs_limit, 3),
+        "anthropic_vs_sdk": None if an_vs_sdk is None else round(an_vs_sdk, 2),
+        "anthropic_vs_limit": round(an_vs_limit, 3),
+    }))
     return 0
+
+
+def bench_anthropic() -> tuple[float | None, float] | None:
+    """The Anthropic-surface figures: (dshkit/SDK, dshkit/limit) throughput ratios; None when
+    the contenders disagree on the assembled result."""
+    body, events = build_anthropic_stream()
+    ours = run_dshkit_anthropic(body)
+    sdk = make_anthropic(body)
+    if sdk is not None and sdk() != ours:
+        print("anthropic SDK and dshkit disagree on the assembled result", file=sys.stderr)
+        return None
+    assert run_limit(body) == events
+    t_ours = t_limit = t_sdk = float("inf")
+    for _ in range(4):
+        if sdk is not None:
+            t_sdk = min(t_sdk, timed(sdk))
+        for _ in range(4):
+            t_ours = min(t_ours, timed(lambda: run_dshkit_anthropic(body)))
+            t_limit = min(t_limit, timed(lambda: run_limit(body)))
+    print(f"anthropic stream: {events} events, {len(body) / 1e6:.2f} MB")
+    print(f"dshkit (SSE + translate + assemble): {events / t_ours:12,.0f} events/s  {t_ours * 1e3:8.1f} ms")
+    print(f"bare limit (split + json.loads):     {events / t_limit:12,.0f} events/s  {t_limit * 1e3:8.1f} ms")
+    vs_sdk = None
+    if sdk is not None:
+        print(f"anthropic SDK (stream + accumulate): {events / t_sdk:12,.0f} events/s  {t_sdk * 1e3:8.1f} ms")
+        vs_sdk = t_sdk / t_ours
+        print(f"dshkit vs anthropic SDK: {vs_sdk:.1f}x")
+    vs_limit = t_limit / t_ours
+    print(f"dshkit vs bare limit (anthropic): {vs_limit:.2f} (goal >= 0.6, as on chat)")
+    return vs_sdk, vs_limit
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ over real HTTP against any adapter factory, the server checks (S1–S41), report
 --dshkit-adapter MOD:FACTORY`).
 """
 
+from .anthropic_checks import ANTHROPIC_SERVER_CHECKS, run_anthropic_checks
 from .checks import CheckResult, canonical, unified
 from .report import Progress, render_table, to_json, to_junit, write_json, write_junit
 from .runner import (
     DEFAULT_ADAPTER,
+    DEFAULT_ANTHROPIC_ADAPTER,
     FactoryError,
     ScenarioResult,
+    for_protocol,
     load_factory,
     run_catalogue,
     run_scenario,
@@ -17,6 +20,7 @@ from .runner import (
 )
 from .scenario import (
     CAPABILITIES,
+    PROTOCOLS,
     SCENARIO_DIR,
     Scenario,
     ScenarioError,
@@ -26,10 +30,13 @@ from .scenario import (
 from .server_checks import SERVER_CHECKS, run_server_checks
 
 __all__ = [
+    "ANTHROPIC_SERVER_CHECKS",
     "CAPABILITIES",
     "CheckResult",
     "DEFAULT_ADAPTER",
+    "DEFAULT_ANTHROPIC_ADAPTER",
     "FactoryError",
+    "PROTOCOLS",
     "Progress",
     "SCENARIO_DIR",
     "SERVER_CHECKS",
@@ -37,10 +44,12 @@ __all__ = [
     "ScenarioError",
     "ScenarioResult",
     "canonical",
+    "for_protocol",
     "load_catalogue",
     "load_factory",
     "load_scenario_file",
     "render_table",
+    "run_anthropic_checks",
     "run_catalogue",
     "run_scenario",
     "run_server_checks",

@@ -15,8 +15,10 @@ from typing import Any
 from .report import Progress, render_table, write_json, write_junit
 from .runner import (
     DEFAULT_ADAPTER,
+    DEFAULT_ANTHROPIC_ADAPTER,
     FactoryError,
     ScenarioResult,
+    for_protocol,
     load_factory,
     run_catalogue,
     summarize,
@@ -33,13 +35,19 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=(
             "Play the scenario catalogue over real HTTP against a provider adapter and judge "
             "translate, assemble, serialize and error mapping. With --server, check a "
-            "DeepSeek-compatible endpoint against wire.md S1-S41 instead. Exit status: 0 all "
+            "DeepSeek-compatible endpoint against wire.md S1-S41 instead. --protocol anthropic "
+            "does both on DeepSeek's Anthropic Messages surface: the scenarios written for it "
+            "against an Anthropic-protocol adapter, or the AN server checks against an "
+            "Anthropic base URL (e.g. https://api.deepseek.com/anthropic). Exit status: 0 all "
             "pass or n/a, 1 any failure, 2 usage error."
         ),
     )
-    p.add_argument("--adapter", default=DEFAULT_ADAPTER, metavar="MOD:FACTORY",
+    p.add_argument("--adapter", default=None, metavar="MOD:FACTORY",
                    help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
-                        f"idle_timeout_s) (default: {DEFAULT_ADAPTER})")
+                        f"idle_timeout_s) (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
+                        f"{DEFAULT_ANTHROPIC_ADAPTER})")
+    p.add_argument("--protocol", choices=["chat", "anthropic"], default="chat",
+                   help="the wire: Chat Completions (default) or the Anthropic Messages surface")
     p.add_argument("--only", action="append", default=[], metavar="TAG",
                    help="run only scenarios with this tag, id or area (A5, dsh-exact, area:tools, "
                         "tool-split-arguments); repeat to widen")
@@ -47,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", metavar="FILE", help="write the JSON report")
     p.add_argument("--scenarios", action="append", metavar="PATH",
                    help="scenario file or folder instead of the bundled catalogue (repeatable)")
-    p.add_argument("--server", metavar="URL", help="check this endpoint against S1-S41 instead")
+    p.add_argument("--server", metavar="URL", help="check this endpoint against S1-S41 (or, with "
+                   "--protocol anthropic, the AN checks; give the Anthropic base URL) instead")
     p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
     p.add_argument("--concurrency", type=int, default=16, help="scenarios in flight at once (default: 16)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failure's diff and the information notes")
@@ -88,15 +97,19 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
 
 def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """Run what `args` ask for; returns the exit status and the results."""
+    protocol = getattr(args, "protocol", "chat")
     if args.server:
+        from .anthropic_checks import run_anthropic_checks, select_anthropic_checks
         from .server_checks import run_server_checks, select_checks
 
+        anthropic = protocol == "anthropic"
         try:
-            ids = select_checks(args.only)
+            ids = select_anthropic_checks(args.only) if anthropic else select_checks(args.only)
         except ValueError as exc:
             return _fail(str(exc)), []
         progress = Progress()
-        results = asyncio.run(run_server_checks(args.server, args.api_key, ids=ids, on_result=progress))
+        run = run_anthropic_checks if anthropic else run_server_checks
+        results = asyncio.run(run(args.server, args.api_key, ids=ids, on_result=progress))
         progress.close()
         _print_results(results, f"server checks: {args.server}", args.verbose)
         if args.json:
@@ -104,15 +117,19 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
         if args.junit:
             write_junit(args.junit, results, name=f"dshkit server conformance: {args.server}")
         return (1 if summarize(results)["fail"] else 0), results
+    adapter = args.adapter or (DEFAULT_ANTHROPIC_ADAPTER if protocol == "anthropic" else DEFAULT_ADAPTER)
+    args.adapter = adapter
     try:
-        factory = load_factory(args.adapter)
-        scenarios = select(load_catalogue(args.scenarios), args.only)
+        factory = load_factory(adapter)
+        scenarios = select(for_protocol(load_catalogue(args.scenarios), protocol), args.only)
     except (FactoryError, ScenarioError, ValueError) as exc:
         return _fail(str(exc)), []
     if args.concurrency < 1:
         return _fail("--concurrency must be at least 1"), []
     progress = Progress()
-    results = asyncio.run(run_catalogue(scenarios, factory, concurrency=args.concurrency, on_result=progress))
+    results = asyncio.run(
+        run_catalogue(scenarios, factory, concurrency=args.concurrency, on_result=progress, protocol=protocol)
+    )
     progress.close()
     _print_results(results, f"adapter conformance: {args.adapter}", args.verbose)
     if args.json:

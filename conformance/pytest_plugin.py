@@ -43,6 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(with `pytest --pyargs conformance`)")
     group.addoption("--dshkit-only", action="append", default=[], metavar="TAG",
                     help="only scenarios with this tag, id or area (repeatable)")
+    group.addoption("--dshkit-protocol", choices=["chat", "anthropic"], default="chat",
+                    help="the wire the adapter speaks: Chat Completions (default) or the Anthropic "
+                         "Messages surface (only the scenarios written for it run)")
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -67,10 +70,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def _selected(config: pytest.Config) -> list[Scenario]:
     from .cli import select
+    from .runner import for_protocol
     from .scenario import load_catalogue
 
     try:
-        return select(load_catalogue(), config.getoption("--dshkit-only"))
+        scenarios = for_protocol(load_catalogue(), config.getoption("--dshkit-protocol"))
+        return select(scenarios, config.getoption("--dshkit-only"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -108,9 +113,15 @@ def dshkit_conformance_server() -> Iterator[MockServer]:
 
 @pytest.fixture
 def dshkit_scenario_result(
-    dshkit_scenario: Scenario, dshkit_conformance_factory: Any, dshkit_conformance_server: MockServer
+    dshkit_scenario: Scenario,
+    dshkit_conformance_factory: Any,
+    dshkit_conformance_server: MockServer,
+    pytestconfig: pytest.Config,
 ) -> ScenarioResult:
     """Run the parametrized scenario and return its verdict."""
     from .runner import run_scenario
 
-    return asyncio.run(run_scenario(dshkit_scenario, dshkit_conformance_factory, dshkit_conformance_server))
+    protocol = pytestconfig.getoption("--dshkit-protocol")
+    return asyncio.run(
+        run_scenario(dshkit_scenario, dshkit_conformance_factory, dshkit_conformance_server, protocol=protocol)
+    )

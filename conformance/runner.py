@@ -6,6 +6,12 @@ tells its request bodies apart, which lets scenarios run concurrently on one eve
 adapter comes from a factory `module:callable`, called as
 `factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)`, a fresh one per scenario.
 Each scenario has a time budget; exceeding it is `fail: timeout`.
+
+On the `anthropic` protocol the adapter's base URL is the mock's `/anthropic` surface, the
+scenarios written for that protocol run with their `anthropic` step overrides, and requests are
+routed by the harness session header (`GenerateOptions.session_id`, which an Anthropic adapter
+must send as `x-deepseek-harness-session-id`): Anthropic clients put the key in `x-api-key` or
+`Authorization`, so the key alone does not say which route the runner registered.
 """
 
 from __future__ import annotations
@@ -47,10 +53,12 @@ from .wire import build_messages, build_options, to_mock_step
 
 __all__ = [
     "DEFAULT_ADAPTER",
+    "DEFAULT_ANTHROPIC_ADAPTER",
     "AdapterFactory",
     "FactoryError",
     "ScenarioResult",
     "Status",
+    "for_protocol",
     "load_factory",
     "run_catalogue",
     "run_scenario",
@@ -58,6 +66,7 @@ __all__ = [
 ]
 
 DEFAULT_ADAPTER = "harness.providers.deepseek:DeepSeekAdapter"
+DEFAULT_ANTHROPIC_ADAPTER = "harness.providers.anthropic:AnthropicAdapter"
 Status = Literal["pass", "fail", "n/a"]
 AdapterFactory = Callable[..., Any]
 
@@ -109,6 +118,11 @@ class ScenarioResult:
         if self.status == "fail":
             out["diff"] = self.diff
         return out
+
+
+def for_protocol(scenarios: Sequence[Scenario], protocol: str) -> list[Scenario]:
+    """The scenarios written for `protocol` (`chat` or `anthropic`), in catalogue order."""
+    return [s for s in scenarios if protocol in s.protocols]
 
 
 def summarize(results: Sequence[ScenarioResult]) -> dict[str, int]:
@@ -187,11 +201,18 @@ async def _close(adapter: Any) -> None:
             await result
 
 
-async def _wait_closed(server: MockServer, session: str, seq_from: int, timeout: float = 1.0) -> str | None:
+def _entries(server: MockServer, protocol: str) -> list[Any]:
+    """The journal entries of the protocol's surface."""
+    return server.journal.messages() if protocol == "anthropic" else server.journal.chat()
+
+
+async def _wait_closed(
+    server: MockServer, session: str, seq_from: int, timeout: float = 1.0, protocol: str = "chat"
+) -> str | None:
     """The outcome the server recorded for the session's last request, once it is known."""
     deadline = time.monotonic() + timeout
     while True:
-        entries = [e for e in server.journal.chat() if e.session == session and e.seq > seq_from]
+        entries = [e for e in _entries(server, protocol) if e.session == session and e.seq > seq_from]
         outcome = entries[-1].outcome if entries else None
         if outcome not in (None, "stalled") or time.monotonic() > deadline:
             return outcome
@@ -199,15 +220,29 @@ async def _wait_closed(server: MockServer, session: str, seq_from: int, timeout:
 
 
 async def run_scenario(
-    sc: Scenario, factory: AdapterFactory, server: MockServer, *, provider: str = "conformance"
+    sc: Scenario,
+    factory: AdapterFactory,
+    server: MockServer,
+    *,
+    provider: str = "conformance",
+    protocol: str = "chat",
 ) -> ScenarioResult:
     """Run one scenario against a fresh adapter; never raises for adapter misbehaviour."""
     started = time.monotonic()
     key = f"sk-conf-{sc.id}-{uuid.uuid4().hex[:8]}"
-    session = session_of({"Authorization": f"Bearer {key}"})
+    anthropic = protocol == "anthropic"
+    session_id = f"conf-{sc.id}-{uuid.uuid4().hex[:8]}" if anthropic else None
+    session = session_id or session_of({"Authorization": f"Bearer {key}"})
     base = Path(sc.source).parent if sc.source else Path(".")
     base_url = server.base_url if sc.endpoint == "mock" else f"http://127.0.0.1:{_free_port()}"
+    if anthropic:
+        base_url += "/anthropic"
     result = ScenarioResult(id=sc.id, tags=list(sc.tags), status="pass", title=sc.title)
+    if protocol not in sc.protocols:
+        result.status = "n/a"
+        result.reason = f"written for {', '.join(sc.protocols)}, not {protocol}"
+        return result
+    played = [s.for_protocol(protocol) for s in sc.steps]
     try:
         adapter = factory(base_url, key, connect_timeout_s=sc.connect_timeout_s, idle_timeout_s=sc.idle_timeout_s)
     except Exception as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
@@ -222,32 +257,32 @@ async def run_scenario(
         result.reason = f"the adapter declares no {', '.join(missing)} capability"
         return result
     if sc.endpoint == "mock":
-        steps = [to_mock_step(s.wire, base=base, seed=i) for i, s in enumerate(sc.steps)]
+        steps = [to_mock_step(s.wire, base=base, seed=i, protocol=protocol) for i, s in enumerate(played)]
         server.add_script(Script(name=sc.id, steps=steps), session=session)
     checks: list[CheckResult] = []
     thinking_off = sc.request.reasoning_effort == "off" or sc.request.purpose == "session-title"
     history: list[Message] = build_messages(sc.request.messages, model=sc.request.model)
     try:
         async with asyncio.timeout(sc.budget_s):
-            for i, step in enumerate(sc.steps):
+            for i, step in enumerate(played):
                 before = max((e.seq for e in server.journal.entries), default=0)
-                options = build_options(sc.request, history, provider=provider)
+                options = build_options(sc.request, history, provider=provider, session_id=session_id)
                 if step.abort is not None:
                     options = dataclasses.replace(options, signal=asyncio.Event())
                 run = await _play_step(adapter, options, step)
                 assembler = BlockAssembler()
                 for chunk in run.chunks:
                     assembler.feed(chunk)
-                entries = [e for e in server.journal.chat() if e.session == session and e.seq > before]
+                entries = [e for e in _entries(server, protocol) if e.session == session and e.seq > before]
                 checks += _judge(i, step, run, assembler, entries, thinking_off)
                 if step.cancel is not None:
-                    outcome = await _wait_closed(server, session, before)
+                    outcome = await _wait_closed(server, session, before, protocol=protocol)
                     if sc.endpoint == "mock" and outcome not in ("client_closed", "closed", "completed", "reset"):
                         checks.append(CheckResult(
                             f"step{i}.cancel", False,
                             unified({"server sees": "the response closed"}, {"server sees": outcome}, f"step{i}.cancel"),
                         ))
-                if i + 1 < len(sc.steps):
+                if i + 1 < len(played):
                     history = _next_history(history, assembler, step, sc, i)
     except TimeoutError:
         result.status = "fail"
@@ -320,7 +355,9 @@ def _named(res: CheckResult, i: int) -> CheckResult:
 def _next_history(
     history: list[Message], assembler: BlockAssembler, step: Step, sc: Scenario, i: int
 ) -> list[Message]:
-    message = assembler.message(ModelSource(provider="conformance", model=sc.request.model), id=f"conf-step-{i}")
+    # The replay envelope (Anthropic thinking signatures) stays with the message, as in the loop.
+    source = ModelSource(provider="conformance", model=sc.request.model, replay_state=assembler.replay_state)
+    message = assembler.message(source, id=f"conf-step-{i}")
     out = [*history, message]
     results = step.tool_results or []
     for k, call in enumerate(message.tool_calls):
@@ -341,8 +378,11 @@ async def run_catalogue(
     concurrency: int = 16,
     server: MockServer | None = None,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
+    protocol: str = "chat",
 ) -> list[ScenarioResult]:
-    """Run `scenarios` concurrently on one mock server; results come back in catalogue order."""
+    """Run `scenarios` concurrently on one mock server; results come back in catalogue order.
+    Only the scenarios written for `protocol` run (see `for_protocol`)."""
+    scenarios = for_protocol(scenarios, protocol)
     own = server is None
     srv = server or MockServer(seed=7)
     if own:
@@ -354,7 +394,7 @@ async def run_catalogue(
         nonlocal done
         async with gate:
             try:
-                res = await run_scenario(sc, factory, srv)
+                res = await run_scenario(sc, factory, srv, protocol=protocol)
             except Exception as exc:  # noqa: BLE001 - a runner bug must not sink the whole run
                 res = ScenarioResult(id=sc.id, tags=list(sc.tags), status="fail", title=sc.title,
                                      reason=f"runner error: {type(exc).__name__}: {exc}",

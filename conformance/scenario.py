@@ -6,6 +6,12 @@ quirks, a named fault, SSE events written by hand, an HTTP error, or a recording
 adapter must make of it, stated as hand-written facts: the assembled blocks, the finish kind and
 failure code, the usage, and for multi-step scenarios the next request body. Files hold a list of
 scenarios; an invalid file fails at load with its path, line and field.
+
+A scenario names the wire protocols it is written for (`protocols`: `chat`, DeepSeek's Chat
+Completions, and/or `anthropic`, its Anthropic Messages surface). A generated `reply` or a named
+`fault` is protocol-neutral (the mock renders it for the surface the request came to); where the
+bytes or the request body differ, a step's `anthropic` block gives that protocol's own `wire`
+and the `expect` fields that replace the neutral ones.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from mock_server.scripts import FaultName
 
 __all__ = [
     "CAPABILITIES",
+    "PROTOCOLS",
     "AbortSpec",
     "BlockExpect",
     "CancelSpec",
@@ -44,6 +51,7 @@ __all__ = [
     "SseSpec",
     "Step",
     "StepExpect",
+    "StepOverride",
     "ToolSpec",
     "Wire",
     "area_of",
@@ -63,11 +71,17 @@ Capability = Literal[
 ]
 CAPABILITIES: tuple[str, ...] = get_args(Capability)
 
+#: The wire protocols a scenario can be written for: `chat` (Chat Completions, wire.md) and
+#: `anthropic` (the Anthropic Messages surface, anthropic.md AN1–AN78).
+Protocol = Literal["chat", "anthropic"]
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+_CHAT_ONLY: list[Protocol] = ["chat"]
+
 _TAG_RE = re.compile(
-    r"^(A([1-9]|1[0-9]|2[0-4])|S([1-9]|[1-3][0-9]|4[01])|S21b|dsh-exact|by-design"
-    r"|area:[a-z][a-z0-9-]*|dsh:4\.[1-4]|quirk:[a-z0-9_-]+)$"
+    r"^(A([1-9]|1[0-9]|2[0-4])|S([1-9]|[1-3][0-9]|4[01])|S21b|AN([1-9]|[1-6][0-9]|7[0-8])"
+    r"|dsh-exact|by-design|area:[a-z][a-z0-9-]*|dsh:4\.[1-4]|quirk:[a-z0-9_-]+)$"
 )
-_CHECKLIST_RE = re.compile(r"^(A\d+|S\d+b?)$")
+_CHECKLIST_RE = re.compile(r"^(A\d+|S\d+b?|AN\d+)$")
 
 
 class _Model(BaseModel):
@@ -154,10 +168,14 @@ class RequestSpec(_Model):
 class SseSpec(_Model):
     """SSE written by hand. Each event is a chunk mapping (framed as `data: <json>` plus a blank
     line) or a string written exactly as given. A mapping with a `delta` or `finish_reason` key
-    but no `choices` is short for a full DeepSeek chunk with that delta."""
+    but no `choices` is short for a full DeepSeek chunk with that delta. On the `anthropic`
+    protocol a mapping is an Anthropic event, framed as `event: <its type>` + `data: <json>`."""
 
     events: list[dict[str, Any] | str]
-    done: bool = Field(default=True, description="Append `data: [DONE]` and its blank line.")
+    done: bool | None = Field(
+        default=None,
+        description="Append `data: [DONE]` and its blank line (default: on chat, off on anthropic).",
+    )
     framing: Literal["lf", "crlf", "cr"] = "lf"
     writes: WriteSpec = Field(default_factory=WriteSpec, description="How bytes become writes.")
     write_delay_ms: int = Field(default=0, ge=0)
@@ -349,11 +367,22 @@ class CancelSpec(_Model):
     after_chunks: int = Field(default=1, ge=1)
 
 
+class StepOverride(_Model):
+    """A step as one protocol sees it: its own wire input and the expectation fields that
+    replace the neutral step's (given fields replace whole; the others stay)."""
+
+    wire: Wire | None = None
+    expect: dict[str, Any] = Field(default_factory=dict)
+
+
 class Step(_Model):
     """One model call: what the server answers and what the adapter must make of it."""
 
     wire: Wire
     expect: StepExpect
+    anthropic: StepOverride | None = Field(
+        default=None, description="What differs on the `anthropic` protocol (wire, expectations)."
+    )
     abort: AbortSpec | None = None
     cancel: CancelSpec | None = None
     tool_results: list[str] | None = Field(
@@ -369,7 +398,20 @@ class Step(_Model):
             raise ValueError("a step with `cancel` must expect `cancelled: true`")
         if self.abort is not None and self.cancel is not None:
             raise ValueError("`abort` and `cancel` exclude each other")
+        if self.anthropic is not None:
+            self.for_protocol("anthropic")  # an invalid merged expectation fails at load
         return self
+
+    def for_protocol(self, protocol: str) -> Step:
+        """This step as played on `protocol`: the override's wire and expectations applied."""
+        over = self.anthropic if protocol == "anthropic" else None
+        if over is None:
+            return self
+        expect = self.expect
+        if over.expect:
+            merged = {**self.expect.model_dump(exclude_unset=True), **over.expect}
+            expect = StepExpect.model_validate(merged)
+        return self.model_copy(update={"wire": over.wire or self.wire, "expect": expect, "anthropic": None})
 
 
 class Scenario(_Model):
@@ -381,6 +423,9 @@ class Scenario(_Model):
     requires: list[Capability] = Field(default_factory=list)
     by_design: str | None = Field(
         default=None, description="Why dshkit departs from the checklist item here (reported)."
+    )
+    protocols: list[Protocol] = Field(
+        default_factory=lambda: _CHAT_ONLY.copy(), min_length=1, description="The wire protocols it is written for."
     )
     endpoint: Literal["mock", "refused"] = "mock"
     idle_timeout_s: float = Field(default=2.0, gt=0)
@@ -396,7 +441,7 @@ class Scenario(_Model):
         # A one-step scenario may write `wire`/`expect` (and friends) at the top level.
         if isinstance(data, Mapping) and "steps" not in data and ("wire" in data or "expect" in data):
             data = dict(data)
-            step = {k: data.pop(k) for k in ("wire", "expect", "abort", "cancel", "tool_results", "then_user") if k in data}
+            step = {k: data.pop(k) for k in ("wire", "expect", "abort", "cancel", "tool_results", "then_user", "anthropic") if k in data}
             data["steps"] = [step]
         return data
 
@@ -406,7 +451,7 @@ class Scenario(_Model):
         bad = [t for t in tags if not _TAG_RE.match(t)]
         if bad:
             raise ValueError(
-                f"unknown tag(s) {bad}: use checklist ids (A1-A24, S1-S41, S21b), `dsh-exact`, "
+                f"unknown tag(s) {bad}: use checklist ids (A1-A24, S1-S41, S21b, AN1-AN78), `dsh-exact`, "
                 "`by-design`, `area:<name>`, `dsh:4.1`-`dsh:4.4` or `quirk:<name>`"
             )
         if len(set(tags)) != len(tags):
@@ -416,7 +461,7 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _semantics(self) -> Scenario:
         if not any(_CHECKLIST_RE.match(t) for t in self.tags):
-            raise ValueError("tag the scenario with at least one checklist id (A1…A24 or S…)")
+            raise ValueError("tag the scenario with at least one checklist id (A1…A24, S… or AN…)")
         if sum(t.startswith("area:") for t in self.tags) != 1:
             raise ValueError("a scenario has exactly one `area:` tag (give the file an `area`)")
         exact = "dsh-exact" in self.tags
@@ -435,12 +480,26 @@ class Scenario(_Model):
 
 
 class ScenarioFile(_Model):
-    """A catalogue file: a default `area` and a list of scenarios. `anchors` holds YAML anchors
-    (shared usage objects and the like) and is otherwise ignored."""
+    """A catalogue file: a default `area`, default `protocols` and a list of scenarios. `anchors`
+    holds YAML anchors (shared usage objects and the like) and is otherwise ignored."""
 
     area: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9-]*$")
+    protocols: list[Protocol] | None = None
     anchors: Any = None
     scenarios: list[Scenario] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_protocols(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and isinstance(data.get("protocols"), list):
+            items = data.get("scenarios")
+            if isinstance(items, list):
+                data = dict(data)
+                data["scenarios"] = [
+                    {**s, "protocols": data["protocols"]} if isinstance(s, Mapping) and "protocols" not in s else s
+                    for s in items
+                ]
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -69,16 +69,20 @@ def _full_chunk(spec: SseSpec, event: Mapping[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def encode_sse_spec(spec: SseSpec) -> bytes:
-    """The body bytes of a hand-written SSE spec."""
+def encode_sse_spec(spec: SseSpec, protocol: str = "chat") -> bytes:
+    """The body bytes of a hand-written SSE spec: chat chunks as `data:` lines closed by
+    `[DONE]`, or (on `anthropic`) events framed with their `event:` line and no `[DONE]`."""
     eol = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}[spec.framing]
     out: list[bytes] = []
     for event in spec.events:
         if isinstance(event, str):
             out.append(event.encode("utf-8"))
+        elif protocol == "anthropic":
+            name = str(event.get("type", "message")).encode("utf-8")
+            out.append(b"event: " + name + eol + b"data: " + _dumps(dict(event)) + eol + eol)
         else:
             out.append(b"data: " + _dumps(_full_chunk(spec, event)) + eol + eol)
-    if spec.done:
+    if spec.done if spec.done is not None else protocol == "chat":
         out.append(b"data: [DONE]" + eol + eol)
     return b"".join(out)
 
@@ -87,8 +91,9 @@ def _raw_writes(writes: list[bytes], delay_ms: int) -> list[dict[str, Any]]:
     return [{"b64": base64.b64encode(w).decode("ascii"), "delay_ms": delay_ms} for w in writes]
 
 
-def to_mock_step(wire: Wire, *, base: Path, seed: int = 0) -> MockStep:
-    """The mock-server step that plays `wire` (files resolve against `base`)."""
+def to_mock_step(wire: Wire, *, base: Path, seed: int = 0, protocol: str = "chat") -> MockStep:
+    """The mock-server step that plays `wire` (files resolve against `base`); `protocol` frames
+    hand-written SSE for that surface."""
     timing = wire.timing.model_dump()
     if wire.reply is not None:
         return ReplyStep.model_validate({"reply": wire.reply, "stream": wire.stream, "timing": timing})
@@ -98,7 +103,7 @@ def to_mock_step(wire: Wire, *, base: Path, seed: int = 0) -> MockStep:
         )
     if wire.sse is not None:
         spec = wire.sse
-        data = encode_sse_spec(spec)
+        data = encode_sse_spec(spec, protocol)
         writes = plan_writes(data, spec.writes.to_plan(seed))
         raw = {
             "status": spec.status,
@@ -177,9 +182,12 @@ def build_messages(specs: list[MessageSpec], *, model: str) -> list[Message]:
     return out
 
 
-def build_options(spec: RequestSpec, messages: list[Message], *, provider: str) -> GenerateOptions:
+def build_options(
+    spec: RequestSpec, messages: list[Message], *, provider: str, session_id: str | None = None
+) -> GenerateOptions:
     """The `GenerateOptions` of one call over `messages`."""
     return GenerateOptions(
+        session_id=session_id,
         provider=provider,
         model=spec.model,
         messages=tuple(messages),

@@ -2,8 +2,11 @@
 
 A capture is a raw SSE body, JSONL with one chunk object per line, a JSON array of chunk
 objects, or an HTTP error body. JSONL and JSON are framed as SSE and closed with `[DONE]` so
-they take exactly the path live bytes take. The output is deterministic: the message id is
-derived from a hash of the input, so two runs print the same bytes.
+they take exactly the path live bytes take. Both of DeepSeek's wires are read: Chat Completions
+chunks and Anthropic Messages events (`message_start` … `message_stop`; a non-streaming Message
+body too), told apart by the payloads' shape unless `--protocol` says. The output is
+deterministic: the message id is derived from a hash of the input, so two runs print the same
+bytes.
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ from harness.llm import (
     meta_to_json,
     usage_to_json,
 )
+from harness.providers import anthropic
 from harness.providers.deepseek import StreamDecoder, failure_from_http
 
-__all__ = ["CaptureError", "DecodeResult", "decode_capture", "detect_format", "register"]
+__all__ = ["CaptureError", "DecodeResult", "decode_capture", "detect_format", "detect_protocol", "register"]
 
 Format = Literal["sse", "jsonl", "json", "error"]
+Protocol = Literal["chat", "anthropic"]
+_ANTHROPIC_EVENTS = (b'"message_start"', b'"content_block_start"', b'"content_block_delta"', b'"message_delta"')
 
 
 class CaptureError(ValueError):
@@ -49,11 +55,14 @@ class DecodeResult:
     assembler: BlockAssembler
     message_id: str
     format: Format
+    protocol: Protocol = "chat"
 
     def to_json(self) -> dict[str, Any]:
         a = self.assembler
         meta = a.meta  # the last finish's
-        source = ModelSource(provider="deepseek", model=(meta.model if meta else None) or "unknown")
+        model = (meta.model if meta else None) or "unknown"
+        # Anthropic thinking signatures ride in the replay state; show them with the message.
+        source = ModelSource(provider="deepseek", model=model, replay_state=a.replay_state)
         return {
             "chunks": [chunk_to_json(c) for c in self.chunks],
             "message": message_to_json(a.message(source, id=self.message_id)),
@@ -79,6 +88,8 @@ def detect_format(data: bytes) -> Format:
             whole = None
         if _is_error_body(whole):
             return "error"
+        if isinstance(whole, dict) and whole.get("type") == "message":
+            return "json"  # an Anthropic non-streaming Message body
         lines = [line for line in data.splitlines() if line.strip()]
         try:
             if all(isinstance(json.loads(line), dict) for line in lines):
@@ -92,24 +103,84 @@ def detect_format(data: bytes) -> Format:
     )
 
 
+def detect_protocol(data: bytes) -> Protocol:
+    """`anthropic` when the capture holds Anthropic Messages events or a Message body (a
+    `"type"` of `message_start`, `content_block_*`, `message_delta`, or a top-level
+    `"type": "message"`), else `chat`."""
+    if any(name in data for name in _ANTHROPIC_EVENTS):
+        return "anthropic"
+    text = data.lstrip()
+    if text[:1] == b"{":
+        try:
+            whole = json.loads(data)
+        except ValueError:
+            return "chat"
+        if isinstance(whole, dict) and whole.get("type") == "message" and isinstance(whole.get("content"), list):
+            return "anthropic"
+    return "chat"
+
+
+def _anthropic_objects(objects: list[Any]) -> list[Any]:
+    """A Message body among the objects stands for the events of its stream."""
+    out: list[Any] = []
+    for o in objects:
+        if isinstance(o, dict) and o.get("type") == "message":
+            out += anthropic.events_from_message(o)
+        else:
+            out.append(o)
+    return out
+
+
+def _decode_anthropic(data: bytes, objects: list[Any] | None) -> list[StreamChunk]:
+    decoder = anthropic.StreamDecoder()
+    if objects is None:
+        return decoder.feed(data) + decoder.close()
+    chunks: list[StreamChunk] = []
+    for o in _anthropic_objects(objects):
+        chunks += decoder.translator.feed(o)
+        if decoder.finished:
+            break
+    return chunks + decoder.close()
+
+
 def _frame(objects: list[Any]) -> bytes:
     parts = [b"data: " + json.dumps(o, ensure_ascii=False).encode() + b"\n\n" for o in objects]
     parts.append(b"data: [DONE]\n\n")
     return b"".join(parts)
 
 
-def decode_capture(data: bytes, *, format: Format | None = None, status: int | None = None) -> DecodeResult:
+def decode_capture(
+    data: bytes, *, format: Format | None = None, status: int | None = None, protocol: Protocol | None = None
+) -> DecodeResult:
     """Decode a capture. A bad payload is a `MALFORMED_RESPONSE` finish, not an exception;
     `CaptureError` only when the bytes are no capture at all."""
     if not data.strip():
         raise CaptureError("the capture is empty")
     if status is not None and format is None:
         format = "error"
+    proto = protocol or detect_protocol(data)
     fmt = format or detect_format(data)
     chunks: list[StreamChunk]
     if fmt == "error":
-        failure = failure_from_http(status or 400, data, {})
+        if proto == "anthropic":
+            failure = anthropic.failure_from_response(status or 400, data, {})
+        else:
+            failure = failure_from_http(status or 400, data, {})
         chunks = [Finish(reason=FinishReason(kind="error", failure=failure))]
+    elif proto == "anthropic":
+        objects: list[Any] | None = None
+        if fmt == "json":
+            try:
+                parsed = json.loads(data)
+            except ValueError as exc:
+                raise CaptureError(f"not a JSON array of events or a Message body: {exc}") from None
+            objects = parsed if isinstance(parsed, list) else [parsed]
+        elif fmt == "jsonl":
+            try:
+                objects = [json.loads(line) for line in data.splitlines() if line.strip()]
+            except ValueError as exc:
+                raise CaptureError(f"a line is not a JSON event: {exc}") from None
+        chunks = _decode_anthropic(data, objects)
     else:
         if fmt == "json":
             try:
@@ -129,7 +200,7 @@ def decode_capture(data: bytes, *, format: Format | None = None, status: int | N
         chunks = decoder.feed(body) + decoder.close()
     assembler = BlockAssembler().feed_all(chunks)
     digest = hashlib.sha256(data).hexdigest()[:24]
-    return DecodeResult(chunks=chunks, assembler=assembler, message_id=f"msg-{digest}", format=fmt)
+    return DecodeResult(chunks=chunks, assembler=assembler, message_id=f"msg-{digest}", format=fmt, protocol=proto)
 
 
 def render_pretty(result: DecodeResult) -> str:
@@ -177,7 +248,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        result = decode_capture(data, format=args.format, status=args.status)
+        result = decode_capture(data, format=args.format, status=args.status, protocol=args.protocol)
     except CaptureError as exc:
         print(f"dshkit decode: {path}: {exc}", file=sys.stderr)
         return 2
@@ -196,7 +267,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Run a wire capture through the real SSE decoder, translator and assembler. "
             "Format detection when --format is absent: a leading '[' is json; a JSON object "
             "with 'error' and no 'choices' is an HTTP error body; every non-empty line a JSON "
-            "object is jsonl; anything else is sse. Exit 0 whenever the capture was read "
+            "object is jsonl; anything else is sse. Anthropic Messages captures (events such as "
+            "message_start, or a Message body) are recognised by their payloads unless "
+            "--protocol says. Exit 0 whenever the capture was read "
             "(even if it decodes to an error finish), 2 when it is missing, empty or "
             "undetectable."
         ),
@@ -204,5 +277,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("file", help="the capture file, or - for stdin")
     p.add_argument("--format", choices=["sse", "jsonl", "json", "error"], help="skip detection")
     p.add_argument("--status", type=int, help="treat the file as an HTTP error body with this status (default 400)")
+    p.add_argument("--protocol", choices=["chat", "anthropic"],
+                   help="the wire: Chat Completions chunks or Anthropic Messages events (default: detected)")
     p.add_argument("--pretty", action="store_true", help="print a readable view instead of JSON")
     p.set_defaults(func=_run)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.cli import http_url, positive_float, positive_int
-from harness.llm import HarnessError
+from harness.llm import Adapter, HarnessError
 from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from harness.providers.deepseek import DeepSeekAdapter
 from harness.session import DEFAULT_SESSIONS_DIR, Session, SessionEvent, SessionHeader, SessionStore
@@ -151,6 +151,15 @@ def _open_session(args: argparse.Namespace, workspace: Path) -> tuple[Session, S
     return session, store, store.path_for(session.id)
 
 
+def _adapter(args: argparse.Namespace, base_url: str, api_key: str) -> Adapter:
+    """The adapter for `--protocol`: Chat Completions (default) or Anthropic Messages."""
+    if getattr(args, "protocol", "chat") == "anthropic":
+        from harness.providers.anthropic import AnthropicAdapter
+
+        return AnthropicAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
+    return DeepSeekAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
+
+
 async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """The body of `dshkit run`; returns the exit status. `out` defaults to the current
     `sys.stdout` (looked up per call, so redirections and pytest's capture see the view)."""
@@ -186,6 +195,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
                 served = f"the recording {replay}"
             server = await stack.enter_async_context(MockServer(*sources))
             base_url, api_key = server.base_url, api_key or "sk-dshkit-embedded-mock"
+            if getattr(args, "protocol", "chat") == "anthropic":
+                base_url += "/anthropic"  # the mock's Anthropic Messages surface
             if not args.json:
                 print(f"(embedded mock server at {base_url}, serving {served})", file=out)
         if not api_key:
@@ -197,7 +208,7 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             print(f"dshkit run: --session: {exc}", file=sys.stderr)
             return 2
         stack.callback(store.close, session)
-        adapter = DeepSeekAdapter(base_url, api_key, connect_timeout_s=10, idle_timeout_s=args.idle_timeout)
+        adapter = _adapter(args, base_url, api_key)
         stack.push_async_callback(adapter.aclose)
         tools = ToolRuntime(
             builtin_tools(
@@ -241,7 +252,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("prompt", help="the user's message")
-    p.add_argument("--base-url", type=http_url, help="endpoint base URL (clients append /chat/completions); default: embedded mock")
+    p.add_argument("--base-url", type=http_url,
+                   help="endpoint http(s) base URL (clients append /chat/completions, or /v1/messages "
+                   "with --protocol anthropic, e.g. https://api.deepseek.com/anthropic); default: embedded mock")
+    p.add_argument("--protocol", choices=["chat", "anthropic"], default="chat",
+                   help="the wire: Chat Completions (default) or DeepSeek's Anthropic Messages surface")
     p.add_argument("--api-key", help="API key (default: $DEEPSEEK_API_KEY)")
     p.add_argument("--model", default="deepseek-v4-flash", help="model id (default: deepseek-v4-flash)")
     p.add_argument("--workspace", default=".", help="root the file tools are confined to (default: .)")

@@ -1,6 +1,7 @@
 """A mock DeepSeek server for wire-level tests: scripted and generated streams, faults, replay.
 
-`MockServer` serves DeepSeek's `/chat/completions` on loopback. Scripts (`Script`, loaded with
+`MockServer` serves DeepSeek's `/chat/completions` on loopback, and the Anthropic Messages
+surface DeepSeek serves at `/anthropic/v1/messages` (:mod:`mock_server.anthropic`). Scripts (`Script`, loaded with
 `load_script`) route per session; `generate_chunks`/`encode_sse`/`plan_writes` are the pure
 generator other components reuse; `FAULTS` is the fault catalogue; the `Journal` records every
 exchange. `dshkit serve` and the pytest plugin (`mock_deepseek`, `dshkit_mock_server`) wrap it.

@@ -1,7 +1,8 @@
 """The aiohttp application: routes and typed state, nothing else.
 
 `make_app` wires the handlers of :mod:`mock_server.handlers` to DeepSeek's paths (S1: the root,
-`/v1` and `/beta` prefixes are one endpoint) and stores the runtime and router under typed
+`/v1` and `/beta` prefixes are one endpoint; `/anthropic/v1/messages` is the Anthropic
+Messages surface) and stores the runtime and router under typed
 `web.AppKey`s. Serving, binding and shutdown live in :mod:`mock_server.server`.
 """
 
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from mock_server.anthropic import ANTHROPIC_PATHS
 from mock_server.exchange import Runtime
 from mock_server.handlers import (
     ROUTER_KEY,
     RUNTIME_KEY,
+    anthropic_messages,
     balance,
     chat_completions,
     list_models,
@@ -34,6 +37,8 @@ def make_app(runtime: Runtime, router: Router) -> web.Application:
     app[ROUTER_KEY] = router
     for path in CHAT_PATHS:
         app.router.add_post(path, chat_completions)
+    for path in ANTHROPIC_PATHS:  # the Anthropic Messages surface (a query string is ignored)
+        app.router.add_post(path, anthropic_messages)
     for prefix in ("", "/v1"):
         app.router.add_get(f"{prefix}/models", list_models)
         app.router.add_get(f"{prefix}/user/balance", balance)

@@ -106,7 +106,12 @@ class RecordedExchange:
 
     @property
     def is_chat(self) -> bool:
-        return self.request.method == "POST" and self.request.path.rstrip("/").endswith("/chat/completions")
+        """A model call: Chat Completions, or the Anthropic Messages surface (query ignored)."""
+        path = self.request.path.split("?", 1)[0].rstrip("/")
+        return self.request.method == "POST" and (
+            path.endswith("/chat/completions")
+            or (path.startswith("/anthropic/") and path.endswith("/messages"))
+        )
 
     def summary(self) -> str:
         body = self.request.body
@@ -438,7 +443,7 @@ def cassette_to_scripts(
             scripts.append(Script(name=base if len(groups) == 1 else f"{base}#{g}", steps=steps))
     if not scripts:
         raise CassetteError(
-            "the cassette holds no POST …/chat/completions exchange to replay", source=cassette.source
+            "the cassette holds no POST …/chat/completions or /anthropic/…/messages exchange to replay", source=cassette.source
         )
     return scripts
 

@@ -80,6 +80,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
     p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
+    p.add_argument("--anthropic-envelope", choices=("deepseek", "anthropic"), default="deepseek",
+                   help="error body of the Anthropic surface (/anthropic/v1/messages): DeepSeek's "
+                   "OpenAI-style envelope (default) or Anthropic's own")
+    p.add_argument("--anthropic-unknown-model", choices=("reject", "flash"), default="reject",
+                   help="Anthropic surface: a model name that is neither DeepSeek's nor claude* "
+                   "gets 400 (newest DeepSeek page, default) or is served by the flash model "
+                   "(older pages)")
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                    help="larger request bodies get 413")
     p.add_argument("--listen-delay-ms", type=int, default=None,
@@ -147,6 +154,8 @@ def run_serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             on_event=_print,
             unscripted=args.unscripted,
+            anthropic_envelope=args.anthropic_envelope,
+            anthropic_unknown_model=args.anthropic_unknown_model,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
@@ -187,7 +196,8 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
     except OSError as e:
         sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
         return 1
-    _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed})
+    _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
+            "anthropic_base_url": server.anthropic_base_url})
     try:
         code = await stop
     finally:

@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from aiohttp import web
 
@@ -42,7 +42,10 @@ from mock_server.journal import Journal, JournalEntry, Write
 from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body
 
-__all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig"]
+__all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig", "Surface"]
+
+#: Which wire a request came to: Chat Completions, or the Anthropic Messages surface.
+Surface = Literal["chat", "anthropic"]
 
 log = logging.getLogger("mock_server")
 
@@ -97,6 +100,10 @@ class ServerConfig:
     max_body_bytes: int = 16 * 1024 * 1024
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     on_event: Callable[[dict[str, Any]], None] | None = None
+    anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek"
+    """The error envelope of the Anthropic surface (DeepSeek's OpenAI-style one by default)."""
+    anthropic_unknown_model: Literal["reject", "flash"] = "reject"
+    """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
 
 
 class Runtime:
@@ -145,6 +152,10 @@ class Exchange:
         self.seed = 0
         """The step's seed (:meth:`step_seed`): ids, split plans and write plans derive from it."""
         self.resp: web.StreamResponse | None = None
+        self.surface: Surface = "chat"
+        """The wire replies, faults and errors are rendered for."""
+        self.quirks: frozenset[str] = frozenset()
+        """The answering step's quirks (the Anthropic surface reads its envelope quirk here)."""
 
     @staticmethod
     def step_seed(server_seed: int, session: str, step: int | None) -> int:
@@ -263,6 +274,22 @@ class Exchange:
         code: str | None = "invalid_request_error",
         headers: Mapping[str, str] | None = None,
     ) -> str:
+        if self.surface == "anthropic":
+            from mock_server.anthropic import error_body_for, error_type
+
+            envelope = self.runtime.config.anthropic_envelope
+            if "anthropic_envelope" in self.quirks:
+                envelope = "anthropic"
+            # The chat route's generic types become the type Anthropic names for the status
+            # (413 `request_too_large`, 500 `api_error`); specific ones (a fault's) stay.
+            if type in ("invalid_request_error", "server_error"):
+                type = error_type(status)
+            body = error_body_for(
+                status, message, type, code, envelope=envelope,
+                request_id=(headers or {}).get("x-request-id")
+                or f"req_{self.seed:08x}{self.entry.seq:08x}",
+            )
+            return await self.send_json(status, body, headers)
         return await self.send_json(status, error_body(message, type, code), headers)
 
     async def keep_alive_phase(self, timing: Timing, filler: bytes = KEEP_ALIVE) -> bool:
@@ -317,6 +344,16 @@ class Exchange:
         self, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
     ) -> list[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
+        if self.surface == "anthropic":
+            from mock_server import anthropic
+
+            args = self._generator_args(spec, None)
+            return anthropic.encode_events(
+                reply, model=args["model"], thinking=args["thinking"], split=args["split"],
+                seed=args["seed"], prompt_tokens=args["prompt_tokens"],
+                max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
+                framing=spec.framing, done=done,
+            )
         return encode_stream(
             self._prepare(reply),
             quirks=spec.quirks,
@@ -327,6 +364,16 @@ class Exchange:
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
+        if self.surface == "anthropic":
+            from mock_server import anthropic
+
+            args = self._generator_args(spec, None)
+            message = anthropic.build_message(
+                reply, model=args["model"], thinking=args["thinking"], split=args["split"],
+                seed=args["seed"], prompt_tokens=args["prompt_tokens"],
+                max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
+            )
+            return json.dumps(message, ensure_ascii=False).encode("utf-8")
         body = build_completion(self._prepare(reply), **self._generator_args(spec, logprobs))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
@@ -363,6 +410,9 @@ class Exchange:
         if not await self._headers_delay(timing):
             return self.reset()
         if not self._chat().stream:
+            if self.surface == "anthropic" and reply.finish_reason == "insufficient_system_resource":
+                # No stop_reason says "the server ran out"; a whole body says it with a 529.
+                return await self.error(529, "Overloaded", "overloaded_error", "overloaded_error")
             body = self.completion(reply, spec, logprobs=logprobs)
             await self.start(200, JSON_HEADERS)
             # S17: queueing shows as blank lines ahead of a non-streaming body.
@@ -399,6 +449,48 @@ class Exchange:
                 return self.reset()
         return await self.end()
 
+    async def _serve_anthropic_chunks(
+        self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing
+    ) -> str:
+        """A logged call on the Anthropic surface: the same reply, in this protocol's events."""
+        from mock_server import anthropic
+
+        plan = anthropic.chunk_replay(chunks, failure, hang=spec.kind == "hang")
+        if not await self._headers_delay(timing):
+            return self.reset()
+        if plan.end == "http":
+            return await self.error(plan.status, plan.message, plan.error_type or "server_error")
+        chat = self._chat()
+        events = anthropic.encode_events(
+            plan.reply, model=chat.response_model, thinking=True, split=plan.split,
+            seed=self.seed, prompt_tokens=chat.prompt_tokens, framing=spec.framing,
+        )
+        if not chat.stream:
+            if plan.end != "close":
+                return await self.error(500, plan.message or "the logged call failed", "api_error")
+            body = anthropic.build_message(
+                plan.reply, model=chat.response_model, thinking=True, split=plan.split,
+                seed=self.seed, prompt_tokens=chat.prompt_tokens,
+            )
+            return await self.send_json(200, body)
+        if plan.end in ("eof", "reset", "error_event"):
+            # No message_delta/message_stop: the call did not finish.
+            events = [e for e in events if b'"message_delta"' not in e and b'"message_stop"' not in e]
+        if plan.end == "error_event":
+            events.append(anthropic.error_event(plan.error_type or "api_error", plan.message, spec.framing))
+        if plan.end == "reset" and not events:
+            return self.reset()
+        stopped = await self._stream(self._writes(events, spec.writes), SSE_HEADERS, timing)
+        if stopped is not None:
+            return stopped
+        if plan.end == "hold":
+            if spec.ready_file:
+                Path(spec.ready_file).touch()
+            return await self.hold()
+        if plan.end == "reset":
+            return self.reset()
+        return await self.end()
+
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from harness.llm import LlmFailure, chunk_from_json
@@ -415,6 +507,8 @@ class Exchange:
             failure = LlmFailure(
                 message=spec.message or "", code=spec.code or "UNKNOWN", status=spec.status
             )
+        if self.surface == "anthropic":
+            return await self._serve_anthropic_chunks(chunks, failure, spec, timing)
         plan = wire_plan(
             chunks,
             self._meta(self.seed),

@@ -6,6 +6,11 @@ produced. Upstream's 24 behaviours keep their names (`dsh-testing.md` §1.3); th
 §6.1.3 and §6.2 (stall after event k, finish without `[DONE]`, in-band errors, garbage lines,
 DeepSeek's real error bodies). Stream faults on a non-streaming request act on the JSON body
 instead: a cut is made at its middle.
+
+On the Anthropic Messages surface (`x.surface == "anthropic"`) the same names apply: the events
+cut are Anthropic's (`message_stop` plays the part of `[DONE]`), HTTP errors take the surface's
+envelope and status types, and the in-band error faults send `event: error` with Anthropic's
+`{"type": "error", "error": {…}}` (an `overloaded_error` unless the step names another type).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from mock_server.anthropic import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
+from mock_server.anthropic import error_event, error_type
 from mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
 from mock_server.generate import Reply, ToolCall, WritePlan, plan_writes
 from mock_server.scripts import FaultStep, SplitSpec, StreamSpec
@@ -70,10 +77,16 @@ async def _start_as_asked(x: Exchange) -> None:
     await x.start(200, SSE_HEADERS if x.streaming else JSON_HEADERS)
 
 
-async def _bad_payload(x: Exchange, data: bytes) -> str:
-    """`data` as the whole JSON body, or as one `data:` event followed by `[DONE]`."""
+async def _bad_payload(x: Exchange, data: bytes, event: bytes = b"message_start") -> str:
+    """`data` as the whole JSON body, or as one `data:` event followed by `[DONE]` (on the
+    Anthropic surface: an `event: <event>` line, then `message_stop`)."""
     await _start_as_asked(x)
-    if x.streaming:
+    if x.streaming and x.surface == "anthropic":
+        await x.write_all([
+            b"event: " + event + b"\ndata: " + data + b"\n\n",
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        ])
+    elif x.streaming:
         await x.write_all([b"data: " + data + b"\n\n", b"data: [DONE]\n\n"])
     else:
         await x.write(data)
@@ -127,9 +140,21 @@ async def _http(
     h = dict(headers or {})
     if p.request_id:
         h["x-request-id"] = p.request_id
-    return await x.error(
-        p.status or status, p.message or message, p.type or type, p.code or code, h
-    )
+    status = p.status or status
+    if x.surface == "anthropic" and not p.type:
+        type = error_type(status)  # this surface names errors by status (429 rate_limit_error, …)
+    return await x.error(status, p.message or message, p.type or type, p.code or code, h)
+
+
+def _inband_tail(x: Exchange, p: FaultStep, *, event_line: bool) -> bytes:
+    """The in-band error after the stream started: DeepSeek's error chunk (with an `event:
+    error` line when `event_line`), or Anthropic's `error` event on that surface (AN69)."""
+    if x.surface == "anthropic":
+        return error_event(
+            p.type or "overloaded_error", p.message or "Overloaded", p.stream.framing,
+            data_only="data_only" in p.stream.quirks,
+        )
+    return (b"event: error\n" if event_line else b"") + b"data: " + _error_object(p) + b"\n\n"
 
 
 def _error_object(p: FaultStep) -> bytes:
@@ -189,14 +214,17 @@ async def _f_reasoning_stall(x: Exchange, p: FaultStep) -> str:
     reasoning = p.reasoning or "Let me think about this step by step before answering the user."
     spec = p.stream.model_copy(update={"thinking": True})
     reply = Reply(reasoning=reasoning, content=p.text or DEFAULT_TEXT)
-    return await _cut(x, p, reply, keep=1 + p.after_events, then="hold", spec=spec)
+    # Anthropic: message_start, the thinking block's start and its ping come first.
+    head = 3 if x.surface == "anthropic" else 1
+    return await _cut(x, p, reply, keep=head + p.after_events, then="hold", spec=spec)
 
 
 @_fault("stream", "a tool call opener and its first argument fragment, then a clean EOF "
         "(agenc-core#2492): the arguments are incomplete JSON")
 async def _f_partial_tool_eof(x: Exchange, p: FaultStep) -> str:
     reply = Reply(tool_calls=(ToolCall(name=p.tool_name, arguments=p.tool_arguments),))
-    return await _cut(x, p, reply, keep=3, then="eof")
+    # Anthropic: message_start, content_block_start, the ping, the first input_json_delta.
+    return await _cut(x, p, reply, keep=4 if x.surface == "anthropic" else 3, then="eof")
 
 
 @_fault("stream", "a complete reply with its finish chunk, then a clean EOF without [DONE]")
@@ -214,6 +242,10 @@ async def _f_hold_after_finish(x: Exchange, p: FaultStep) -> str:
         "then EOF")
 async def _f_done_unterminated(x: Exchange, p: FaultStep) -> str:
     eol = b"\r\n" if p.stream.framing == "crlf" else b"\n"
+    if x.surface == "anthropic":
+        # AN44: the pending `message_stop` is never dispatched by a conforming parser.
+        tail = b"event: message_stop" + eol + b'data: {"type":"message_stop"}' + eol
+        return await _cut(x, p, _success(p), keep=None, tail=tail, then="eof")
     return await _cut(x, p, _success(p), keep=None, tail=b"data: [DONE]" + eol, then="eof")
 
 
@@ -242,6 +274,10 @@ async def _f_malformed_json(x: Exchange, p: FaultStep) -> str:
 
 @_fault("stream", "valid JSON of an invalid shape (`choices: [null]`), then `data: [DONE]`")
 async def _f_malformed_event(x: Exchange, p: FaultStep) -> str:
+    if x.surface == "anthropic":
+        # A delta for a block that was never started (the anthropic SDK raises IndexError).
+        bad = {"type": "content_block_delta", "index": 7, "delta": None}
+        return await _bad_payload(x, json.dumps(bad).encode(), b"content_block_delta")
     chunk = {
         "id": "mock-malformed",
         "object": "chat.completion.chunk",
@@ -255,16 +291,14 @@ async def _f_malformed_event(x: Exchange, p: FaultStep) -> str:
 @_fault("stream", "`after_events` (2) events, then `data: {\"error\": {...}}` and EOF: the "
         "openai SDK raises APIError with the message")
 async def _f_inband_error(x: Exchange, p: FaultStep) -> str:
-    return await _cut(
-        x, p, _success(p), keep=p.after_events, tail=b"data: " + _error_object(p) + b"\n\n",
-        then="eof",
-    )
+    tail = _inband_tail(x, p, event_line=False)
+    return await _cut(x, p, _success(p), keep=p.after_events, tail=tail, then="eof")
 
 
 @_fault("stream", "`after_events` (2) events, then `event: error` + `data: {\"error\": ...}` "
         "(oc04) and EOF")
 async def _f_event_error(x: Exchange, p: FaultStep) -> str:
-    tail = b"event: error\ndata: " + _error_object(p) + b"\n\n"
+    tail = _inband_tail(x, p, event_line=True)
     return await _cut(x, p, _success(p), keep=p.after_events, tail=tail, then="eof")
 
 
@@ -326,8 +360,9 @@ async def _f_context_overflow(x: Exchange, p: FaultStep) -> str:
 @_fault("http", "400 `The reasoning_content in the thinking mode must be passed back to the "
         "API.` (the real S7 body)")
 async def _f_reasoning_passback(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 400, PASSBACK_MESSAGE, "invalid_request_error",
-                       "invalid_request_error")
+    # Each surface has its own wording of the rule (corpus ds01 on the Anthropic surface).
+    message = ANTHROPIC_PASSBACK if x.surface == "anthropic" else PASSBACK_MESSAGE
+    return await _http(x, p, 400, message, "invalid_request_error", "invalid_request_error")
 
 
 @_fault("http", "400 `Model Not Exist` (ds18)")
@@ -377,6 +412,12 @@ async def _f_server_error(x: Exchange, p: FaultStep) -> str:
 async def _f_service_unavailable(x: Exchange, p: FaultStep) -> str:
     return await _http(x, p, 503, "Server overloaded, please try again later",
                        "service_unavailable", "service_unavailable")
+
+
+@_fault("http", "529 `overloaded_error` (Anthropic's overloaded status; the anthropic SDK "
+        "retries it)")
+async def _f_overloaded(x: Exchange, p: FaultStep) -> str:
+    return await _http(x, p, 529, "Overloaded", "overloaded_error", "overloaded_error")
 
 
 # -- finish reasons --------------------------------------------------------------------------

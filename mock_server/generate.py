@@ -26,12 +26,14 @@ __all__ = [
     "FragmentPlan",
     "Framing",
     "Reply",
+    "ReplyPieces",
     "SplitPlan",
     "StreamMeta",
     "ToolCall",
     "WritePlan",
     "build_completion",
     "compute_usage",
+    "cut_reply",
     "encode_events",
     "encode_sse",
     "encode_stream",
@@ -272,8 +274,12 @@ def compute_usage(
 
 
 @dataclass(slots=True)
-class _Pieces:
-    """The fragments of one reply after splitting and max_tokens truncation."""
+class ReplyPieces:
+    """The fragments of one reply after splitting and max_tokens truncation.
+
+    Both surfaces render from these (the Chat Completions chunks here, the Anthropic events in
+    :mod:`mock_server.anthropic`), so a script step means the same reply on either.
+    """
 
     reasoning: list[str]
     content: list[str]
@@ -289,7 +295,7 @@ def _cut(
     split: FragmentPlan,
     seed: int,
     max_tokens: int | None,
-) -> _Pieces:
+) -> ReplyPieces:
     rng = random.Random(f"split:{seed}")
     id_rng = random.Random(f"ids:{seed}")
     reasoning = split_text(reply.reasoning, split.reasoning, rng) if thinking else []
@@ -318,7 +324,20 @@ def _cut(
         calls = kept
         finish = "length"
         used = max_tokens
-    return _Pieces(reasoning, content, calls, finish, used)
+    return ReplyPieces(reasoning, content, calls, finish, used)
+
+
+def cut_reply(
+    reply: Reply,
+    *,
+    thinking: bool,
+    split: FragmentPlan | SplitPlan | None = None,
+    seed: int = 0,
+    max_tokens: int | None = None,
+) -> ReplyPieces:
+    """The reply's fragments as :func:`generate_chunks` would stream them (same seed, same cuts)."""
+    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    return _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
 
 
 def _start(
@@ -331,14 +350,14 @@ def _start(
     meta: StreamMeta | None,
     era: Era,
     max_tokens: int | None,
-) -> tuple[StreamMeta, _Pieces]:
+) -> tuple[StreamMeta, ReplyPieces]:
     """What every output form starts from: the envelope and the reply's fragments."""
     plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
     pieces = _cut(reply, thinking=thinking, split=plan, seed=seed, max_tokens=max_tokens)
     return meta or make_meta(model, seed=seed, era=era), pieces
 
 
-def _usage(reply: Reply, pieces: _Pieces, prompt_tokens: int) -> dict[str, Any]:
+def _usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
     """The reply's own usage object, else one computed from the fragments."""
     if reply.usage is not None:
         return dict(reply.usage)

@@ -1,6 +1,7 @@
 """Request handlers: validate, route to a script step, dispatch to a reply, fault or raw bytes.
 
-`chat_completions` is the only handler that consumes script steps. Its order is fixed: auth
+`chat_completions` and `anthropic_messages` (the Anthropic Messages surface) are the only
+handlers that consume script steps; they share one path and differ in auth and validation. Its order is fixed: auth
 (401), body size (413), body validation (400/422), then routing; a request rejected on the way
 never consumes a step. Routing failures answer 418 (`mock_no_match`, `mock_script_exhausted`,
 `mock_no_script`), a status no client retries. Every request gets a journal entry and, for the
@@ -18,8 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
+from mock_server.anthropic import check_anthropic_auth, validate_messages
 from mock_server.defaults import default_reply
-from mock_server.exchange import Exchange, Runtime
+from mock_server.exchange import Exchange, Runtime, Surface
 from mock_server.faults import FAULTS, pick_random
 from mock_server.journal import JournalEntry, redact_body
 from mock_server.routing import Decision, Router, session_of
@@ -30,6 +32,7 @@ __all__ = [
     "BEHAVIOR_HEADER",
     "ROUTER_KEY",
     "RUNTIME_KEY",
+    "anthropic_messages",
     "balance",
     "chat_completions",
     "list_models",
@@ -159,26 +162,38 @@ async def _reject(rt: Runtime, entry: JournalEntry, x: Exchange, r: Rejection) -
     return "rejected"
 
 
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """`POST /chat/completions` (also under `/v1` and `/beta`, S1)."""
+async def _model_call(request: web.Request, surface: Surface) -> web.StreamResponse:
+    """A model call on either surface: auth, body, validation, routing, then the step.
+
+    Only the first three differ between the surfaces; the step is rendered by the exchange
+    for the surface the request came to (`x.surface`).
+    """
 
     async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
         cfg = rt.config
+        x.surface = surface
         # The session is known from the headers alone: record it before validation so rejected
         # requests are attributed too (journal.for_session sees every request of a session).
         session = session_of(request.headers)
         entry.session = session
         try:
-            check_auth(request.headers, cfg.api_key)
+            if surface == "anthropic":
+                check_anthropic_auth(request.headers, cfg.api_key)
+            else:
+                check_auth(request.headers, cfg.api_key)
             raw = await _read_body(request, cfg.max_body_bytes)
         except Rejection as r:
             return await _reject(rt, entry, x, r)
         try:
-            chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
+            if surface == "anthropic":
+                chat = validate_messages(raw, path=request.path, headers=request.headers,
+                                         era=cfg.era, unknown_model=cfg.anthropic_unknown_model)
+            else:
+                chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
         except Rejection as r:
             entry.body = _parsed_or_none(raw)
             return await _reject(rt, entry, x, r)
-        entry.body = redact_body(chat.body)  # parsed once, by validate_chat
+        entry.body = redact_body(chat.body)  # parsed once, by the validator
         x.chat = chat
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
@@ -201,6 +216,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if step is None:
             _begin(rt, entry, "default")
             return await x.serve_reply(default_reply(chat), StreamSpec(), Timing())
+        if isinstance(step, ReplyStep | FaultStep):
+            x.quirks = frozenset(step.stream.quirks)
         if isinstance(step, ReplyStep):
             _begin(rt, entry, "reply")
             return await x.serve_reply(
@@ -219,6 +236,16 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return await FAULTS[name].run(x, step)
 
     return await _guarded(request, serve)
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """`POST /chat/completions` (also under `/v1` and `/beta`, S1)."""
+    return await _model_call(request, "chat")
+
+
+async def anthropic_messages(request: web.Request) -> web.StreamResponse:
+    """`POST /anthropic/v1/messages` and `/anthropic/messages`: the Anthropic Messages surface."""
+    return await _model_call(request, "anthropic")
 
 
 def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -268,7 +295,8 @@ async def not_found(request: web.Request) -> web.StreamResponse:
         await x.error(
             404,
             f"{request.method} {request.path} is not served by the mock; it serves POST "
-            "/chat/completions (also under /v1 and /beta), GET /models and GET /user/balance",
+            "/chat/completions (also under /v1 and /beta), POST /anthropic/v1/messages (and "
+            "/anthropic/messages), GET /models and GET /user/balance",
             code="not_found",
         )
         return "rejected"

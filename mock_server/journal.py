@@ -224,6 +224,13 @@ class Journal:
         """Entries for chat-completion requests only (not `/models` and the like)."""
         return [e for e in self.entries if e.path.endswith("/chat/completions")]
 
+    def messages(self) -> list[JournalEntry]:
+        """Entries for the Anthropic Messages surface (`/anthropic/v1/messages`, `/anthropic/messages`)."""
+        return [
+            e for e in self.entries
+            if e.path.startswith("/anthropic/") and e.path.endswith("/messages")
+        ]
+
     def __len__(self) -> int:
         return len(self._entries)
 

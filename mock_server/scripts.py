@@ -91,6 +91,7 @@ FaultName = Literal[
     "malformed_json",
     "max_tokens",
     "model_not_exist",
+    "overloaded",
     "partial_disconnect",
     "partial_eof",
     "partial_tool_eof",
@@ -133,6 +134,18 @@ QuirkName = Literal[
     "finish_repeated",
     "comments",
     "data_no_space",
+    # The Anthropic surface's (mock_server.anthropic.ANTHROPIC_QUIRKS); each surface ignores
+    # the other's names.
+    "thinking_start_signature",
+    "no_pings",
+    "many_pings",
+    "padded_data",
+    "delta_output_only",
+    "delta_input_differs",
+    "open_block_after_max_tokens",
+    "data_only",
+    "anthropic_ids",
+    "anthropic_envelope",
 ]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

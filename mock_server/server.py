@@ -72,6 +72,11 @@ class MockServer:
         unscripted: what a new session gets once no script is left for it: `error` (418
             `mock_no_script`) or `default` (the generated reply). Without any script at all,
             every request gets the default reply.
+        anthropic_envelope: the error body of the Anthropic surface: `deepseek` (the
+            OpenAI-style envelope DeepSeek sends there) or `anthropic` (Anthropic's own).
+        anthropic_unknown_model: on the Anthropic surface, a name that is neither a DeepSeek
+            model nor `claude…`: `reject` (400, DeepSeek's newest page) or `flash` (served by
+            the flash model, as older pages said).
     """
 
     __test__ = False  # not a pytest test class
@@ -91,6 +96,8 @@ class MockServer:
         max_body_bytes: int = 16 * 1024 * 1024,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         unscripted: Literal["error", "default"] = "error",
+        anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek",
+        anthropic_unknown_model: Literal["reject", "flash"] = "reject",
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -109,6 +116,8 @@ class MockServer:
             max_body_bytes=max_body_bytes,
             weights=_check_weights(weights) if weights is not None else dict(DEFAULT_WEIGHTS),
             on_event=on_event,
+            anthropic_envelope=anthropic_envelope,
+            anthropic_unknown_model=anthropic_unknown_model,
         )
         self._runner: web.AppRunner | None = None
         self._runtime: Runtime | None = None
@@ -131,6 +140,11 @@ class MockServer:
         """`http://127.0.0.1:PORT`: give this to clients (they append `/chat/completions`)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """`base_url + "/anthropic"`: give this to the `anthropic` SDK (it appends `/v1/messages`)."""
+        return self.base_url + "/anthropic"
 
     @property
     def url(self) -> str:

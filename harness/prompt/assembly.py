@@ -172,35 +172,43 @@ class SystemPrompt:
 
     # --- assembly -----------------------------------------------------------------------
 
-    def assemble(self) -> Assembly:
+    def assemble(
+        self, *, variables: Mapping[str, Variable] | None = None, tools: Iterable[ToolProvider] = ()
+    ) -> Assembly:
         """Evaluate variables, render sections and contexts strictly, order the tools.
+
+        `variables` and `tools` are contributions of the caller for this assembly only (the
+        agent's `provider`, `model`, `cwd` and its tool runtime), so one registry can serve
+        several agents without being changed by them; a variable given here wins over a
+        registered one of the same name.
 
         Raises `PromptError` for an unknown/undefined/malformed variable (naming it and the
         section), several complete sections, or a tool order naming an unknown tool.
         """
-        variables = {name: (v() if callable(v) else v) for name, v in self._variables.items()}
+        merged = {**self._variables, **(variables or {})}
+        variables_ = {name: (v() if callable(v) else v) for name, v in merged.items()}
         entries = sorted(self._sections.values(), key=lambda e: (e.order, e.index))
         complete = [e for e in entries if e.complete]
         if len(complete) > 1:
             raise PromptError(f"only one complete section may be active; got {[e.name for e in complete]}")
         if complete:
             entries = complete
-        sections = _render(entries, variables, "section")
+        sections = _render(entries, variables_, "section")
         contexts: tuple[RenderedSection, ...] = ()
         if self.include_runtime_context:
             ctx_entries = sorted(self._contexts.values(), key=lambda e: (e.order, e.index))
-            contexts = _render(ctx_entries, variables, "context")
+            contexts = _render(ctx_entries, variables_, "context")
         return Assembly(
             system="\n\n".join(s.text for s in sections),
             sections=sections,
             contexts=contexts,
-            tools=self._ordered_tools(),
-            variables=variables,
+            tools=self._ordered_tools((*self._tool_providers, *tools)),
+            variables=variables_,
         )
 
-    def _ordered_tools(self) -> tuple[ToolSchema, ...]:
+    def _ordered_tools(self, providers: Iterable[ToolProvider]) -> tuple[ToolSchema, ...]:
         by_name: dict[str, ToolSchema] = {}
-        for provider in self._tool_providers:
+        for provider in providers:
             for schema in provider():
                 if schema.name == UNLISTED_TOOLS or not schema.name:
                     raise PromptError(f"invalid tool name {schema.name!r}")

@@ -151,6 +151,7 @@ class DropsPassbackAdapter(_BrokenBody):
         "rt-parallel-calls-chinese", "rt-client-ids-empty-reasoning", "rt-three-steps-passback-kept",
         "rt-arguments-not-reencoded", "rt-invalid-arguments-sent-back", "rt-empty-arguments",
         "rt-repeated-identity-not-doubled", "rt-jsonl-recording-round-trip", "rt-tool-then-user-followup",
+        "an-neutral-tool-round-trip",
     })
 
     def rewrite(self, body: dict[str, Any]) -> None:
@@ -166,7 +167,7 @@ class EmptiesToolResultsAdapter(_BrokenBody):
         "ser-user-text-with-tool-results", "rt-thinking-tool-call", "rt-text-then-tool-thinking-off",
         "rt-parallel-calls-chinese", "rt-client-ids-empty-reasoning", "rt-three-steps-passback-kept",
         "rt-invalid-arguments-sent-back", "rt-empty-arguments", "rt-jsonl-recording-round-trip",
-        "rt-tool-then-user-followup",
+        "rt-tool-then-user-followup", "an-neutral-tool-round-trip",
     })
 
     def rewrite(self, body: dict[str, Any]) -> None:

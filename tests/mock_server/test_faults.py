@@ -301,6 +301,7 @@ EXPECT: dict[str, Callable[[Seen, MockServer], None]] = {
     "quota_exceeded": _http(429, "insufficient_quota"),
     "server_error": _http(500, "server_error"),
     "service_unavailable": _http(503, "service_unavailable"),
+    "overloaded": _http(529, "overloaded_error"),
     "max_tokens": _finish("length", DEFAULT_TEXT),
     "content_filter": _finish("content_filter", PARTIAL_TEXT),
     "insufficient_system_resource": _finish("insufficient_system_resource", PARTIAL_TEXT),

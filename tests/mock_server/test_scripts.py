@@ -22,6 +22,7 @@ from mock_server import (
     load_scripts,
     script_json_schema,
 )
+from mock_server.anthropic import ANTHROPIC_QUIRKS
 from mock_server.scripts import FaultName, QuirkName
 
 SCHEMA = Path(mock_server.__file__).parent / "script.schema.json"
@@ -29,7 +30,7 @@ SCHEMA = Path(mock_server.__file__).parent / "script.schema.json"
 
 def test_fault_names_match_the_catalogue() -> None:
     assert set(get_args(FaultName)) == set(FAULTS)
-    assert set(get_args(QuirkName)) == set(QUIRKS)
+    assert set(get_args(QuirkName)) == set(QUIRKS) | set(ANTHROPIC_QUIRKS)
 
 
 def test_committed_schema_is_up_to_date() -> None:

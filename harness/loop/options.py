@@ -1,0 +1,51 @@
+"""What the agent is configured with and what it reports: options, live events, turn outcomes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.llm import RetryPolicy
+from harness.tools import DEFAULT_MAX_PARALLEL
+
+__all__ = ["AgentEvent", "AgentOptions", "TurnOutcome"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentOptions:
+    """How the agent calls the model."""
+
+    model: str
+    provider: str = "deepseek"
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    max_steps: int | None = None
+    """End a turn with `{"kind": "max-steps", "limit": N}` after N steps (a dshkit extension;
+    DSH has no step budget)."""
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL
+    retry_policy: RetryPolicy | None = field(default_factory=RetryPolicy)
+    """None disables retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """A live event a UI can follow. `session/event` carries each committed `SessionEvent`;
+    `agent/status` carries `{"status": "running" | "idle"}`; `agent/error` the failure."""
+
+    type: str
+    data: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: its number and the logged `turn/end` reason."""
+
+    turn: int
+    reason: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.reason["kind"])

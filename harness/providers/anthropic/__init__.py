@@ -1,0 +1,48 @@
+"""The Anthropic Messages provider (DeepSeek's second wire, `https://api.deepseek.com/anthropic`):
+serialize → HTTP → SSE → translate, the same walk as `harness.providers.deepseek`."""
+
+from .adapter import ANTHROPIC_VERSION, DEFAULT_BASE_URL, AnthropicAdapter
+from .failures import (
+    ERROR_TYPE_STATUS,
+    failure_from_error_event,
+    failure_from_exception,
+    failure_from_response,
+    response_request_id,
+)
+from .serialize import (
+    ANTHROPIC_EFFORTS,
+    DEFAULT_MAX_TOKENS,
+    REPLAY_PROTOCOL,
+    AnthropicConfig,
+    encode_body,
+    resolve_thinking,
+    serialize,
+    signatures_of,
+    tool_input,
+)
+from .translate import StreamDecoder, Translator, events_from_message, map_stop_reason, map_usage
+
+__all__ = [
+    "ANTHROPIC_EFFORTS",
+    "ANTHROPIC_VERSION",
+    "AnthropicAdapter",
+    "AnthropicConfig",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_TOKENS",
+    "ERROR_TYPE_STATUS",
+    "REPLAY_PROTOCOL",
+    "StreamDecoder",
+    "Translator",
+    "encode_body",
+    "events_from_message",
+    "failure_from_error_event",
+    "failure_from_exception",
+    "failure_from_response",
+    "map_stop_reason",
+    "map_usage",
+    "resolve_thinking",
+    "response_request_id",
+    "serialize",
+    "signatures_of",
+    "tool_input",
+]

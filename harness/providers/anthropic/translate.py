@@ -1,0 +1,469 @@
+"""Translation: Anthropic Messages stream events → `StreamChunk`s (anthropic.md §9–§13, §15).
+
+`Translator` holds one response's state: the message id and model from `message_start`, one
+harness block per wire `content_block` index (`thinking` → reasoning, `text` → text, `tool_use` →
+tool-call; other block types pass through as opaque blocks, AN78), each thinking block's
+signature (the last `signature_delta` wins, AN58), the merged usage (a `message_delta` field
+replaces the `message_start` one, AN62) and the stop reason. A block ends at its
+`content_block_stop`; blocks still open at `message_stop` or end of body are closed then (AN51).
+Tool input stays the exact concatenation of its `partial_json` fragments (AN57). Each thinking
+signature rides to the next request in the finish's replay envelope
+(`{"response": {"protocol", "id"}, "blocks": [{"signature"} | None, …]}`, one entry per block),
+which the loop keeps on the assistant message. `StreamDecoder` composes the SSE decoder with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from harness.llm import (
+    BlockEnd,
+    BlockStart,
+    ContentBlock,
+    ErrorCode,
+    Finish,
+    FinishMeta,
+    FinishReason,
+    LlmFailure,
+    OpaqueBlock,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+)
+from harness.providers.deepseek import SSEDecoder
+
+from .failures import failure_from_error_event
+from .serialize import REPLAY_PROTOCOL
+
+__all__ = ["StreamDecoder", "Translator", "events_from_message", "map_stop_reason", "map_usage"]
+
+_STOP_KINDS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "max-tokens",
+    "model_context_window_exceeded": "max-tokens",
+}
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens_details",
+)
+
+
+def map_stop_reason(reason: str) -> FinishReason:
+    """AN60: `end_turn`/`stop_sequence` → stop, `tool_use` → tool-calls, `max_tokens` and
+    `model_context_window_exceeded` → max-tokens. `refusal` is a CONTENT_FILTER error;
+    `pause_turn` is not final (the client must resend), so it is never a silent stop: it is an
+    error coded PAUSE_TURN; unknown values are errors coded by their name."""
+    kind = _STOP_KINDS.get(reason)
+    if kind is not None:
+        return FinishReason(kind=kind)
+    code: str
+    if reason == "refusal":
+        code = ErrorCode.CONTENT_FILTER
+    else:
+        code = reason.upper().replace("-", "_").replace(" ", "_") or str(ErrorCode.UNKNOWN)
+    return FinishReason(kind="error", failure=LlmFailure(message=f"model stopped: {reason}", code=code))
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def map_usage(usage: dict[str, Any]) -> TokenUsage:
+    """Merged wire usage → disjoint counts. `input_tokens` already excludes cached tokens
+    (AN63), so it maps straight to uncached input."""
+    details = usage.get("output_tokens_details")
+    thinking = _count(details.get("thinking_tokens")) if isinstance(details, dict) else None
+    return TokenUsage(
+        input_tokens=_count(usage.get("input_tokens")) or 0,
+        output_tokens=_count(usage.get("output_tokens")) or 0,
+        cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
+        reasoning_tokens=thinking,
+    )
+
+
+class _Block:
+    __slots__ = ("index", "kind", "parts", "id", "name", "signature", "start", "closed")
+
+    def __init__(self, index: int, kind: str, start: dict[str, Any]) -> None:
+        self.index = index
+        self.kind = kind
+        """`text`, `reasoning`, `tool-call`, or the wire type of an opaque block."""
+        self.parts: list[str] = []
+        self.id = ""
+        self.name = ""
+        self.signature: str | None = None
+        self.start = start
+        self.closed = False
+
+    def block(self) -> ContentBlock:
+        text = "".join(self.parts)
+        if self.kind == "text":
+            return TextBlock(text=text)
+        if self.kind == "reasoning":
+            return ReasoningBlock(text=text)
+        if self.kind == "tool-call":
+            return ToolCallBlock(id=self.id, name=self.name, arguments=text)
+        data = dict(self.start)
+        if self.parts:
+            data["partial_json"] = text  # server_tool_use input, kept raw
+        return OpaqueBlock(type=self.kind, data=data)
+
+
+def _malformed(message: str) -> LlmFailure:
+    return LlmFailure(message=message, code=ErrorCode.MALFORMED_RESPONSE)
+
+
+class Translator:
+    """Stateful translation of one response's events (parsed JSON objects)."""
+
+    __slots__ = (
+        "_blocks",
+        "_by_wire",
+        "_usage",
+        "id",
+        "model",
+        "stop_reason",
+        "stop_sequence",
+        "started",
+        "finished",
+        "pings",
+    )
+
+    def __init__(self) -> None:
+        self._blocks: list[_Block] = []
+        self._by_wire: dict[int, _Block] = {}
+        self._usage: dict[str, Any] = {}
+        self.id: str | None = None
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        """The last non-null `message_delta.delta.stop_reason`."""
+        self.stop_sequence: str | None = None
+        """The stop string that ended the text, when `stop_reason` is `stop_sequence`."""
+        self.started = False
+        """`message_start` was seen."""
+        self.finished = False
+        """A terminal `Finish` has been produced; later input is ignored."""
+        self.pings = 0
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The merged wire usage so far (a copy)."""
+        return dict(self._usage)
+
+    def feed(self, event: Any) -> list[StreamChunk]:
+        """Translate one parsed event."""
+        out: list[StreamChunk] = []
+        self.feed_into(event, out)
+        return out
+
+    def feed_into(self, event: Any, out: list[StreamChunk]) -> None:
+        """`feed`, appending to `out`."""
+        if self.finished:
+            return
+        if type(event) is not dict:
+            out += self._terminate(_malformed(f"stream event is not a JSON object: {_clip(event)}"))
+            return
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            self._delta(event, out)
+        elif kind == "content_block_start":
+            self._start(event, out)
+        elif kind == "content_block_stop":
+            self._stop(event, out)
+        elif kind == "ping":
+            self.pings += 1
+        elif kind == "message_start":
+            self._message_start(event, out)
+        elif kind == "message_delta":
+            self._message_delta(event, out)
+        elif kind == "message_stop":
+            out += self._end(truncated=False)
+        elif kind == "error" or (kind is None and isinstance(event.get("error"), dict)):
+            # The second form is the OpenAI-style in-band `{"error": {...}}` a gateway may send.
+            out += self._terminate(failure_from_error_event(event.get("error", event)))
+        # Unknown event types are ignored (AN55).
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _message_start(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        message = event.get("message")
+        if not isinstance(message, dict):
+            out += self._terminate(_malformed(f"`message_start` without a message: {_clip(event)}"))
+            return
+        self.started = True
+        id_, model = message.get("id"), message.get("model")
+        self.id = id_ if isinstance(id_, str) else None
+        self.model = model if isinstance(model, str) else None
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            self._merge_usage(usage)
+
+    def _start(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        wire = event.get("index")
+        block = event.get("content_block")
+        if not isinstance(wire, int) or isinstance(wire, bool) or not isinstance(block, dict):
+            out += self._terminate(_malformed(f"bad `content_block_start`: {_clip(event)}"))
+            return
+        if wire in self._by_wire:
+            out += self._terminate(_malformed(f"content block {wire} started twice"))
+            return
+        wire_type = block.get("type")
+        kind = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}.get(
+            wire_type if isinstance(wire_type, str) else "", str(wire_type)
+        )
+        state = _Block(len(self._blocks), kind, block)
+        self._blocks.append(state)
+        self._by_wire[wire] = state
+        out.append(BlockStart(index=state.index, block_type=kind))
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                state.parts.append(text)
+                out.append(TextDelta(index=state.index, text=text))
+        elif kind == "reasoning":
+            thinking, signature = block.get("thinking"), block.get("signature")
+            # AN50: DeepSeek may leave `signature` out of the start; it counts as absent.
+            if isinstance(signature, str) and signature:
+                state.signature = signature
+            if isinstance(thinking, str) and thinking:
+                state.parts.append(thinking)
+                out.append(ReasoningDelta(index=state.index, text=thinking))
+        elif kind == "tool-call":
+            id_, name = block.get("id"), block.get("name")
+            state.id = id_ if isinstance(id_, str) else ""
+            state.name = name if isinstance(name, str) else ""
+            given = block.get("input")
+            # A complete input in the start (no deltas to come) is kept as compact JSON text;
+            # the usual `{}` placeholder is not: the deltas are the arguments (AN56).
+            args = json.dumps(given, ensure_ascii=False, separators=(",", ":")) if given else ""
+            if args:
+                state.parts.append(args)
+            out.append(ToolCallDelta(index=state.index, id=state.id, name=state.name or None, arguments_delta=args))
+
+    def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        delta = event.get("delta")
+        if state is None:
+            # AN48: a delta for a block that never started is a broken stream.
+            out += self._terminate(_malformed(f"delta for a content block that never started: {_clip(event)}"))
+            return
+        if not isinstance(delta, dict):
+            out += self._terminate(_malformed(f"`content_block_delta` without a delta object: {_clip(event)}"))
+            return
+        if state.closed:
+            return  # a straggler after content_block_stop
+        dtype = delta.get("type")
+        if dtype == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and text and state.kind == "text":
+                state.parts.append(text)
+                out.append(TextDelta(index=state.index, text=text))
+        elif dtype == "input_json_delta":
+            fragment = delta.get("partial_json")
+            if isinstance(fragment, str) and fragment:
+                state.parts.append(fragment)
+                if state.kind == "tool-call":
+                    out.append(
+                        ToolCallDelta(index=state.index, id=state.id, name=state.name or None, arguments_delta=fragment)
+                    )
+        elif dtype == "thinking_delta":
+            text = delta.get("thinking")
+            if isinstance(text, str) and text and state.kind == "reasoning":
+                state.parts.append(text)
+                out.append(ReasoningDelta(index=state.index, text=text))
+        elif dtype == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                state.signature = signature  # replaces, as the SDK does (AN58)
+        # citations_delta and unknown delta types are ignored (AN78).
+
+    def _stop(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        if state is None:
+            out += self._terminate(_malformed(f"stop for a content block that never started: {_clip(event)}"))
+            return
+        if not state.closed:
+            state.closed = True
+            out.append(BlockEnd(index=state.index, block=state.block()))
+
+    def _message_delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        delta = event.get("delta")
+        if isinstance(delta, dict):
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str) and reason:
+                self.stop_reason = reason
+            sequence = delta.get("stop_sequence")
+            if isinstance(sequence, str):
+                self.stop_sequence = sequence
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            self._merge_usage(usage)
+
+    def _merge_usage(self, usage: dict[str, Any]) -> None:
+        # AN62: totals, not increments; a present non-null field replaces, an absent one keeps.
+        for name in _USAGE_FIELDS:
+            value = usage.get(name)
+            if value is not None:
+                self._usage[name] = value
+
+    # --- ending ----------------------------------------------------------------------------
+
+    def _meta(self, truncated: bool) -> FinishMeta:
+        return FinishMeta(id=self.id, model=self.model, done_missing=truncated)
+
+    def _terminate(self, failure: LlmFailure) -> list[StreamChunk]:
+        """End early with an error finish; open blocks stay open (the partial message)."""
+        self.finished = True
+        return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))]
+
+    def replay_state(self) -> dict[str, Any]:
+        """The envelope carried on the finish: each thinking block's signature, by position."""
+        blocks: list[Any] = [
+            {"signature": b.signature or ""} if b.kind == "reasoning" else None for b in self._blocks
+        ]
+        return {"response": {"protocol": REPLAY_PROTOCOL, "id": self.id}, "blocks": blocks}
+
+    def _end(self, *, truncated: bool) -> list[StreamChunk]:
+        """`message_stop`, or end of body (`truncated`). After a stop reason, open blocks are
+        closed and the finish is a success (flagged `done_missing` when `message_stop` never
+        came, AN71); before one, it is a STREAM_CLOSED failure keeping the partial blocks."""
+        if self.finished:
+            return []
+        self.finished = True
+        if self.stop_reason is None:
+            if truncated:
+                failure = LlmFailure(
+                    message="Anthropic stream ended before a stop_reason and without message_stop",
+                    code=ErrorCode.STREAM_CLOSED,
+                )
+            else:
+                failure = _malformed("Anthropic stream sent message_stop without any stop_reason")
+            return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(truncated))]
+        out: list[StreamChunk] = []
+        for state in self._blocks:
+            if not state.closed:
+                state.closed = True
+                out.append(BlockEnd(index=state.index, block=state.block()))
+        if self._usage:
+            out.append(Usage(usage=map_usage(self._usage)))
+        reason = map_stop_reason(self.stop_reason)
+        if reason.kind == "stop" and not self._blocks:
+            reason = FinishReason(
+                kind="error",
+                failure=LlmFailure(
+                    message="model returned a completed response with no content", code=ErrorCode.EMPTY_RESPONSE
+                ),
+            )
+        state_ = self.replay_state() if reason.ok else None
+        out.append(Finish(reason=reason, meta=self._meta(truncated), replay_state=state_))
+        return out
+
+    def error_event(self, data: str) -> list[StreamChunk]:
+        """An `event: error` whose data is not a JSON object: terminal all the same (AN69)."""
+        if self.finished:
+            return []
+        return self._terminate(failure_from_error_event({"message": data or "provider sent an error event"}))
+
+    def malformed(self, data: str) -> list[StreamChunk]:
+        """A `data:` payload that is not JSON."""
+        if self.finished:
+            return []
+        return self._terminate(_malformed(f"malformed SSE payload: {_clip(data)}"))
+
+    def close(self) -> list[StreamChunk]:
+        """End of the body without `message_stop`."""
+        return self._end(truncated=True)
+
+
+def events_from_message(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A non-streaming Message body (AN40) as the events a stream of it would hold, so both
+    take the one translation path: each block arrives complete in its `content_block_start`."""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    head = {k: v for k, v in message.items() if k not in ("content", "stop_reason", "stop_sequence")}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {**head, "content": []}}]
+    for index, block in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events.append({"type": "content_block_stop", "index": index})
+    delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")}
+    events.append({"type": "message_delta", "delta": delta, "usage": message.get("usage") or {}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+def _clip(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+class StreamDecoder:
+    """Bytes of one response body in, `StreamChunk`s out: SSE decode, JSON, translate.
+
+    Events are read by their JSON `type`; the `event:` line is not needed (AN43 is the SDK's
+    limitation, not ours), except that an `event: error` is terminal whatever its data holds.
+    Used by the adapter, `dshkit decode` and the benchmark, so all three run the same code.
+    """
+
+    __slots__ = ("_sse", "translator", "comments")
+
+    def __init__(self, translator: Translator | None = None) -> None:
+        self._sse = SSEDecoder()
+        self.translator = translator or Translator()
+        self.comments = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.translator.finished
+
+    def feed(self, data: bytes) -> list[StreamChunk]:
+        translator = self.translator
+        if translator.finished:
+            return []
+        feed_into = translator.feed_into
+        scan = _scan_once
+        out: list[StreamChunk] = []
+        for name, payload, _ in self._sse.feed_raw(data):
+            if name is None:  # a comment: liveness, not data
+                self.comments += 1
+                continue
+            try:  # AN45: Anthropic pads data lines with spaces after the JSON
+                event, end = scan(payload, 0)
+                if end != len(payload):
+                    event = json.loads(payload)
+            except (StopIteration, ValueError):
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    out += translator.error_event(payload) if name == "error" else translator.malformed(payload)
+                    return out
+            if name == "error" and not (type(event) is dict and event.get("type") == "error"):
+                out += translator.feed({"type": "error", "error": event.get("error", event) if type(event) is dict else event})
+                return out
+            feed_into(event, out)
+            if translator.finished:
+                return out
+        return out
+
+    def close(self) -> list[StreamChunk]:
+        """End of the body: an event without its closing blank line is not dispatched (AN44)."""
+        if self.translator.finished:
+            return []
+        self._sse.close()
+        return self.translator.close()

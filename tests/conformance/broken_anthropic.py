@@ -1,0 +1,181 @@
+"""Deliberately broken Anthropic-protocol adapters: each one a small, realistic bug on top of
+AnthropicAdapter, proving the `anthropic` scenarios can fail.
+
+The body bugs rewrite the request; the translator bugs swap in a broken `Translator` for streams
+of their own instances only (a context variable picks it, so a correct AnthropicAdapter running
+in the same process is unaffected). Each class lists the scenarios that must catch it in
+`MUST_FAIL`; the test runs the catalogue on the `anthropic` protocol and expects exactly that set.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import httpx
+
+import harness.providers.anthropic.adapter as anthropic_adapter
+from harness.llm import GenerateOptions, StreamChunk
+from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+
+_BUG: contextvars.ContextVar[str | None] = contextvars.ContextVar("dshkit_broken_anthropic", default=None)
+
+
+class _AppendsSignatures(Translator):
+    """Appends each `signature_delta` to the signature so far (the SDK assigns; AN58)."""
+
+    __slots__ = ()
+
+    def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        delta = event.get("delta")
+        before = state.signature if state is not None else None
+        super()._delta(event, out)
+        if state is not None and isinstance(delta, dict) and delta.get("type") == "signature_delta" and before:
+            state.signature = before + str(delta.get("signature"))
+
+
+class _IgnoresErrorEvents(Translator):
+    """Treats an `error` event as an unknown event type (AN69 says it ends the stream)."""
+
+    __slots__ = ()
+
+    def feed_into(self, event: Any, out: list[StreamChunk]) -> None:
+        if isinstance(event, dict) and event.get("type") == "error":
+            return
+        super().feed_into(event, out)
+
+
+class _KeepsStartUsage(Translator):
+    """Takes only `output_tokens` from message_delta, keeping message_start's input counts."""
+
+    __slots__ = ()
+
+    def _merge_usage(self, usage: dict[str, Any]) -> None:
+        if self._usage:
+            usage = {"output_tokens": usage.get("output_tokens")}
+        super()._merge_usage(usage)
+
+
+class _EofIsEndTurn(Translator):
+    """Treats a body that ends before any stop_reason as a normal `end_turn`."""
+
+    __slots__ = ()
+
+    def close(self) -> list[StreamChunk]:
+        if self.stop_reason is None:
+            self.stop_reason = "end_turn"
+        return super().close()
+
+
+_TRANSLATORS: dict[str, type[Translator]] = {
+    "appends_signatures": _AppendsSignatures,
+    "ignores_error_events": _IgnoresErrorEvents,
+    "keeps_start_usage": _KeepsStartUsage,
+    "eof_is_end_turn": _EofIsEndTurn,
+}
+
+
+def _decoder() -> StreamDecoder:
+    bug = _BUG.get()
+    return StreamDecoder(_TRANSLATORS[bug]() if bug is not None else None)
+
+
+anthropic_adapter.StreamDecoder = _decoder  # type: ignore[assignment,misc]
+
+
+class _BrokenTranslate(AnthropicAdapter):
+    BUG: ClassVar[str]
+    MUST_FAIL: ClassVar[frozenset[str]]
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        token = _BUG.set(self.BUG)
+        try:
+            async for chunk in super().stream(options):
+                yield chunk
+        finally:
+            _BUG.reset(token)
+
+
+class AppendsSignaturesAdapter(_BrokenTranslate):
+    BUG = "appends_signatures"
+    MUST_FAIL = frozenset({"an-signature-passback"})
+
+
+class IgnoresErrorEventsAdapter(_BrokenTranslate):
+    BUG = "ignores_error_events"
+    MUST_FAIL = frozenset({"an-error-event-mid-stream"})
+
+
+class KeepsStartUsageAdapter(_BrokenTranslate):
+    BUG = "keeps_start_usage"
+    MUST_FAIL = frozenset({"an-usage-merge"})
+
+
+class EofIsEndTurnAdapter(_BrokenTranslate):
+    BUG = "eof_is_end_turn"
+    MUST_FAIL = frozenset({"an-eof-before-stop-reason"})
+
+
+class _BrokenBody(AnthropicAdapter):
+    MUST_FAIL: ClassVar[frozenset[str]]
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def build_request(self, options: GenerateOptions) -> httpx.Request:
+        request = super().build_request(options)
+        body = json.loads(request.content)
+        self.rewrite(body)
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        content = json.dumps(body, ensure_ascii=False).encode()
+        return self._client.build_request("POST", request.url, content=content, headers=headers)
+
+
+class DropsThinkingAdapter(_BrokenBody):
+    """Never sends thinking blocks back (DeepSeek answers 400 on tool-use turns, AN27)."""
+
+    MUST_FAIL = frozenset({"an-neutral-tool-round-trip", "an-signature-passback", "an-history-tool-turn-without-thinking"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        for message in body["messages"]:
+            if isinstance(message["content"], list):
+                message["content"] = [b for b in message["content"] if b.get("type") != "thinking"]
+
+
+class BlanksSignaturesAdapter(_BrokenBody):
+    """Sends thinking back with an empty signature instead of the one received (AN28)."""
+
+    MUST_FAIL = frozenset({"an-signature-passback"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        for message in body["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else ():
+                if block.get("type") == "thinking":
+                    block["signature"] = ""
+
+
+class SplitsToolResultsAdapter(_BrokenBody):
+    """Sends each tool result in a user turn of its own (turns must alternate, AN26)."""
+
+    MUST_FAIL = frozenset({"an-history-tool-turn-without-thinking"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        out: list[dict[str, Any]] = []
+        for message in body["messages"]:
+            content = message["content"]
+            if message["role"] == "user" and isinstance(content, list) and len(content) > 1 and all(
+                b.get("type") == "tool_result" for b in content
+            ):
+                out += [{"role": "user", "content": [b]} for b in content]
+            else:
+                out.append(message)
+        body["messages"] = out
+
+
+BROKEN_ANTHROPIC = (
+    AppendsSignaturesAdapter, IgnoresErrorEventsAdapter, KeepsStartUsageAdapter, EofIsEndTurnAdapter,
+    DropsThinkingAdapter, BlanksSignaturesAdapter, SplitsToolResultsAdapter,
+)
