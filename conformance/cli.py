@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from .report import Progress, render_table, write_json, write_junit
 from .runner import (
@@ -58,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--server", metavar="URL", help="check this endpoint against S1-S41 (or, with "
                    "--protocol anthropic, the AN checks; give the Anthropic base URL) instead")
     p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="--server: seconds to wait for each answer (default: 30); each check gets 4x that")
     p.add_argument("--concurrency", type=int, default=16, help="scenarios in flight at once (default: 16)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failure's diff and the information notes")
     p.set_defaults(func=_main)
@@ -66,6 +69,43 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def _fail(message: str) -> int:
     print(f"dshkit conformance: {message}", file=sys.stderr)
     return 2
+
+
+T = TypeVar("T")
+_LEFTOVER_GRACE_S = 1.0
+
+
+def _run_to_end(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run`, except that tasks still alive at the end get one cancel and a short grace,
+    then are left behind with a one-line note. `asyncio.run` waits for them for ever, so an
+    adapter that swallows cancellation would keep the process alive after the report is written."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        # The report is out; what the adapter's leftovers raise from here on was already judged.
+        noise: list[str] = []
+        loop.set_exception_handler(lambda _loop, context: noise.append(str(context.get("message"))))
+        leftovers = asyncio.all_tasks(loop)
+        for task in leftovers:
+            task.cancel()
+        if leftovers:
+            loop.run_until_complete(asyncio.wait(leftovers, timeout=_LEFTOVER_GRACE_S))
+        closing = loop.create_task(loop.shutdown_asyncgens())
+        loop.run_until_complete(asyncio.wait({closing}, timeout=_LEFTOVER_GRACE_S))
+        stuck = [t for t in leftovers if not t.done()]
+        if stuck or not closing.done():
+            print(f"dshkit conformance: {len(stuck) or 'some'} adapter task(s) ignored cancellation and "
+                  "were left behind at exit", file=sys.stderr)
+        loop.close()
+
+
+def _check_server_url(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (f"--server {url!r} is not an http(s) URL; give the endpoint's base URL, "
+                "e.g. https://api.deepseek.com or http://127.0.0.1:8000")
+    return None
 
 
 def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]:
@@ -103,13 +143,21 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
         from .server_checks import run_server_checks, select_checks
 
         anthropic = protocol == "anthropic"
+        problem = _check_server_url(args.server)
+        if problem is None and not args.timeout > 0:
+            problem = f"--timeout must be a positive number of seconds, got {args.timeout:g}"
+        if problem is not None:
+            return _fail(problem), []
         try:
             ids = select_anthropic_checks(args.only) if anthropic else select_checks(args.only)
         except ValueError as exc:
             return _fail(str(exc)), []
         progress = Progress()
-        run = run_anthropic_checks if anthropic else run_server_checks
-        results = asyncio.run(run(args.server, args.api_key, ids=ids, on_result=progress))
+        if anthropic:
+            run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress)
+        else:
+            run = run_server_checks(args.server, args.api_key, ids=ids, on_result=progress, timeout_s=args.timeout)
+        results = _run_to_end(run)
         progress.close()
         _print_results(results, f"server checks: {args.server}", args.verbose)
         if args.json:
@@ -127,7 +175,7 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
     if args.concurrency < 1:
         return _fail("--concurrency must be at least 1"), []
     progress = Progress()
-    results = asyncio.run(
+    results = _run_to_end(
         run_catalogue(scenarios, factory, concurrency=args.concurrency, on_result=progress, protocol=protocol)
     )
     progress.close()

@@ -5,7 +5,10 @@ its requests to its own script (routing by key hash, `mock_server.routing`) and 
 tells its request bodies apart, which lets scenarios run concurrently on one event loop. The
 adapter comes from a factory `module:callable`, called as
 `factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)`, a fresh one per scenario.
-Each scenario has a time budget; exceeding it is `fail: timeout`.
+Each scenario has a time budget that covers closing the adapter too; exceeding it is `fail:
+timeout`. A broken adapter cannot keep the run alive: a stream that ignores cancellation is left
+behind after a short grace (and fails the scenario), and an `aclose()` that never returns is
+abandoned when the budget runs out.
 
 On the `anthropic` protocol the adapter's base URL is the mock's `/anthropic` surface, the
 scenarios written for that protocol run with their `anthropic` step overrides, and requests are
@@ -67,6 +70,10 @@ __all__ = [
 
 DEFAULT_ADAPTER = "harness.providers.deepseek:DeepSeekAdapter"
 DEFAULT_ANTHROPIC_ADAPTER = "harness.providers.anthropic:AnthropicAdapter"
+CANCEL_GRACE_S = 2.0
+"""How long a cancelled stream may take to end before the runner stops waiting for it."""
+CLOSE_GRACE_S = 1.0
+"""`aclose()` gets what is left of the budget, but at least this (also after a timeout)."""
 Status = Literal["pass", "fail", "n/a"]
 AdapterFactory = Callable[..., Any]
 
@@ -140,6 +147,8 @@ class _StepRun:
     chunks: list[StreamChunk] = field(default_factory=list)
     raised: BaseException | None = None
     cancelled: bool = False
+    stuck: bool = False
+    """The consumer task was cancelled and had not ended `CANCEL_GRACE_S` later."""
 
 
 async def _consume(adapter: Any, options: Any, step: Step, run: _StepRun, ready: asyncio.Event) -> None:
@@ -154,7 +163,9 @@ async def _consume(adapter: Any, options: Any, step: Step, run: _StepRun, ready:
                 ready.set()
     finally:
         closer = getattr(agen, "aclose", None)
-        if closer is not None:
+        # A stream still running here ignored a cancellation and is being dropped at exit;
+        # closing it would only raise "asynchronous generator is already running".
+        if closer is not None and not getattr(agen, "ag_running", False):
             await closer()
 
 
@@ -170,6 +181,12 @@ async def _play_step(adapter: Any, options: Any, step: Step) -> _StepRun:
         waiter.cancel()
         if not task.done():
             task.cancel()
+            # An adapter that swallows the cancellation could keep this task alive for ever:
+            # give it a grace, then leave it behind and judge it.
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
+            if not done:
+                run.stuck = True
+                return run
     try:
         await asyncio.wait({task})
     except asyncio.CancelledError:
@@ -193,12 +210,27 @@ def missing_capabilities(adapter: Any, sc: Scenario) -> list[str]:
     return [name for name in sc.requires if name in CAPABILITIES and not getattr(caps, name, True)]
 
 
-async def _close(adapter: Any) -> None:
+async def _close(adapter: Any, timeout: float) -> str | None:
+    """Close the adapter within `timeout`; what went wrong, or None. A hanging `aclose()` is
+    abandoned (cancelled, not awaited: it may ignore the cancellation too)."""
     closer = getattr(adapter, "aclose", None)
-    if closer is not None:
+    if closer is None:
+        return None
+
+    async def call() -> None:
         result = closer()
         if inspect.isawaitable(result):
             await result
+
+    task = asyncio.ensure_future(call())
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        return f"adapter.aclose() did not return within {timeout:g} s"
+    if task.cancelled():
+        return "adapter.aclose() was cancelled"
+    exc = task.exception()
+    return None if exc is None else f"adapter.aclose() raised {type(exc).__name__}: {exc}"
 
 
 def _entries(server: MockServer, protocol: str) -> list[Any]:
@@ -250,9 +282,14 @@ async def run_scenario(
         result.reason = f"the adapter factory raised {type(exc).__name__}: {exc}"
         result.diff = unified({"factory": "returns an adapter"}, {"factory": result.reason}, "factory")
         return result
+    deadline = started + sc.budget_s
+
+    async def close() -> str | None:
+        return await _close(adapter, max(deadline - time.monotonic(), CLOSE_GRACE_S))
+
     missing = missing_capabilities(adapter, sc)
     if missing:
-        await _close(adapter)
+        await close()
         result.status = "n/a"
         result.reason = f"the adapter declares no {', '.join(missing)} capability"
         return result
@@ -288,10 +325,15 @@ async def run_scenario(
         result.status = "fail"
         result.reason = f"timeout: the scenario took longer than its {sc.budget_s:g} s budget"
         result.diff = unified({"outcome": f"done within {sc.budget_s:g} s"}, {"outcome": "timeout"}, "budget")
-        await _close(adapter)
+        closed = await close()
+        if closed is not None:
+            result.reason += f"; then {closed}"
         result.seconds = time.monotonic() - started
         return result
-    await _close(adapter)
+    closed = await close()
+    if closed is not None:
+        checks.append(CheckResult("close", False, unified(
+            {"aclose": f"returns within the {sc.budget_s:g} s budget"}, {"aclose": closed}, "close")))
     failed = [c for c in checks if not c.ok]
     for c in checks:
         result.info += [f"{c.name}: {note}" for note in c.info]
@@ -317,7 +359,12 @@ def _judge(
             {"stream": "ends with a finish chunk, raises nothing"}, {"stream": f"raised {text}"}, f"step{i}.translate")))
     else:
         out.append(_named(check_translate(run.chunks, exp.chunks, cancelled=exp.cancelled), i))
-    if exp.cancelled:
+    if run.stuck:
+        out.append(CheckResult(f"step{i}.cancel", False, unified(
+            {"consumer task": "ends once cancelled (CancelledError re-raised)"},
+            {"consumer task": f"still running {CANCEL_GRACE_S:g} s after the cancel (CancelledError swallowed)"},
+            f"step{i}.cancel")))
+    elif exp.cancelled:
         ok = run.cancelled
         out.append(CheckResult(f"step{i}.cancel", ok, "" if ok else unified(
             {"consumer task": "cancelled (CancelledError re-raised)"},

@@ -5,6 +5,11 @@ itself, a gateway or our mock server. Items that need a server-side switch (S13,
 the dshkit mock's `X-Mock-Behavior` header; a server that ignores it gets `n/a`, as do items that
 cannot be seen from outside at all (S35 needs a recording on the server). Results have the same
 shape as adapter results, so the same reports print them.
+
+A check passes only on what it saw: when the server gives it nothing to judge (an error status, a
+connection that breaks or never answers, a stream without chunks), it fails with a reason that
+starts "could not observe", never passes on an empty list. Every request has a timeout and every
+check a budget, so a server that accepts and never answers still gets a finished report.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -52,6 +57,14 @@ def need(cond: bool, expected: Any, actual: Any) -> None:
 
 def na(reason: str) -> None:
     raise Verdict("n/a", note=reason)
+
+
+UNOBSERVED = "could not observe"
+
+
+def unobserved(what: str, got: str) -> NoReturn:
+    """Fail a check that got nothing to judge (an empty answer must not pass vacuously)."""
+    raise Verdict("fail", {what: "an answer to judge"}, {what: got}, note=f"{UNOBSERVED} {what}: {got}")
 
 
 @dataclass(slots=True)
@@ -96,10 +109,10 @@ def parse_sse(raw: bytes) -> tuple[list[tuple[str, str]], list[dict[str, Any]], 
 class Probe:
     """An HTTP client for one endpoint; every request gets its own session header."""
 
-    def __init__(self, base_url: str, api_key: str | None) -> None:
+    def __init__(self, base_url: str, api_key: str | None, *, timeout_s: float = 30.0) -> None:
         self.base = base_url.rstrip("/")
         self.key = api_key
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(5.0, timeout_s)))
 
     def headers(self, extra: dict[str, str] | None = None, *, auth: bool = True) -> dict[str, str]:
         h = {"Content-Type": "application/json", "X-Mock-Session": f"srv-{uuid.uuid4().hex[:10]}"}
@@ -120,14 +133,22 @@ class Probe:
             data = {}
         return r, data if isinstance(data, dict) else {}
 
-    async def stream(self, *, behavior: str | None = None, **body: Any) -> Streamed:
+    async def stream(self, *, behavior: str | None = None, observe: bool = True, **body: Any) -> Streamed:
+        """A streamed answer. With `observe` (checks that judge its content), anything but a 200
+        with at least one chunk carrying `choices` fails the check as unobserved."""
         headers = {"X-Mock-Behavior": behavior} if behavior else None
         payload = {"model": "deepseek-v4-flash", "messages": U, "stream": True, **body}
         try:
             r = await self.post(payload, headers=headers)
         except httpx.TransportError as exc:
+            if observe:
+                unobserved("a streamed answer", f"{type(exc).__name__}: {exc}")
             return Streamed(0, httpx.Headers(), str(exc).encode(), [], [], False)
         events, chunks, done = parse_sse(r.content)
+        if observe and r.status_code != 200:
+            unobserved("a streamed answer", f"HTTP {r.status_code}")
+        if observe and not any(c.get("choices") for c in chunks):
+            unobserved("a streamed answer", "no chunk with choices in the body")
         return Streamed(r.status_code, r.headers, r.content, events, chunks, done)
 
     async def aclose(self) -> None:
@@ -325,6 +346,8 @@ async def s16(p: Probe) -> None:
 
 async def s17(p: Probe) -> None:
     r, _ = await p.chat(**THINK_OFF)
+    if r.status_code != 200:
+        unobserved("a JSON answer", f"HTTP {r.status_code}")  # an error envelope is JSON too
     try:
         json.loads(r.content.lstrip(b"\n"))
     except ValueError:
@@ -335,7 +358,7 @@ async def s17(p: Probe) -> None:
 
 
 async def s18(p: Probe) -> None:
-    s = await p.stream()
+    s = await p.stream(observe=False)  # judges the status and content type themselves
     ct = s.headers.get("content-type", "")
     need(s.status == 200 and ct.startswith("text/event-stream"), {"status": 200, "content-type": "text/event-stream"},
          {"status": s.status, "content-type": ct})
@@ -498,7 +521,7 @@ async def s32(p: Probe) -> None:
 
 async def s33(p: Probe) -> None:
     for behavior, reason in (("content_filter", "content_filter"), ("insufficient_system_resource", "insufficient_system_resource")):
-        s = await p.stream(behavior=behavior, **THINK_OFF)
+        s = await p.stream(behavior=behavior, observe=False, **THINK_OFF)
         if _finish(s) == "stop":
             na(f"the server has no test switch for {behavior}")
         need(_finish(s) == reason, {behavior: reason}, {behavior: _finish(s)})
@@ -525,10 +548,10 @@ async def s35(p: Probe) -> None:
 
 
 async def s36(p: Probe) -> None:
-    s = await p.stream(behavior="partial_disconnect", **THINK_OFF)
+    s = await p.stream(behavior="partial_disconnect", observe=False, **THINK_OFF)
     if s.done:
         na("the server has no fault switches (X-Mock-Behavior is a dshkit mock header)")
-    s = await p.stream(behavior="inband_error", **THINK_OFF)
+    s = await p.stream(behavior="inband_error", observe=False, **THINK_OFF)
     need(any("error" in c for c in s.chunks), {"inband_error": "a data: {error} event"}, {"inband_error": len(s.chunks)})
     s = await p.stream(behavior="keep_alive", **THINK_OFF)
     need(any(k == "comment" for k, _ in s.events) and s.done, {"keep_alive": "comments then a reply"}, {"keep_alive": s.events[:2]})
@@ -614,16 +637,21 @@ def select_checks(only: Sequence[str]) -> list[str]:
     return [k for k in SERVER_CHECKS if k in out]
 
 
-async def _one(p: Probe, item: str) -> ScenarioResult:
+async def _one(p: Probe, item: str, budget_s: float) -> ScenarioResult:
     started = time.monotonic()
     tags = [item, f"area:{_AREAS[item]}"]
     try:
-        await SERVER_CHECKS[item](p)
+        async with asyncio.timeout(budget_s):
+            await SERVER_CHECKS[item](p)
         res = ScenarioResult(id=item, tags=tags, status="pass")
+    except TimeoutError:
+        note = f"{UNOBSERVED} an answer: the check took longer than its {budget_s:g} s budget"
+        res = ScenarioResult(id=item, tags=tags, status="fail", reason=note,
+                             diff=unified({item: f"answers within {budget_s:g} s"}, {item: "timeout"}, item))
     except Verdict as v:
         res = ScenarioResult(id=item, tags=tags, status=v.status, reason=v.note)
         if v.status == "fail":
-            res.reason = "response differs"
+            res.reason = v.note or "response differs"
             res.diff = unified(v.expected, v.actual, item)
     except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         res = ScenarioResult(id=item, tags=tags, status="fail", reason=f"{type(exc).__name__}: {exc}",
@@ -635,9 +663,15 @@ async def _one(p: Probe, item: str) -> ScenarioResult:
 async def run_server_checks(
     base_url: str, api_key: str | None = None, *, ids: Sequence[str] | None = None,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
+    timeout_s: float = 30.0, budget_s: float | None = None,
 ) -> list[ScenarioResult]:
-    """Run the server checks (all, or `ids`) against `base_url`, up to six at a time."""
-    probe = Probe(base_url, api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"))
+    """Run the server checks (all, or `ids`) against `base_url`, up to six at a time.
+
+    `timeout_s` bounds each request (connect, each read); `budget_s` (default 4 × `timeout_s`)
+    bounds each check, so a server that trickles bytes for ever cannot hold the run either."""
+    key = api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY")
+    probe = Probe(base_url, key, timeout_s=timeout_s)
+    budget = budget_s if budget_s is not None else 4 * timeout_s
     items = list(ids or SERVER_CHECKS)
     done = 0
     gate = asyncio.Semaphore(6)
@@ -645,7 +679,7 @@ async def run_server_checks(
     async def one(item: str) -> ScenarioResult:
         nonlocal done
         async with gate:
-            res = await _one(probe, item)
+            res = await _one(probe, item, budget)
         done += 1
         if on_result is not None:
             on_result(res, done, len(items))

@@ -7,6 +7,12 @@ chunks and Anthropic Messages events (`message_start` … `message_stop`; a non-
 body too), told apart by the payloads' shape unless `--protocol` says. The output is
 deterministic: the message id is derived from a hash of the input, so two runs print the same
 bytes.
+
+Two other JSONL files a user is likely to hand it are recognised by their first line rather
+than misread as chunk lines: a cassette (`{"type": "cassette"}`) decodes exchange by
+exchange (each recorded body through the same path, an error status as the adapter maps it),
+and a session log (`{"type": "session"}`) decodes model call by model call (its logged chunks
+folded by the assembler, each checked against the step's logged `assistant/message`).
 """
 
 from __future__ import annotations
@@ -38,9 +44,20 @@ from harness.llm import (
 from harness.providers import anthropic
 from harness.providers.deepseek import StreamDecoder, failure_from_http
 
-__all__ = ["CaptureError", "DecodeResult", "decode_capture", "detect_format", "detect_protocol", "register"]
+__all__ = [
+    "CaptureError",
+    "DecodeResult",
+    "decode_capture",
+    "decode_cassette",
+    "decode_session_log",
+    "detect_format",
+    "detect_protocol",
+    "register",
+]
 
-Format = Literal["sse", "jsonl", "json", "error"]
+Format = Literal["sse", "jsonl", "json", "error", "cassette", "session"]
+_DOCUMENTS = ("cassette", "session")
+"""Formats that are whole recorded documents, not one response."""
 Protocol = Literal["chat", "anthropic"]
 _ANTHROPIC_EVENTS = (b'"message_start"', b'"content_block_start"', b'"content_block_delta"', b'"message_delta"')
 
@@ -76,8 +93,25 @@ def _is_error_body(value: Any) -> bool:
     return isinstance(value, dict) and "error" in value and "choices" not in value
 
 
+def _first_line_type(data: bytes) -> Any:
+    """The `type` of the first non-blank line when it is a JSON object, else None."""
+    for line in data.splitlines():
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            return value.get("type") if isinstance(value, dict) else None
+    return None
+
+
 def detect_format(data: bytes) -> Format:
     """Guess the capture's format (see `dshkit decode --help`); raises `CaptureError`."""
+    kind = _first_line_type(data)
+    if kind == "cassette":
+        return "cassette"
+    if kind == "session":
+        return "session"
     text = data.lstrip()
     if text[:1] == b"[":
         return "json"
@@ -160,6 +194,8 @@ def decode_capture(
         format = "error"
     proto = protocol or detect_protocol(data)
     fmt = format or detect_format(data)
+    if fmt in _DOCUMENTS:
+        raise CaptureError(f"a {fmt} holds many responses; decode it with decode_{fmt}")
     chunks: list[StreamChunk]
     if fmt == "error":
         if proto == "anthropic":
@@ -203,6 +239,130 @@ def decode_capture(
     return DecodeResult(chunks=chunks, assembler=assembler, message_id=f"msg-{digest}", format=fmt, protocol=proto)
 
 
+def decode_cassette(data: bytes, *, source: str = "<cassette>") -> dict[str, Any]:
+    """Each exchange of a cassette decoded as the adapter would have read it."""
+    from mock_server.cassette import CassetteError, parse_cassette
+
+    try:
+        cassette = parse_cassette(data.decode("utf-8"), source=source)
+    except (CassetteError, UnicodeDecodeError) as exc:
+        raise CaptureError(f"not a readable cassette: {exc}") from None
+    exchanges: list[dict[str, Any]] = []
+    for x in cassette.exchanges:
+        body = b"".join(r.data for r in x.reads)
+        entry: dict[str, Any] = {"request": {"method": x.request.method, "path": x.request.path}, "status": x.status}
+        if not body.strip():
+            entry["decoded"] = None  # a recorded response with no body bytes
+        elif 200 <= x.status < 300:
+            entry["decoded"] = decode_capture(body).to_json()
+        else:
+            entry["decoded"] = decode_capture(body, format="error", status=x.status).to_json()
+        exchanges.append(entry)
+    return {"format": "cassette", "upstream": cassette.meta.get("upstream"), "exchanges": exchanges}
+
+
+def decode_session_log(data: bytes, *, source: str = "<session log>") -> dict[str, Any]:
+    """Each model call of a session log: its logged chunks folded by the assembler, and whether
+    the result equals the step's logged `assistant/message` (None when the call has none)."""
+    from harness.llm import HarnessError
+    from harness.session import (
+        assemble_chunk_events,
+        logged_message,
+        parse_session_log,
+        split_model_calls,
+    )
+
+    try:
+        loaded = parse_session_log(data, source=source, repair=False, lenient=True)
+    except HarnessError as exc:
+        raise CaptureError(f"not a readable session log: {exc}") from None
+    session = loaded.session
+    steps: list[tuple[int, int]] = []
+    messages: dict[tuple[int, int], Any] = {}
+    for event in session.events:
+        if event.defect is not None:
+            continue
+        if event.type == "assistant/chunk" and (key := (event.data["turn"], event.data["step"])) not in steps:
+            steps.append(key)
+        elif event.type == "assistant/message":
+            messages[(event.data["turn"], event.data["step"])] = logged_message(event.type, event.data, seq=event.seq)
+    calls: list[dict[str, Any]] = []
+    for turn, step in steps:
+        attempts = split_model_calls(session.chunk_events(turn, step))
+        for attempt, call in enumerate(attempts, 1):
+            assembler = assemble_chunk_events(call)
+            logged = messages.get((turn, step)) if attempt == len(attempts) else None
+            source_ = ModelSource(provider="logged", model="logged")
+            if logged is not None and isinstance(logged.source, ModelSource):
+                source_ = ModelSource(provider=logged.source.provider, model=logged.source.model)
+            message = message_to_json(assembler.message(source_, id=logged.id if logged else f"{turn}.{step}.{attempt}"))
+            calls.append({
+                "turn": turn,
+                "step": step,
+                "attempt": attempt,
+                "message": message,
+                "usage": usage_to_json(assembler.usage) if assembler.usage is not None else None,
+                "finish": finish_reason_to_json(assembler.finish_reason),
+                "matchesLogged": None if logged is None else message["content"] == message_to_json(logged)["content"],
+            })
+    return {
+        "format": "session",
+        "header": session.header.to_json(),
+        "events": len(session.events),
+        "defects": list(loaded.defects),
+        "tornLines": loaded.dropped_lines,
+        "calls": calls,
+    }
+
+
+def _render_blocks(blocks: list[Any]) -> list[str]:
+    lines: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "reasoning":
+            lines += ["── reasoning ──", block["text"], ""]
+        elif kind == "text":
+            lines += ["── text ──", block["text"], ""]
+        elif kind == "tool-call":
+            lines += [f"── tool call {block.get('name') or '?'} ({block['id']}) ──", block["arguments"], ""]
+    return lines
+
+
+def render_document(doc: dict[str, Any]) -> str:
+    """The readable view of a decoded cassette or session log."""
+    lines: list[str] = []
+    if doc["format"] == "cassette":
+        lines.append(f"cassette of {doc['upstream'] or 'an unknown upstream'}: {len(doc['exchanges'])} exchange(s)")
+        for i, x in enumerate(doc["exchanges"], 1):
+            lines += ["", f"━━ exchange {i}: {x['request']['method']} {x['request']['path']} → {x['status']} ━━"]
+            decoded = x["decoded"]
+            if decoded is None:
+                lines.append("(no body)")
+                continue
+            lines += _render_blocks(decoded["message"]["content"])
+            lines.append(_finish_line(decoded["finish"]))
+        return "\n".join(lines)
+    header = doc["header"]
+    lines.append(f"session log {header['id']}: {doc['events']} event(s), {len(doc['calls'])} model call(s)")
+    lines += [f"defect: {d}" for d in doc["defects"]]
+    for call in doc["calls"]:
+        check = {True: "equals the logged message", False: "DIFFERS from the logged message", None: "no logged message"}
+        lines += ["", f"━━ turn {call['turn']} step {call['step']} call {call['attempt']}: {check[call['matchesLogged']]} ━━"]
+        lines += _render_blocks(call["message"]["content"])
+        lines.append(_finish_line(call["finish"]))
+    return "\n".join(lines)
+
+
+def _finish_line(finish: dict[str, Any]) -> str:
+    line = f"finish: {finish['kind']}"
+    if "failure" in finish:
+        failure = finish["failure"]
+        line += f" — {failure['code']}: {failure['message']}"
+        if "status" in failure:
+            line += f" (HTTP {failure['status']})"
+    return line
+
+
 def render_pretty(result: DecodeResult) -> str:
     """A readable view: reasoning, text, tool calls with raw arguments, finish, usage."""
     doc = result.to_json()
@@ -214,14 +374,7 @@ def render_pretty(result: DecodeResult) -> str:
             lines += ["── text ──", block.text, ""]
         elif isinstance(block, ToolCallBlock):
             lines += [f"── tool call {block.name or '?'} ({block.id}) ──", block.arguments, ""]
-    finish = doc["finish"]
-    line = f"finish: {finish['kind']}"
-    if "failure" in finish:
-        failure = finish["failure"]
-        line += f" — {failure['code']}: {failure['message']}"
-        if "status" in failure:
-            line += f" (HTTP {failure['status']})"
-    lines.append(line)
+    lines.append(_finish_line(doc["finish"]))
     usage = doc["usage"]
     if usage:
         parts = [f"input {usage['inputTokens']}"]
@@ -240,6 +393,11 @@ def render_pretty(result: DecodeResult) -> str:
     return "\n".join(lines)
 
 
+def _document_format(data: bytes) -> Format | None:
+    kind = _first_line_type(data)
+    return kind if kind in _DOCUMENTS else None
+
+
 def _run(args: argparse.Namespace) -> int:
     path: str = args.file
     try:
@@ -248,6 +406,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
+        fmt = args.format or (None if args.status is not None else _document_format(data))
+        if fmt in _DOCUMENTS:
+            decode = decode_cassette if fmt == "cassette" else decode_session_log
+            doc = decode(data, source=path)
+            print(render_document(doc) if args.pretty else json.dumps(doc, ensure_ascii=False, indent=2))
+            return 0
         result = decode_capture(data, format=args.format, status=args.status, protocol=args.protocol)
     except CaptureError as exc:
         print(f"dshkit decode: {path}: {exc}", file=sys.stderr)
@@ -265,7 +429,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="decode a wire capture into chunks, message, usage and finish",
         description=(
             "Run a wire capture through the real SSE decoder, translator and assembler. "
-            "Format detection when --format is absent: a leading '[' is json; a JSON object "
+            "Format detection when --format is absent: a first line {\"type\": \"cassette\"} is a "
+            "cassette and {\"type\": \"session\"} a session log (decoded exchange by exchange or "
+            "model call by model call); a leading '[' is json; a JSON object "
             "with 'error' and no 'choices' is an HTTP error body; every non-empty line a JSON "
             "object is jsonl; anything else is sse. Anthropic Messages captures (events such as "
             "message_start, or a Message body) are recognised by their payloads unless "
@@ -275,7 +441,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("file", help="the capture file, or - for stdin")
-    p.add_argument("--format", choices=["sse", "jsonl", "json", "error"], help="skip detection")
+    p.add_argument("--format", choices=["sse", "jsonl", "json", "error", *_DOCUMENTS], help="skip detection")
     p.add_argument("--status", type=int, help="treat the file as an HTTP error body with this status (default 400)")
     p.add_argument("--protocol", choices=["chat", "anthropic"],
                    help="the wire: Chat Completions chunks or Anthropic Messages events (default: detected)")

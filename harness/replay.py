@@ -32,6 +32,7 @@ from harness.llm import (
     TextBlock,
     ToolResultMessage,
     UserMessage,
+    UserSource,
     message_to_json,
 )
 from harness.session import (
@@ -43,8 +44,8 @@ from harness.session import (
     SessionScript,
     load_log_session,
     load_session_scripts,
+    logged_message,
     request_strings,
-    thaw_json,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ __all__ = [
     "logged_tool_runtime",
     "register",
     "replay_session",
-    "user_prompts",
+    "turn_inputs",
 ]
 
 
@@ -189,6 +190,8 @@ def logged_tool_runtime(sessions: Iterable[Session]) -> ToolRuntime:
     names: set[str] = set()
     for session in sessions:
         for event in session.events:
+            if event.defect is not None:
+                continue
             if event.type == "tool/call":
                 names.add(event.data["name"])
             elif event.type == "tool/result":
@@ -213,30 +216,47 @@ def logged_tool_runtime(sessions: Iterable[Session]) -> ToolRuntime:
 # --- re-running a log through the loop --------------------------------------------------------
 
 
-def user_prompts(session: Session) -> list[list[UserMessage]]:
-    """The user's own messages of each turn (runtime-context snapshots left out), in order."""
+def turn_inputs(session: Session) -> list[list[UserMessage]]:
+    """The inbox input that opened each logged turn (its first step's messages), in order.
+
+    A turn is started by whatever reached the inbox: a user's prompt, but also a goal round, a
+    subagent's notice or a plugin's message. In a log that records its inbox (`agent/inbox/spliced`)
+    a message is input when the inbox delivered it (its id was inserted there); messages that
+    plugins add themselves (runtime-context snapshots, instructions, catalogs) are not, since the
+    live loop makes its own. A log without inbox events (the web app's) falls back to the
+    messages whose source is the user.
+    """
+    inserted = {
+        m.get("id")
+        for e in session.events
+        if e.type == "agent/inbox/spliced" and e.defect is None
+        for m in e.data.get("inserted", ())
+    }
     turns: dict[int, list[UserMessage]] = {}
-    turn = 0
+    turn = step = 0
     for event in session.events:
+        if event.defect is not None:
+            continue
         if event.type == "turn/start":
-            turn = event.data["turn"]
-        elif event.type == "user/message" and event.data["source"].get("kind") == "user":
+            turn, step = event.data["turn"], 0
+        elif event.type == "step/start":
+            step = event.data["step"]
+        elif event.type == "user/message" and step <= 1:
             message = session.message_at(event.seq)
-            assert isinstance(message, UserMessage)  # decoded when it was logged
-            turns.setdefault(turn, []).append(message)
+            if not isinstance(message, UserMessage):
+                continue
+            if message.id in inserted if inserted else isinstance(message.source, UserSource):
+                turns.setdefault(turn, []).append(message)
     return [msgs for _, msgs in sorted(turns.items())]
 
 
-def _assistant_contents(events: Iterable[SessionEvent]) -> list[Any]:
+def _logged_contents(events: Iterable[SessionEvent], type_: str) -> list[Any]:
+    """The content of each `type_` message (interrupted assistant prefixes left out), as JSON."""
     return [
-        thaw_json(e.data)["message"]["content"]
+        message_to_json(logged_message(e.type, e.data, seq=e.seq))["content"]
         for e in events
-        if e.type == "assistant/message" and not e.data.get("interrupted")
+        if e.type == type_ and e.defect is None and not (type_ == "assistant/message" and e.data.get("interrupted"))
     ]
-
-
-def _tool_results(events: Iterable[SessionEvent]) -> list[Any]:
-    return [thaw_json(e.data)["message"]["content"] for e in events if e.type == "tool/result"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,7 +288,8 @@ async def replay_session(
     approver: Approver | None = None,
     tool_timeout: float | None = None,
 ) -> tuple[ReplayReport, Session]:
-    """Re-run a log's user prompts through the agent loop against its recorded calls.
+    """Re-run a log's turns (each opened by its logged inbox input, see `turn_inputs`) through
+    the agent loop against its recorded calls.
 
     The calls are fed straight into the loop (`ReplayAdapter`) or, with `wire`, served as SSE by
     the mock server and parsed by the real `DeepSeekAdapter`. With `tools="builtin"` the logged
@@ -330,16 +351,15 @@ async def replay_session(
         watcher.agent = agent
         agent.subscribe(watcher)
         ends: list[str] = []
-        for prompts in user_prompts(logged):
-            for extra in prompts[1:]:
-                agent.inject(extra)
-            outcome = await agent.run(prompts[0])
-            ends.append(outcome.kind)
+        for inputs in turn_inputs(logged):
+            for message in inputs:  # in logged order: the first step claims them all
+                agent.inject(message)
+            ends.extend(outcome.kind for outcome in await agent.run_until_idle())
     report = ReplayReport(
-        logged_messages=_assistant_contents(logged.events),
-        replayed_messages=_assistant_contents(session.events),
-        logged_results=_tool_results(logged.events),
-        replayed_results=_tool_results(session.events),
+        logged_messages=_logged_contents(logged.events, "assistant/message"),
+        replayed_messages=_logged_contents(session.events, "assistant/message"),
+        logged_results=_logged_contents(logged.events, "tool/result"),
+        replayed_results=_logged_contents(session.events, "tool/result"),
         turn_ends=ends,
     )
     return report, session

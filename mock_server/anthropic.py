@@ -92,7 +92,14 @@ from mock_server.generate import (
 )
 from mock_server.journal import redact_headers
 from mock_server.routing import RequestView
-from mock_server.validation import MODELS, ChatRequest, Rejection, error_body, resolve_model
+from mock_server.validation import (
+    MODELS,
+    ChatRequest,
+    Rejection,
+    error_body,
+    parse_body,
+    resolve_model,
+)
 
 __all__ = [
     "ANTHROPIC_PATHS",
@@ -493,15 +500,7 @@ def validate_messages(
     objects, `stop` from `stop_sequences`), so defaults, routing and the generator need no
     second path; `body` is the Anthropic body as sent.
     """
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        where = (
-            f"{e.msg} at line {e.lineno} column {e.colno}"
-            if isinstance(e, json.JSONDecodeError)
-            else "the body is not valid UTF-8"
-        )
-        raise _bad("", where) from None
+    body, redacted = parse_body(raw)  # the same hardened parser as the chat route
     if not isinstance(body, dict):
         raise _bad("", f"invalid type: {_kind(body)}, expected struct MessagesRequest")
     model = _need(body, "model", str, "", "a string")
@@ -545,6 +544,7 @@ def validate_messages(
         )
     return ChatRequest(
         body=body,
+        redacted=redacted,
         model=model,
         response_model=response_model,
         thinking=thinking,

@@ -6,26 +6,33 @@ scrubbed to `{{scrubbed:LABEL}}`), the response status and headers, `headers_ms`
 response headers) and `reads: [{"text" | "b64", "dt_ms"}]`, each network read with its delay
 since the previous one (the first since the headers). `text` is used only when the read is
 valid UTF-8 on its own; a read that ends inside a character is `b64`. Unlike vcrpy's one-blob
-bodies (peers.md), nothing is joined: replay writes the reads one for one.
+bodies (peers.md), nothing is joined: replay writes the reads one for one. An exchange whose
+upstream connection broke before the body ended carries `cut` (why), and replay breaks the
+connection at the same byte.
 
-This module holds the format (load with located errors, atomic save), the scrubber the recorder
-applies and the conversion to mock-server scripts (raw steps) and back.
+The recorder appends one line per exchange (:class:`CassetteAppender`), so a crash can tear at
+most the last line; `load_cassette` sets a torn last line aside instead of refusing the file.
+This module holds the format (load with located errors, atomic save, append), the scrubber the
+recorder applies and the conversion to mock-server scripts (raw steps) and back.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import glob
 import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote_plus
 
 from mock_server.generate import WritePlan, plan_writes
-from mock_server.journal import SECRET_FIELDS, is_secret_header
+from mock_server.journal import is_secret_header
 from mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
 from mock_server.scripts import Match, RawSpec, RawStep, RawWrite, Script, ScriptError, Step, Timing
 
@@ -33,6 +40,7 @@ __all__ = [
     "CASSETTE_SUFFIX",
     "CASSETTE_VERSION",
     "Cassette",
+    "CassetteAppender",
     "CassetteError",
     "Read",
     "RecordedExchange",
@@ -40,7 +48,10 @@ __all__ = [
     "Scrubber",
     "cassette_path",
     "cassette_to_scripts",
+    "is_secret_field",
+    "is_secret_header_name",
     "load_cassette",
+    "parse_cassette",
     "save_cassette",
     "script_to_cassette",
 ]
@@ -98,6 +109,9 @@ class RecordedExchange:
     headers: Mapping[str, str] = field(default_factory=dict)
     headers_ms: float = 0.0
     reads: tuple[Read, ...] = ()
+    cut: str | None = None
+    """Why the body ended early (the upstream connection broke mid-body); None for a whole body.
+    Replay writes the reads, then breaks the connection the same way."""
 
     @property
     def body(self) -> bytes:
@@ -106,8 +120,9 @@ class RecordedExchange:
 
     @property
     def is_chat(self) -> bool:
-        """A model call: Chat Completions, or the Anthropic Messages surface (query ignored)."""
-        path = self.request.path.split("?", 1)[0].rstrip("/")
+        """A model call: Chat Completions, or the Anthropic Messages surface (the recorded path
+        keeps its query, which is ignored here)."""
+        path = self.request.path.partition("?")[0].rstrip("/")
         return self.request.method == "POST" and (
             path.endswith("/chat/completions")
             or (path.startswith("/anthropic/") and path.endswith("/messages"))
@@ -126,6 +141,7 @@ class RecordedExchange:
             "headers": dict(self.headers),
             "headers_ms": self.headers_ms,
             "reads": [r.to_json() for r in self.reads],
+            **({"cut": self.cut} if self.cut is not None else {}),
         }
 
 
@@ -137,6 +153,9 @@ class Cassette:
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Header fields besides `type` and `version` (`upstream`, `recorded_at`, `recorder`)."""
     source: str = "<cassette>"
+    torn_line: int | None = None
+    """The number of a torn last line (a crash in the middle of appending it) that `load_cassette`
+    set aside; None when the file ended cleanly."""
 
     def dumps(self) -> str:
         lines = [{"type": "cassette", "version": CASSETTE_VERSION, **self.meta}]
@@ -155,7 +174,7 @@ def save_cassette(cassette: Cassette, path: str | os.PathLike[str]) -> Path:
     folder. A crash at any point leaves the previous file (or none), never a torn one."""
     target = cassette_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = target.with_name(f".{target.name}{_TMP_INFIX}{os.getpid()}-{secrets.token_hex(4)}")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(cassette.dumps())
@@ -174,6 +193,118 @@ def save_cassette(cassette: Cassette, path: str | os.PathLike[str]) -> Path:
     finally:
         os.close(fd)
     return target
+
+
+_TMP_INFIX = ".tmp-"
+
+
+def _remove_orphan_temps(target: Path) -> list[Path]:
+    """Delete temporary files `save_cassette` left for `target` when its process died before
+    `os.replace` (their name carries the writer's pid; a live writer's file is kept)."""
+    removed: list[Path] = []
+    prefix = f".{target.name}{_TMP_INFIX}"
+    with contextlib.suppress(OSError):
+        for p in target.parent.glob(glob.escape(prefix) + "*"):
+            pid = p.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed.append(p)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+class CassetteAppender:
+    """Appends exchanges to a cassette: one `write` of one line per exchange, then fsync.
+
+    Writing costs the exchange's own bytes, not the whole cassette's (rewriting the file after
+    every exchange made 300 exchanges write gigabytes). A crash mid-write can tear only the last
+    line, which `load_cassette` sets aside; a failed write is cut back off the file, so a later
+    exchange never lands after half a line.
+
+    `open()` starts a new cassette (header only, written atomically) when the file is absent or
+    `overwrite` is set; otherwise it keeps what is recorded and appends after it. A torn last line
+    found there is moved to `NAME.cassette.jsonl.torn` first. A file that is not a cassette is
+    refused (`CassetteError`), never replaced.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any], *, overwrite: bool = False) -> None:
+        self.path = cassette_path(path)
+        self.meta = dict(meta)
+        self.overwrite = overwrite
+        self.existing = 0
+        """Exchanges the file already held when it was opened."""
+        self.set_aside: Path | None = None
+        """Where a torn last line found at open was moved, if any."""
+        self.bytes_written = 0
+        self._fd: int | None = None
+
+    def open(self) -> CassetteAppender:
+        _remove_orphan_temps(self.path)
+        if self.overwrite or not self.path.exists():
+            save_cassette(Cassette(meta=self.meta), self.path)
+        else:
+            self._adopt()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        return self
+
+    def _adopt(self) -> None:
+        """Check the existing file is a cassette; set a torn last line aside."""
+        old = load_cassette(self.path)  # raises CassetteError for anything that is not a cassette
+        self.existing = len(old.exchanges)
+        data = self.path.read_bytes()
+        if old.torn_line is not None:
+            keep = _offset_of_line(data, old.torn_line)
+            self.set_aside = self.path.with_name(self.path.name + ".torn")
+            with open(self.set_aside, "ab") as f:
+                f.write(data[keep:].rstrip(b"\n") + b"\n")
+            os.truncate(self.path, keep)
+            data = data[:keep]
+        if data and not data.endswith(b"\n"):
+            with open(self.path, "ab") as f:  # a hand-edited file without its final newline
+                f.write(b"\n")
+
+    def append(self, exchange: RecordedExchange) -> int:
+        """Write one exchange line and fsync; returns the bytes written. On failure the file is
+        cut back to where it was and the OSError propagates."""
+        if self._fd is None:
+            raise RuntimeError("the cassette appender is not open")
+        line = (json.dumps(exchange.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+        before = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, before)
+            raise
+        self.bytes_written += len(line)
+        return len(line)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _offset_of_line(data: bytes, number: int) -> int:
+    """The byte offset where line `number` (1-based) starts."""
+    pos = 0
+    for _ in range(number - 1):
+        pos = data.index(b"\n", pos) + 1
+    return pos
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -233,7 +364,22 @@ def _exchange_from_json(obj: Mapping[str, Any], err: Any) -> RecordedExchange:
         headers=_str_map(obj.get("headers", {}), err, "headers"),
         headers_ms=float(headers_ms),
         reads=tuple(reads),
+        cut=_cut_of(obj, err),
     )
+
+
+def _cut_of(obj: Mapping[str, Any], err: Any) -> str | None:
+    cut = obj.get("cut")
+    if cut is not None and (not isinstance(cut, str) or not cut):
+        raise err("`cut` must be a non-empty string (why the body ended early) or absent", field="cut")
+    return cut
+
+
+def _lines(text: str) -> Iterator[tuple[int, str, bool]]:
+    """(number, line, is_last) for the non-blank lines."""
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    for i, (n, line) in enumerate(numbered):
+        yield n, line, i == len(numbered) - 1
 
 
 def load_cassette(path: str | os.PathLike[str]) -> Cassette:
@@ -248,11 +394,16 @@ def load_cassette(path: str | os.PathLike[str]) -> Cassette:
         ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise CassetteError(f"cannot read the cassette: {e}", source=src) from None
+    return parse_cassette(text, source=src)
+
+
+def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:
+    """Read cassette text (as `load_cassette` does a file); `source` names it in errors."""
+    src = source
     meta: dict[str, Any] | None = None
     exchanges: list[RecordedExchange] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    torn: int | None = None
+    for number, line, last in _lines(text):
 
         def err(message: str, *, field: str | None = None, n: int = number) -> CassetteError:
             return CassetteError(message, source=src, line=n, field=field,
@@ -261,6 +412,11 @@ def load_cassette(path: str | os.PathLike[str]) -> Cassette:
         try:
             obj = json.loads(line)
         except ValueError as e:
+            if last and meta is not None:
+                # A crash while appending tears at most the last line (one write per exchange):
+                # set it aside, keep everything before it.
+                torn = number
+                break
             raise err(f"not a JSON line: {e}") from None
         if not isinstance(obj, Mapping):
             raise err("a cassette line must be a JSON object")
@@ -277,10 +433,41 @@ def load_cassette(path: str | os.PathLike[str]) -> Cassette:
         exchanges.append(_exchange_from_json(obj, err))
     if meta is None:
         raise CassetteError("empty file: no cassette header line", source=src, line=1)
-    return Cassette(exchanges=tuple(exchanges), meta=meta, source=src)
+    return Cassette(exchanges=tuple(exchanges), meta=meta, source=src, torn_line=torn)
 
 
 # --- scrubbing -------------------------------------------------------------------------------
+
+
+#: Credential names, compared lower-cased with `-`, `_` and spaces removed (`API_KEY`, `api-key`,
+#: `apiKey` and `apikey` are one name).
+_SECRET_NAMES = frozenset({
+    "apikey", "key", "token", "secret", "password", "passwd", "pwd", "authorization", "auth",
+    "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "bearertoken", "authtoken",
+    "clientsecret", "secretkey", "privatekey", "accesskey", "subscriptionkey", "signature", "sig",
+    "credential", "credentials",
+})
+_SECRET_SUFFIXES = ("apikey", "secret", "password", "token", "secretkey", "privatekey", "accesskey",
+                    "subscriptionkey", "credential", "credentials")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_\s]", "", name.lower())
+
+
+def is_secret_field(name: str) -> bool:
+    """Whether a body field or query parameter of this name holds a credential (any case and
+    separator: `API_KEY`, `client_secret`, `token`, `key`, `x_access_token`)."""
+    n = _norm(name)
+    return n in _SECRET_NAMES or n.endswith(_SECRET_SUFFIXES)
+
+
+def is_secret_header_name(name: str) -> bool:
+    """Whether a header carries a credential: the journal's list (`Authorization`, `api-key`,
+    cookies, `*-token`, `*secret*`), any credential field name, and `*-key`/`*_key` headers
+    (`Ocp-Apim-Subscription-Key`, `X-Goog-Api-Key`, any `X-…-Key`)."""
+    low = name.lower()
+    return is_secret_header(low) or is_secret_field(low) or low.endswith(("-key", "_key"))
 
 
 def _placeholder(label: str) -> str:
@@ -288,10 +475,17 @@ def _placeholder(label: str) -> str:
 
 
 class Scrubber:
-    """Replaces secrets before anything is written: credential headers, credential-looking body
-    fields, the literal key values seen in those headers (wherever they reappear) and custom
-    regexes (`LABEL=REGEX` or a bare `REGEX`, labelled `pattern`). `enabled=False` keeps only
-    the custom patterns."""
+    """Replaces secrets before anything is written.
+
+    What goes: credential headers and body fields (nested, any case), credential query
+    parameters of the request path, the literal values seen in any of those (wherever they
+    reappear: other strings, response headers, the response body even when a value is split
+    across two network reads) and custom regexes (`LABEL=REGEX` or a bare `REGEX`, labelled
+    `pattern`). `enabled=False` keeps only the custom patterns.
+    """
+
+    MIN_SECRET = 6
+    """Shorter values are not learned: replacing every `abc` in a body would wreck it."""
 
     def __init__(self, patterns: Iterable[str] = (), *, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -306,16 +500,73 @@ class Scrubber:
                 raise ValueError(f"--scrub {item!r}: invalid regex: {e}") from None
         self.secrets: dict[str, str] = {}
 
+    def remember(self, value: str, label: str) -> None:
+        """Scrub `value` wherever it appears from now on (labelled `label`)."""
+        if self.enabled and len(value) >= self.MIN_SECRET and value not in self.secrets:
+            self.secrets[value] = label
+            # Longest first, so a secret containing another is replaced whole.
+            self.secrets = dict(sorted(self.secrets.items(), key=lambda kv: -len(kv[0])))
+
     def learn(self, headers: Mapping[str, str]) -> None:
         """Remember key values from credential headers so they are scrubbed everywhere."""
-        if not self.enabled:
-            return
         for name, value in headers.items():
             low = name.lower()
-            if is_secret_header(low):
-                token = value.split(None, 1)[1] if low.endswith("authorization") and " " in value else value
-                if len(token) >= 6:
-                    self.secrets[token] = low
+            if is_secret_header_name(low):
+                scheme, _, rest = value.partition(" ")
+                if low.endswith("authorization") and rest.strip() and scheme.isalpha():
+                    self.remember(rest.strip(), low)  # `Bearer KEY`: the key alone reappears
+                    if scheme.lower() == "basic":
+                        self._learn_basic(rest.strip(), low)
+                self.remember(value, low)
+
+    def _learn_basic(self, token: str, label: str) -> None:
+        try:
+            user_pass = base64.b64decode(token, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return
+        self.remember(user_pass.partition(":")[2], label)
+
+    def learn_body(self, value: Any) -> None:
+        """Remember the values of credential fields anywhere in a parsed JSON body."""
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(v, str) and isinstance(k, str) and is_secret_field(k):
+                    self.remember(v, _norm(k))
+                else:
+                    self.learn_body(v)
+        elif isinstance(value, list):
+            for v in value:
+                self.learn_body(v)
+
+    def learn_path(self, path_qs: str) -> None:
+        """Remember the values of credential query parameters (`?api_key=…`, `?key=…`)."""
+        for name, value in self._query_secrets(path_qs):
+            self.remember(unquote_plus(value), name)
+            self.remember(value, name)
+
+    def _query_secrets(self, path_qs: str) -> list[tuple[str, str]]:
+        if not self.enabled:
+            return []
+        _, _, query = path_qs.partition("?")
+        out = []
+        for part in query.split("&"):
+            name, sep, value = part.partition("=")
+            if sep and value and is_secret_field(unquote_plus(name)):
+                out.append((_norm(unquote_plus(name)), value))
+        return out
+
+    def path(self, path_qs: str) -> str:
+        """The request path with credential query values replaced (names and order kept)."""
+        base, sep, query = path_qs.partition("?")
+        if not sep or not self.enabled:
+            return self.text(path_qs)
+        parts = []
+        for part in query.split("&"):
+            name, eq, value = part.partition("=")
+            if eq and value and is_secret_field(unquote_plus(name)):
+                part = f"{name}={_placeholder(_norm(unquote_plus(name)))}"
+            parts.append(part)
+        return self.text(base + "?" + "&".join(parts))
 
     def text(self, value: str) -> str:
         for secret, label in self.secrets.items():
@@ -325,19 +576,84 @@ class Scrubber:
         return value
 
     def data(self, value: bytes) -> bytes:
-        """Scrub a read; bytes that are not UTF-8 are scrubbed through latin-1, byte for byte."""
+        """Scrub one piece of bytes (see `reads` for a body that arrived in several)."""
+        return b"".join(r.data for r in self.reads([Read(value, 0.0)]))
+
+    def reads(self, reads: Sequence[Read]) -> tuple[Read, ...]:
+        """Scrub a response body read by read, matching across read boundaries.
+
+        The matches are found in the joined body, so a key split over two reads is still caught.
+        Each match becomes its placeholder inside the read where it started; the following reads
+        lose the matched bytes they held. Boundaries and delays stay otherwise as they were.
+        """
         if not self.secrets and not self.patterns:
-            return value
-        try:
-            return self.text(value.decode("utf-8")).encode("utf-8")
-        except UnicodeDecodeError:
-            return self.text(value.decode("latin-1")).encode("latin-1", "replace")
+            return tuple(reads)
+        joined = b"".join(r.data for r in reads)
+        spans = self._spans(joined)
+        if not spans:
+            return tuple(reads)
+        out: list[Read] = []
+        start = 0
+        k = 0
+        for r in reads:
+            end = start + len(r.data)
+            piece = bytearray()
+            i = start
+            while i < end:
+                while k < len(spans) and spans[k][1] <= i:
+                    k += 1
+                if k < len(spans) and spans[k][0] < end:
+                    s, e, placeholder = spans[k]
+                    if s > i:
+                        piece += joined[i:s]
+                        i = s
+                    if s >= start:
+                        piece += placeholder
+                    i = min(e, end)
+                else:
+                    piece += joined[i:end]
+                    i = end
+            out.append(Read(bytes(piece), r.dt_ms))
+            start = end
+        return tuple(out)
+
+    def _spans(self, data: bytes) -> list[tuple[int, int, bytes]]:
+        """Non-overlapping (start, end, placeholder) byte spans to replace in `data`, in order."""
+        found: list[tuple[int, int, bytes]] = []
+        for secret, label in self.secrets.items():
+            needle = secret.encode("utf-8")
+            at = data.find(needle)
+            while at >= 0:
+                found.append((at, at + len(needle), _placeholder(label).encode()))
+                at = data.find(needle, at + len(needle))
+        if self.patterns:
+            # Decoded losslessly (bytes that are not UTF-8 become lone surrogates, one per byte),
+            # so character offsets map back to byte offsets exactly.
+            text = data.decode("utf-8", "surrogateescape")
+            hits = sorted(
+                (m.start(), m.end(), label)
+                for label, pattern in self.patterns
+                for m in pattern.finditer(text)
+                if m.end() > m.start()
+            )
+            ci = bi = 0
+            for cs, ce, label in hits:  # sorted by start: advance one running offset
+                bi += len(text[ci:cs].encode("utf-8", "surrogateescape"))
+                ci = cs
+                be = bi + len(text[cs:ce].encode("utf-8", "surrogateescape"))
+                found.append((bi, be, _placeholder(label).encode()))
+        found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
+        spans: list[tuple[int, int, bytes]] = []
+        for f in found:
+            if not spans or f[0] >= spans[-1][1]:
+                spans.append(f)
+        return spans
 
     def headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for name, value in headers.items():
             low = name.lower()
-            if self.enabled and is_secret_header(low):
+            if self.enabled and is_secret_header_name(low):
                 out[low] = _placeholder(low)
             else:
                 out[low] = self.text(value)
@@ -346,7 +662,8 @@ class Scrubber:
     def body(self, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {
-                k: (_placeholder(k) if self.enabled and k in SECRET_FIELDS and v is not None else self.body(v))
+                k: (_placeholder(k) if self.enabled and isinstance(k, str) and is_secret_field(k)
+                    and isinstance(v, (str, int, float)) and not isinstance(v, bool) else self.body(v))
                 for k, v in value.items()
             }
         if isinstance(value, list):
@@ -436,7 +753,8 @@ def cassette_to_scripts(
                     label=f"exchange {n}: {x.summary()}",
                     match=Match(body=x.request.body) if match == "body" and x.request.body is not None else None,
                     timing=Timing(headers_delay_ms=round(x.headers_ms * scale)),
-                    raw=RawSpec(status=x.status, headers=headers, writes=writes, first_write_delay_ms=first),
+                    raw=RawSpec(status=x.status, headers=headers, writes=writes, first_write_delay_ms=first,
+                                end="reset" if x.cut is not None else "eof"),
                 )
             )
         if steps:
@@ -476,6 +794,7 @@ def script_to_cassette(scripts: Sequence[Script], *, meta: Mapping[str, Any] | N
                     headers={k.lower(): v for k, v in raw.headers.items()},
                     headers_ms=float(step.timing.headers_delay_ms),
                     reads=tuple(reads),
+                    cut="the script resets the connection after its writes" if raw.end == "reset" else None,
                 )
             )
     return Cassette(exchanges=tuple(out), meta=dict(meta or {"converted_from": "script"}))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
 from typing import Any
 
 from harness.llm import HarnessError
+from mock_server.journal import DEFAULT_KEEP, json_line
 from mock_server.scripts import ScriptError
 from mock_server.server import MockServer
 
@@ -53,6 +53,18 @@ def _port(text: str) -> int:
     return value
 
 
+def _keep(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or `all`, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0 or `all`, got {n}")
+    return n
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the `serve` subcommand; its `func` runs the server and returns the exit code."""
     p = subparsers.add_parser(
@@ -79,6 +91,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
     p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
+    p.add_argument("--journal-keep", type=_keep, default=DEFAULT_KEEP, metavar="N|all",
+                   help="keep the bytes, headers and body of only the last N exchanges in memory "
+                   f"(default {DEFAULT_KEEP}; older ones keep counts and timings; `all` keeps "
+                   "everything); the --journal file always gets every exchange")
+    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="close a connection that sends no complete request head within this "
+                   "time of opening or of its last response; 408 for a body this slow (default 60)")
+    p.add_argument("--backlog", type=int, default=1024,
+                   help="listen backlog: connections queued before they are accepted (default 1024)")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
     p.add_argument("--anthropic-envelope", choices=("deepseek", "anthropic"), default="deepseek",
                    help="error body of the Anthropic surface (/anthropic/v1/messages): DeepSeek's "
@@ -103,7 +124,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _print(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    # json_line: a session id from a header that is not UTF-8 must not cost the event its line.
+    sys.stdout.write(json_line(obj) + "\n")
     sys.stdout.flush()
 
 
@@ -156,6 +178,9 @@ def run_serve(args: argparse.Namespace) -> int:
             unscripted=args.unscripted,
             anthropic_envelope=args.anthropic_envelope,
             anthropic_unknown_model=args.anthropic_unknown_model,
+            idle_timeout=args.idle_timeout,
+            backlog=args.backlog,
+            journal_keep=args.journal_keep,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))

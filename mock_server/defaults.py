@@ -29,26 +29,45 @@ _FORMAT_EXAMPLES = {
 }
 
 
+#: Caps on sizes a schema asks for: a client's `minItems: 1e9` must not make the server build it.
+_MAX_ITEMS = 16
+_MAX_LENGTH = 4096
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: Any, default: int, cap: int) -> int:
+    """A non-negative size keyword (`minItems`, `minLength`) read defensively and capped."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return default
+    return max(0, min(int(min(value, cap)), cap))
+
+
 def example_from_schema(
     schema: Any, *, defs: Mapping[str, Any] | None = None, depth: int = 0
 ) -> Any:
-    """A small value that validates against `schema` in the common cases (not every keyword)."""
+    """A small value that validates against `schema` in the common cases (not every keyword).
+
+    Schemas are client input: a keyword of the wrong type is ignored, never a crash.
+    """
     if not isinstance(schema, Mapping) or depth > 8:
         return None
-    defs = {**(defs or {}), **schema.get("$defs", {}), **schema.get("definitions", {})}
+    defs = {**(defs or {}), **_dict(schema.get("$defs")), **_dict(schema.get("definitions"))}
     if "const" in schema:
         return schema["const"]
     if "default" in schema:
         return schema["default"]
-    if schema.get("enum"):
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
     if "$ref" in schema:
         target = str(schema["$ref"]).rsplit("/", 1)[-1]
         return example_from_schema(defs.get(target), defs=defs, depth=depth + 1)
     for key in ("anyOf", "oneOf"):
-        if schema.get(key):
+        if isinstance(schema.get(key), list) and schema[key]:
             return example_from_schema(schema[key][0], defs=defs, depth=depth + 1)
-    if schema.get("allOf"):
+    if isinstance(schema.get("allOf"), list) and schema["allOf"]:
         merged: dict[str, Any] = {}
         for sub in schema["allOf"]:
             value = example_from_schema(sub, defs=defs, depth=depth + 1)
@@ -58,25 +77,28 @@ def example_from_schema(
     t = schema.get("type")
     if isinstance(t, list):
         t = next((x for x in t if x != "null"), "null")
-    if t is None and "properties" in schema:
+    props = _dict(schema.get("properties"))
+    if t is None and props:
         t = "object"
     if t == "object":
-        props: Mapping[str, Any] = schema.get("properties", {})
         required = schema.get("required")
-        names = list(props) if required is None else [n for n in props if n in required]
+        names = list(props) if not isinstance(required, list) else [n for n in props if n in required]
         return {n: example_from_schema(props[n], defs=defs, depth=depth + 1) for n in names}
     if t == "array":
         item = example_from_schema(schema.get("items", {"type": "string"}), defs=defs, depth=depth + 1)
-        return [item] * max(1, int(schema.get("minItems", 1)))
+        return [item] * max(1, _count(schema.get("minItems"), 1, _MAX_ITEMS))
     if t == "string":
-        if schema.get("format") in _FORMAT_EXAMPLES:
-            return _FORMAT_EXAMPLES[schema["format"]]
-        n = int(schema.get("minLength", 0))
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt in _FORMAT_EXAMPLES:
+            return _FORMAT_EXAMPLES[fmt]
+        n = _count(schema.get("minLength"), 0, _MAX_LENGTH)
         return "example" if n <= 7 else "x" * n
-    if t == "integer":
-        return int(schema.get("minimum", 1))
-    if t == "number":
-        return schema.get("minimum", 1.5)
+    if t in ("integer", "number"):
+        low = schema.get("minimum")
+        if isinstance(low, bool) or not isinstance(low, (int, float)) or low != low:
+            return 1 if t == "integer" else 1.5
+        low = max(min(low, 1 << 53), -(1 << 53))  # no overflow from a 4000-digit minimum
+        return int(low) if t == "integer" else low
     if t == "boolean":
         return True
     return None

@@ -37,6 +37,7 @@ from mock_server.generate import (
     encode_stream,
     make_meta,
     plan_writes,
+    tool_call_id,
 )
 from mock_server.journal import Journal, JournalEntry, Write
 from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
@@ -98,6 +99,9 @@ class ServerConfig:
     era: Era = "v4"
     seed: int = 0
     max_body_bytes: int = 16 * 1024 * 1024
+    idle_timeout: float = 60.0
+    """Seconds a connection may wait for a complete request head (from opening or from the end
+    of the previous response), and a request body may take to arrive."""
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     on_event: Callable[[dict[str, Any]], None] | None = None
     anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek"
@@ -115,6 +119,15 @@ class Runtime:
         self.closing = asyncio.Event()
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
+        self._served: dict[tuple[str, int | None], int] = {}
+
+    def repeat_of(self, session: str, step: int | None) -> int:
+        """How many times `step` (None: the default reply) already answered `session`; counts
+        this request."""
+        key = (session, step)
+        n = self._served.get(key, 0)
+        self._served[key] = n + 1
+        return n
 
     def emit(self, event: dict[str, Any]) -> None:
         """Telemetry for the CLI; an observer's exception never alters wire behaviour."""
@@ -151,6 +164,10 @@ class Exchange:
         """The validated chat request; None until validation passed (and off the chat path)."""
         self.seed = 0
         """The step's seed (:meth:`step_seed`): ids, split plans and write plans derive from it."""
+        self.repeat = 0
+        """How many earlier requests of this session the same step (or the default reply)
+        answered. Mixed into the completion id and generated tool-call ids so that each
+        response has its own, as DeepSeek's do; split and write plans stay the step's."""
         self.resp: web.StreamResponse | None = None
         self.surface: Surface = "chat"
         """The wire replies, faults and errors are rendered for."""
@@ -160,7 +177,7 @@ class Exchange:
     @staticmethod
     def step_seed(server_seed: int, session: str, step: int | None) -> int:
         """A seed stable per (server seed, session, step), whatever the arrival order."""
-        return zlib.crc32(f"{server_seed}:{session}:{step}".encode())
+        return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
     @property
     def streaming(self) -> bool:
@@ -313,7 +330,8 @@ class Exchange:
     def _meta(self, seed: int) -> StreamMeta:
         chat = self._chat()
         return make_meta(
-            chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time())
+            chat.response_model, seed=seed, era=self.runtime.config.era, created=int(time.time()),
+            repeat=self.repeat,
         )
 
     def _generator_args(self, spec: StreamSpec, logprobs: int | None) -> _GeneratorArgs:
@@ -332,8 +350,17 @@ class Exchange:
             logprobs=logprobs if logprobs is not None else chat.logprobs,
         )
 
-    def _prepare(self, reply: Reply) -> Reply:
+    def _prepare(self, reply: Reply, spec: StreamSpec) -> Reply:
         chat = self._chat()
+        if self.repeat and any(c.id is None for c in reply.tool_calls):
+            # A repeated step would mint the same call ids again (they come from the seed).
+            seed = spec.seed if spec.seed is not None else self.seed
+            rng = random.Random(f"ids:{seed}:repeat:{self.repeat}")
+            calls = tuple(
+                c if c.id is not None else dataclasses.replace(c, id=tool_call_id(i, rng))
+                for i, c in enumerate(reply.tool_calls)
+            )
+            reply = dataclasses.replace(reply, tool_calls=calls)
         if chat.stop and reply.content:
             content, cut = apply_stop(reply.content, chat.stop)
             if cut:
@@ -355,7 +382,7 @@ class Exchange:
                 framing=spec.framing, done=done,
             )
         return encode_stream(
-            self._prepare(reply),
+            self._prepare(reply, spec),
             quirks=spec.quirks,
             framing=spec.framing,
             done=done,
@@ -374,7 +401,7 @@ class Exchange:
                 max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
             )
             return json.dumps(message, ensure_ascii=False).encode("utf-8")
-        body = build_completion(self._prepare(reply), **self._generator_args(spec, logprobs))
+        body = build_completion(self._prepare(reply, spec), **self._generator_args(spec, logprobs))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def _writes(self, events: Sequence[bytes], spec: WriteSpec) -> Sequence[bytes]:
@@ -435,7 +462,7 @@ class Exchange:
         first = raw.first_write_delay_ms / 1000
         if not chunk_delay and not first and not any(d for _, d in writes):
             await self.write_all([w for w, _ in writes])
-            return await self.end()
+            return self.reset() if raw.end == "reset" else await self.end()
         # Delays are kept on a schedule from one clock reading, not slept one after another, so
         # the time each write takes does not add up (a replayed cassette keeps its gaps).
         clock = asyncio.get_running_loop().time
@@ -447,7 +474,7 @@ class Exchange:
             due += delay + chunk_delay
             if (delay or chunk_delay) and not await self.wait(due - clock()):
                 return self.reset()
-        return await self.end()
+        return self.reset() if raw.end == "reset" else await self.end()
 
     async def _serve_anthropic_chunks(
         self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing

@@ -190,15 +190,19 @@ class WritePlan:
 
 
 def make_meta(
-    model: str, *, seed: int = 0, era: Era = "v4", created: int | None = None
+    model: str, *, seed: int = 0, era: Era = "v4", created: int | None = None, repeat: int = 0
 ) -> StreamMeta:
     """Envelope fields for one stream, derived from the seed (a uuid id, an era-shaped fingerprint).
 
     `created` defaults to a fixed time derived from the seed so the function stays pure; the
-    server passes the wall clock.
+    server passes the wall clock. `repeat` > 0 (the seed already served that many responses)
+    draws a fresh id, as every real response has its own; the fingerprint stays the seed's.
     """
     rng = random.Random(f"meta:{seed}")
     stream_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    if repeat:
+        again = random.Random(f"meta:{seed}:repeat:{repeat}")
+        stream_id = str(uuid.UUID(int=again.getrandbits(128), version=4))
     if era == "v4":
         fingerprint = "".join(rng.choice(_HEX) for _ in range(32))
     else:

@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,10 +24,17 @@ from mock_server.anthropic import check_anthropic_auth, validate_messages
 from mock_server.defaults import default_reply
 from mock_server.exchange import Exchange, Runtime, Surface
 from mock_server.faults import FAULTS, pick_random
-from mock_server.journal import JournalEntry, redact_body
+from mock_server.journal import JournalEntry, NestingTooDeep, redact_body
 from mock_server.routing import Decision, Router, session_of
 from mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
-from mock_server.validation import MODELS, Rejection, check_auth, validate_chat
+from mock_server.validation import (
+    MAX_DEPTH,
+    MODELS,
+    Rejection,
+    check_auth,
+    check_headers,
+    validate_chat,
+)
 
 __all__ = [
     "BEHAVIOR_HEADER",
@@ -35,6 +43,7 @@ __all__ = [
     "anthropic_messages",
     "balance",
     "chat_completions",
+    "decode_body",
     "list_models",
     "not_found",
 ]
@@ -52,29 +61,85 @@ _ROUTING_CODES = {
 }
 
 
-async def _read_body(request: web.Request, limit: int) -> bytes:
+async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
+    """The request body, decompressed, within `limit` bytes and `timeout` seconds.
+
+    aiohttp's own decompression is off (see `server.py`): a `Content-Encoding` that does not
+    match the bytes must be the client's 400, and a small gzip body must not inflate past the
+    size limit.
+    """
     if request.content_length is not None and request.content_length > limit:
         raise _too_large(request.content_length, limit)
     data = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        data += chunk
-        if len(data) > limit:
-            raise _too_large(len(data), limit)
-    return bytes(data)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.content.iter_chunked(1 << 16):
+                data += chunk
+                if len(data) > limit:
+                    raise _too_large(len(data), limit)
+    except web.RequestPayloadError as e:  # broken chunked framing and the like
+        # Nothing more will be read; marking the end stops aiohttp's lingering read from
+        # meeting the same error again after the response (an "Unhandled exception" log).
+        request.content.feed_eof()
+        raise Rejection(
+            400, f"the request body could not be read ({e}); check its framing "
+            "(Content-Length or chunked encoding)", headers={"Connection": "close"}) from None
+    except TimeoutError:
+        request.content.feed_eof()
+        raise Rejection(
+            408, f"the request body did not arrive within {timeout:g} s (raise it with "
+            "--idle-timeout or MockServer(idle_timeout=...))", code="request_timeout",
+            headers={"Connection": "close"}) from None
+    return decode_body(bytes(data), request.headers.get("Content-Encoding"), limit)
+
+
+_ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def decode_body(data: bytes, encoding: str | None, limit: int) -> bytes:
+    """Undo `Content-Encoding` (gzip or deflate), at most `limit` bytes out; else a 4xx."""
+    name = (encoding or "identity").strip().lower()
+    if name in ("", "identity"):
+        return data
+    wbits = _ENCODINGS.get(name)
+    if wbits is None:
+        raise Rejection(
+            415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed "
+            "or as gzip or deflate", code="unsupported_content_encoding")
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as e:
+        raise Rejection(
+            400, f"the body is not valid {name} data although Content-Encoding says {name} "
+            f"({e}); compress it that way or drop the header") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise _too_large(len(out), limit, " after decompression")
+    if not inflater.eof:
+        raise Rejection(400, f"the {name} body is truncated (its compressed stream does not end)")
+    return out
 
 
 def _parsed_or_none(raw: bytes) -> Any:
-    """A rejected body as the journal keeps it: parsed and redacted, or None when not JSON."""
+    """A rejected body as the journal keeps it: parsed and redacted, or None when not JSON.
+
+    Lenient on purpose (NaN and lone surrogates are kept: the journal writes them as valid
+    JSON), except for nesting too deep to walk safely.
+    """
     try:
-        return redact_body(json.loads(raw))
-    except ValueError:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        return redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
         return None
 
 
-def _too_large(size: int, limit: int) -> Rejection:
+def _too_large(size: int, limit: int, how: str = "") -> Rejection:
     return Rejection(
         413,
-        f"Request body too large: {size} bytes, the mock server accepts at most {limit} "
+        f"Request body too large{how}: {size}+ bytes, the mock server accepts at most {limit} "
         "(raise it with --max-body-bytes or MockServer(max_body_bytes=...))",
         code="request_too_large",
     )
@@ -119,7 +184,7 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
             "behavior": e.behavior,
             "status": e.status,
             "outcome": e.outcome,
-            "writes": len(e.writes),
+            "writes": e.write_count,
             "bytes": e.bytes_sent,
         }
     )
@@ -148,7 +213,10 @@ async def _guarded(request: web.Request, serve: _Serve) -> web.StreamResponse:
                           "mock_internal_error")
     finally:
         rt.active.discard(x)
-        rt.journal.close_entry(entry)
+        try:
+            rt.journal.close_entry(entry)
+        except (OSError, ValueError) as e:  # a full disk must not cost the `result` event
+            log.error("mock server could not write journal entry %d: %s", entry.seq, e)
         _emit_result(rt, entry)
     if x.resp is None:
         # The connection was reset before any header: nothing can be sent any more.
@@ -177,11 +245,12 @@ async def _model_call(request: web.Request, surface: Surface) -> web.StreamRespo
         session = session_of(request.headers)
         entry.session = session
         try:
+            check_headers(request.headers)
             if surface == "anthropic":
                 check_anthropic_auth(request.headers, cfg.api_key)
             else:
                 check_auth(request.headers, cfg.api_key)
-            raw = await _read_body(request, cfg.max_body_bytes)
+            raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
         except Rejection as r:
             return await _reject(rt, entry, x, r)
         try:
@@ -193,7 +262,7 @@ async def _model_call(request: web.Request, surface: Surface) -> web.StreamRespo
         except Rejection as r:
             entry.body = _parsed_or_none(raw)
             return await _reject(rt, entry, x, r)
-        entry.body = redact_body(chat.body)  # parsed once, by the validator
+        entry.body = chat.redacted  # parsed and redacted once, by the validator
         x.chat = chat
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
@@ -210,6 +279,7 @@ async def _model_call(request: web.Request, surface: Surface) -> web.StreamRespo
             await x.error(418, decision.message, "mock_error", _ROUTING_CODES[decision.kind])
             return "rejected"
         x.seed = Exchange.step_seed(cfg.seed, session, decision.index)
+        x.repeat = rt.repeat_of(session, decision.index)
         entry.script = decision.script.name if decision.script else None
         entry.step = decision.index
         step = decision.step
@@ -254,6 +324,7 @@ def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Reques
     async def handler(request: web.Request) -> web.StreamResponse:
         async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
             try:
+                check_headers(request.headers)
                 check_auth(request.headers, rt.config.api_key)
             except Rejection as r:
                 return await _reject(rt, entry, x, r)

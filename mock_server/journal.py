@@ -4,33 +4,46 @@ Entries are kept in memory for assertions (`journal.last.body`, `journal.for_ses
 `journal.assert_consumed()`) and optionally appended to a JSONL file as each exchange finishes.
 Secrets never enter the journal: credential headers and credential-looking body fields are
 replaced by `[redacted]` before the entry is stored. Each write keeps its bytes (the same object
-the server sent, no copy) and a `time.monotonic()` timestamp.
+the server sent, no copy) and a `time.monotonic()` timestamp. So that a long-running server does
+not grow without bound, only the last `keep` finished exchanges hold their bytes, headers and
+body; older entries are trimmed to counts and timings (`Journal(keep=None)` keeps everything).
+Lines are always valid JSON: lone surrogates are escaped and non-finite numbers become strings.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import os
+import re
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_KEEP",
     "REDACTED",
     "SECRET_FIELDS",
     "Journal",
     "JournalEntry",
+    "NestingTooDeep",
     "UnconsumedStepsError",
     "Write",
     "is_secret_header",
+    "json_line",
     "redact_body",
     "redact_headers",
 ]
 
 REDACTED = "[redacted]"
+#: Finished exchanges whose bytes stay in memory by default: enough for a test's assertions,
+#: small enough that a soak of thousands of streams stays flat (`bench/soak.py`).
+DEFAULT_KEEP = 100
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SECRET_HEADERS = frozenset(
     {
         "authorization",
@@ -63,16 +76,60 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def redact_body(body: Any) -> Any:
-    """A copy of a parsed JSON body with credential-looking fields replaced."""
+class NestingTooDeep(ValueError):
+    """A body nests arrays/objects deeper than the `max_depth` given to :func:`redact_body`."""
+
+
+def redact_body(body: Any, *, max_depth: int = 512) -> Any:
+    """A copy of a parsed JSON body with credential-looking fields replaced.
+
+    Raises :class:`NestingTooDeep` past `max_depth` levels, before recursing any deeper: the
+    server validates nesting in this same pass, which it makes on every request anyway.
+    """
+    return _redact(body, max_depth)
+
+
+def _redact(body: Any, left: int) -> Any:
     if isinstance(body, dict):
+        if not left:
+            raise NestingTooDeep("nesting deeper than the limit")
         return {
-            k: (REDACTED if k in SECRET_FIELDS and v is not None else redact_body(v))
+            k: (REDACTED if k in SECRET_FIELDS and v is not None else _redact(v, left - 1))
             for k, v in body.items()
         }
     if isinstance(body, list):
-        return [redact_body(v) for v in body]
+        if not left:
+            raise NestingTooDeep("nesting deeper than the limit")
+        return [_redact(v, left - 1) for v in body]
     return body
+
+
+def _finite(value: Any) -> Any:
+    """A copy of `value` with NaN and the infinities as the strings `NaN`, `Infinity`, `-Infinity`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(obj: Any) -> str:
+    """`obj` as one line of valid JSON that encodes as UTF-8, whatever strings and floats it holds.
+
+    Plain UTF-8 text stays readable; a lone surrogate (from a client's `"\\ud800"` or a header
+    byte that is not UTF-8) switches the line to ASCII escapes, which decode back to the same
+    string; NaN and the infinities, which JSON cannot hold, are written as strings.
+    """
+    try:
+        line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        obj = _finite(obj)
+        line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    if _SURROGATE.search(line):
+        line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+    return line
 
 
 @dataclass(slots=True)
@@ -113,15 +170,48 @@ class JournalEntry:
     error: dict[str, Any] | None = None
     """The error object sent, for rejections and HTTP-error faults."""
     writes: list[Write] = field(default_factory=list)
+    """Every write, with its bytes; emptied when the entry is trimmed."""
+    trimmed: bool = False
+    """True once the journal dropped this entry's writes, headers and body (see `Journal.keep`)."""
+    _count: int = 0
+    _sent: int = 0
+    first_write_t: float | None = None
+    """`time.monotonic()` of the first write (kept after trimming)."""
+    last_write_t: float | None = None
+    """`time.monotonic()` of the last write (kept after trimming)."""
 
     @property
     def data(self) -> bytes:
         """Every byte written for this request, joined (headers excluded)."""
+        if self.trimmed:
+            raise LookupError(
+                f"journal entry {self.seq} was trimmed: only the last `keep` exchanges keep their "
+                "bytes; start the server with journal_keep=None (--journal-keep all) to keep all"
+            )
         return b"".join(w.data for w in self.writes)
 
     @property
     def bytes_sent(self) -> int:
-        return sum(len(w.data) for w in self.writes)
+        return self._sent if self.trimmed else sum(len(w.data) for w in self.writes)
+
+    @property
+    def write_count(self) -> int:
+        """How many writes the server made (kept after trimming)."""
+        return self._count if self.trimmed else len(self.writes)
+
+    def trim(self) -> None:
+        """Drop the bytes, headers and body; keep counts, timings and the outcome."""
+        if self.trimmed:
+            return
+        writes = self.writes
+        self._count = len(writes)
+        self._sent = sum(len(w.data) for w in writes)
+        if writes:
+            self.first_write_t, self.last_write_t = writes[0].t, writes[-1].t
+        self.writes = []
+        self.headers = {}
+        self.body = None
+        self.trimmed = True
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; writes carry `text` when they decode as UTF-8, else `b64`."""
@@ -164,8 +254,14 @@ class Journal:
         path: str | os.PathLike[str] | None = None,
         *,
         pending: Callable[[], list[str]] | None = None,
+        keep: int | None = DEFAULT_KEEP,
     ) -> None:
+        if keep is not None and keep < 0:
+            raise ValueError(f"journal keep must be >= 0 or None (keep all), got {keep}")
         self.path = Path(path) if path is not None else None
+        self.keep = keep
+        """Finished entries that keep their bytes, headers and body; None keeps all."""
+        self._finished: deque[JournalEntry] = deque()
         self._entries: list[JournalEntry] = []
         self._pending = pending
         self._lock = threading.Lock()
@@ -190,12 +286,18 @@ class Journal:
         return entry
 
     def close_entry(self, entry: JournalEntry) -> None:
-        """The exchange is over: append it to the JSONL file, if any."""
+        """The exchange is over: append it to the JSONL file, if any, then trim old entries."""
         if self._file is not None:
-            line = json.dumps(entry.to_json(), ensure_ascii=False)
+            line = json_line(entry.to_json())
             with self._lock:
                 self._file.write(line + "\n")
                 self._file.flush()
+        if self.keep is None:
+            return
+        with self._lock:
+            self._finished.append(entry)
+            while len(self._finished) > self.keep:
+                self._finished.popleft().trim()
 
     def close(self) -> None:
         if self._file is not None:

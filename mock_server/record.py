@@ -4,16 +4,20 @@
 upstream with aiohttp's client and streams the response back as it arrives: each upstream read
 is written to the client at once (the client's first byte is the upstream's first byte; vcrpy,
 by contrast, buffers the whole stream, peers.md). Every read is kept with its delay since the
-previous one. When an exchange completes, the whole cassette is rewritten to a temporary file
-and moved into place (`save_cassette`), so a crash loses at most the exchange in flight.
-Secrets are scrubbed before anything touches the disk (:class:`~mock_server.cassette.Scrubber`).
+previous one. When an exchange ends, one line is appended to the cassette and fsynced
+(:class:`~mock_server.cassette.CassetteAppender`), so a crash loses at most the exchange in
+flight and never what came before. An upstream that breaks mid-body is recorded too, marked
+`cut`, and the client sees the same break. Secrets are scrubbed before anything touches the
+disk (:class:`~mock_server.cassette.Scrubber`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
+import errno
 import json
 import sys
 import time
@@ -21,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -29,12 +33,13 @@ from aiohttp import web
 from mock_server.cassette import (
     _HOP_HEADERS,
     Cassette,
+    CassetteAppender,
+    CassetteError,
     Read,
     RecordedExchange,
     RecordedRequest,
     Scrubber,
     cassette_path,
-    save_cassette,
 )
 
 __all__ = ["Recorder", "register", "run_record"]
@@ -42,14 +47,47 @@ __all__ = ["Recorder", "register", "run_record"]
 _UPSTREAM_DROP = _HOP_HEADERS | {"host", "accept-encoding"}
 
 
+def _split_upstream(upstream: str) -> tuple[str, str, str | None, str | None]:
+    """(URL to request, URL to show, Authorization value, password) for `--upstream`.
+
+    Credentials in the URL (`http://user:PASS@host`) are taken out of it: they go to the upstream
+    as HTTP Basic auth, and the URL that is printed and recorded shows the password scrubbed.
+    """
+    parsed = urlsplit(upstream)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(
+            f"--upstream {_shown(parsed)!r} is not an http(s) URL; give the endpoint's base URL, "
+            "e.g. https://api.deepseek.com"
+        )
+    host = parsed.netloc.rpartition("@")[2]
+    target = parsed._replace(netloc=host).geturl().rstrip("/")
+    if parsed.username is None and parsed.password is None:
+        return target, target, None, None
+    user, password = unquote(parsed.username or ""), unquote(parsed.password or "")
+    auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return target, _shown(parsed).rstrip("/"), auth, password or None
+
+
+def _shown(parsed: SplitResult) -> str:
+    """The URL with any password replaced, fit to print."""
+    if parsed.password is None:
+        return parsed.geturl()
+    user = parsed.username or ""
+    host = parsed.netloc.rpartition("@")[2]
+    return parsed._replace(netloc=f"{user}:{{{{scrubbed:password}}}}@{host}").geturl()
+
+
 class Recorder:
     """A recording proxy; use `async with Recorder(upstream, out) as r:` then `r.base_url`.
 
     Args:
-        upstream: the endpoint's base URL (`https://api.deepseek.com`, a mock server's base_url).
+        upstream: the endpoint's base URL (`https://api.deepseek.com`, a mock server's base_url);
+            `user:password@` in it is sent as Basic auth and never shown or recorded.
         out: the cassette path (`recordings/NAME` or `…/NAME.cassette.jsonl`).
+        overwrite: start a new cassette even if `out` exists; by default new exchanges are
+            appended after the ones already recorded there.
         scrub: extra regexes to scrub (`LABEL=REGEX` or `REGEX`).
-        scrub_secrets: scrub credential headers, body fields and key values (default on).
+        scrub_secrets: scrub credential headers, fields, query parameters and key values (default on).
         on_event: called with an `exchange` telemetry dict after each saved exchange.
     """
 
@@ -62,21 +100,20 @@ class Recorder:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        overwrite: bool = False,
         scrub: Iterable[str] = (),
         scrub_secrets: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        parsed = urlsplit(upstream)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(
-                f"--upstream {upstream!r} is not an http(s) URL; give the endpoint's base URL, "
-                "e.g. https://api.deepseek.com"
-            )
-        self.upstream = upstream.rstrip("/")
+        self._target, self.upstream, self._upstream_auth, password = _split_upstream(upstream)
         self.path = cassette_path(out)
         self.host = host
         self._requested_port = port
         self.scrubber = Scrubber(scrub, enabled=scrub_secrets)
+        if password is not None:
+            self.scrubber.remember(password, "password")
+        if self._upstream_auth is not None:
+            self.scrubber.learn({"authorization": self._upstream_auth})
         self.on_event = on_event
         self.exchanges: list[RecordedExchange] = []
         self.meta: dict[str, Any] = {
@@ -85,6 +122,7 @@ class Recorder:
             "recorder": "dshkit record",
             "scrubbed": scrub_secrets,
         }
+        self.appender = CassetteAppender(self.path, self.meta, overwrite=overwrite)
         self._lock = asyncio.Lock()
         self._inflight: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
@@ -102,10 +140,8 @@ class Recorder:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> Recorder:
-        self._client = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-            auto_decompress=False,
-        )
+        """Listen (OSError if the port is taken), then open the cassette (CassetteError if `out`
+        is not one). Nothing is left open, and no file is made, when either fails."""
         app = web.Application(client_max_size=1 << 30)
         app.router.add_route("*", "/{tail:.*}", self._proxy)
         # No handler cancellation: a client that hangs up must not stop the recording of what the
@@ -113,8 +149,20 @@ class Recorder:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+            await asyncio.to_thread(self.appender.open)
+        except BaseException:
+            await runner.cleanup()
+            self.appender.close()
+            raise
         self._runner = runner
+        # The client session is made last: one made before a failed bind is never closed and
+        # aiohttp complains "Unclosed client session" at exit.
+        self._client = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            auto_decompress=False,
+        )
         sockets = getattr(site._server, "sockets", None) or []
         self._port = int(sockets[0].getsockname()[1]) if sockets else self._requested_port
         return self
@@ -129,6 +177,7 @@ class Recorder:
             await runner.cleanup()
         if client is not None:
             await client.close()
+        self.appender.close()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -141,11 +190,8 @@ class Recorder:
 
     @property
     def cassette(self) -> Cassette:
+        """The exchanges recorded by this recorder (not those the file held before)."""
         return Cassette(exchanges=tuple(self.exchanges), meta=self.meta, source=str(self.path))
-
-    def save(self) -> Path:
-        """Write the cassette as it stands (atomically)."""
-        return save_cassette(self.cassette, self.path)
 
     async def _proxy(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()
@@ -153,32 +199,63 @@ class Recorder:
             self._inflight.add(task)
             task.add_done_callback(self._inflight.discard)
         assert self._client is not None
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionError:
+            # The client left in the middle of its request body: nothing was sent upstream and
+            # there is nothing to record, nor anyone to answer.
+            _warn(f"dshkit record: {request.method} {self.scrubber.path(request.path_qs)}: the client hung "
+                  "up before sending its whole request; nothing forwarded or recorded")
+            _break(request)
+            return web.Response(status=400)
+        parsed = _parse_body(body)
         self.scrubber.learn(request.headers)
+        self.scrubber.learn_path(request.path_qs)
+        if self.scrubber.enabled:
+            self.scrubber.learn_body(parsed)
         forwarded = {k: v for k, v in request.headers.items() if k.lower() not in _UPSTREAM_DROP}
         # Plain bytes from upstream, so reads are readable text and replay needs no decoder.
         headers = {**forwarded, "Accept-Encoding": "identity"}
-        url = self.upstream + request.path_qs
+        if self._upstream_auth is not None and not any(k.lower() == "authorization" for k in forwarded):
+            headers["Authorization"] = self._upstream_auth
         sent = time.monotonic()
         try:
-            upstream = await self._client.request(request.method, url, data=body or None, headers=headers)
-        except (aiohttp.ClientError, OSError) as e:
-            message = f"dshkit record: the upstream {self.upstream} is unreachable: {e}"
-            sys.stderr.write(message + "\n")
+            upstream = await self._client.request(
+                request.method, self._target + request.path_qs, data=body or None, headers=headers
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            message = self.scrubber.text(f"dshkit record: the upstream {self.upstream} is unreachable: {e}")
+            _warn(message)
             return web.json_response(
                 {"error": {"message": message, "type": "api_error", "param": None, "code": "upstream_unreachable"}},
                 status=502,
             )
-        reads: list[Read] = []
         try:
-            got_headers = time.monotonic()
-            resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for name, value in upstream.headers.items():
-                if name.lower() not in _HOP_HEADERS:
-                    resp.headers.add(name, value)
+            return await self._relay(request, forwarded, parsed, upstream, sent)
+        finally:
+            upstream.release()
+
+    async def _relay(
+        self, request: web.Request, forwarded: dict[str, str], parsed: Any,
+        upstream: aiohttp.ClientResponse, sent: float,
+    ) -> web.StreamResponse:
+        """Stream the upstream's answer to the client read by read, then record it. A break on
+        the upstream side is recorded as `cut` and passed on to the client as a broken
+        connection (a clean end would tell it the body was whole)."""
+        got_headers = time.monotonic()
+        resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        for name, value in upstream.headers.items():
+            if name.lower() not in _HOP_HEADERS:
+                resp.headers.add(name, value)
+        reads: list[Read] = []
+        cut: str | None = None
+        client_gone = False
+        try:
             await resp.prepare(request)
-            last = got_headers
-            client_gone = False
+        except ConnectionError:
+            client_gone = True
+        last = got_headers
+        try:
             async for data in upstream.content.iter_any():
                 now = time.monotonic()
                 if not client_gone:
@@ -186,54 +263,86 @@ class Recorder:
                         await resp.write(data)  # forward first, then bookkeeping
                     except ConnectionError:
                         client_gone = True  # keep recording what the upstream sends
-                reads.append(Read(self.scrubber.data(data), round((now - last) * 1000, 3)))
+                reads.append(Read(data, round((now - last) * 1000, 3)))
                 last = now
-            # Saved before the body ends: a client that has the whole response can rely on the
-            # cassette holding it.
-            await self._commit(request, forwarded, body, upstream, got_headers - sent, reads)
-            if not client_gone:
-                with contextlib.suppress(ConnectionError):
-                    await resp.write_eof()  # a client may hang up right after `[DONE]`
-        finally:
-            upstream.release()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            size = sum(len(r.data) for r in reads)
+            cut = f"the upstream connection broke after {size} body bytes: {type(e).__name__}: {e}".strip()
+            cut = self.scrubber.text(cut)
+            _warn(f"dshkit record: {request.method} {self.scrubber.path(request.path_qs)}: {cut}; "
+                  "recorded as a cut exchange")
+        saved = await self._commit(request, forwarded, parsed, upstream, got_headers - sent, reads, cut)
+        # Saved before the body ends: a client that has the whole response can rely on the
+        # cassette holding it. A body that is not whole (cut upstream, or not saved) must not
+        # end cleanly for the client either.
+        if cut is not None or not saved:
+            _break(request)
+        elif not client_gone:
+            with contextlib.suppress(ConnectionError):
+                await resp.write_eof()  # a client may hang up right after `[DONE]`
         return resp
 
     async def _commit(
         self,
         request: web.Request,
         forwarded: dict[str, str],
-        body: bytes,
+        parsed: Any,
         upstream: aiohttp.ClientResponse,
         headers_s: float,
         reads: list[Read],
-    ) -> None:
-        try:
-            parsed: Any = json.loads(body) if body else None
-        except ValueError:
-            parsed = body.decode("utf-8", "replace")
+        cut: str | None,
+    ) -> bool:
+        """Scrub and append one exchange; False (with a message on stderr) if it could not be saved."""
+        scrub = self.scrubber
         exchange = RecordedExchange(
             request=RecordedRequest(
                 method=request.method,
-                path=request.path_qs,
-                headers=self.scrubber.headers(forwarded),
-                body=self.scrubber.body(parsed),
+                path=scrub.path(request.path_qs),
+                headers=scrub.headers(forwarded),
+                body=scrub.body(parsed),
             ),
             status=upstream.status,
-            headers=self.scrubber.headers(
-                {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
-            ),
+            headers=scrub.headers({k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}),
             headers_ms=round(headers_s * 1000, 3),
-            reads=tuple(reads),
+            reads=scrub.reads(reads),
+            cut=cut,
         )
         async with self._lock:
+            try:
+                await asyncio.to_thread(self.appender.append, exchange)
+            except OSError as e:
+                _warn(f"dshkit record: could not save {exchange.summary()} to {self.path}: {e}; "
+                      "the exchanges saved before it are intact (free space or fix permissions)")
+                return False
             self.exchanges.append(exchange)
-            await asyncio.to_thread(self.save)
+            n = self.appender.existing + len(self.exchanges)
         if self.on_event is not None:
-            self.on_event(
-                {"type": "exchange", "n": len(self.exchanges), "method": request.method,
-                 "path": request.path, "status": upstream.status, "reads": len(reads),
-                 "bytes": sum(len(r.data) for r in reads)}
-            )
+            event: dict[str, Any] = {
+                "type": "exchange", "n": n, "method": request.method, "path": scrub.text(request.path),
+                "status": upstream.status, "reads": len(reads), "bytes": sum(len(r.data) for r in reads),
+            }
+            if cut is not None:
+                event["cut"] = cut
+            self.on_event(event)
+        return True
+
+
+def _parse_body(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body.decode("utf-8", "replace")
+
+
+def _break(request: web.Request) -> None:
+    """Drop the client connection without ending the body, as the upstream did."""
+    if request.transport is not None:
+        request.transport.abort()
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -250,11 +359,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "record",
         help="record exchanges with a DeepSeek-compatible endpoint into a cassette",
         description="A local proxy: point a client at the printed base_url; every request goes to "
-        "--upstream, every response streams back as it arrives, and the cassette "
-        "OUT.cassette.jsonl is rewritten atomically after each exchange. Secrets are scrubbed.",
+        "--upstream, every response streams back as it arrives, and each exchange is appended to "
+        "OUT.cassette.jsonl as it ends (after what the file already holds, unless --overwrite). "
+        "Secrets are scrubbed.",
     )
     p.add_argument("--upstream", required=True, help="upstream base URL, e.g. https://api.deepseek.com")
     p.add_argument("--out", required=True, metavar="recordings/NAME", help="cassette path (.cassette.jsonl added)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start a new cassette even if OUT exists (default: append to it)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     p.add_argument("--scrub", action="append", default=[], metavar="[LABEL=]REGEX",
@@ -265,14 +377,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    """Record until SIGINT (130) or SIGTERM (143); 2 for bad options."""
+    """Record until SIGINT (130) or SIGTERM (143); 1 if the port cannot be bound; 2 for bad
+    options or an `--out` that is not a cassette."""
     try:
         recorder = Recorder(
-            args.upstream, args.out, host=args.host, port=args.port, scrub=args.scrub,
-            scrub_secrets=not args.no_scrub_secrets, on_event=_print,
+            args.upstream, args.out, host=args.host, port=args.port, overwrite=args.overwrite,
+            scrub=args.scrub, scrub_secrets=not args.no_scrub_secrets, on_event=_print,
         )
     except ValueError as e:
-        sys.stderr.write(f"dshkit record: {e}\n")
+        _warn(f"dshkit record: {e}")
         return 2
     return asyncio.run(_record(recorder))
 
@@ -283,14 +396,28 @@ async def _record(recorder: Recorder) -> int:
     stop = exit_on_signals()
     try:
         await recorder.start()
+    except CassetteError as e:
+        _warn(f"dshkit record: --out {recorder.path} exists and is not a cassette this dshkit can append "
+              f"to ({e}); pass --overwrite to replace it, or choose another --out")
+        return 2
     except OSError as e:
-        sys.stderr.write(f"dshkit record: cannot bind {recorder.host}: {e}\n")
+        _warn(_bind_error(recorder, e))
         return 1
-    if not recorder.path.exists():
-        recorder.save()  # an empty cassette, so a session with no request still leaves a file
+    if recorder.appender.set_aside is not None:
+        _warn(f"dshkit record: the last line of {recorder.path} was torn (a crash while writing it); "
+              f"moved it to {recorder.appender.set_aside}")
     _print({"type": "ready", "base_url": recorder.base_url, "port": recorder.port,
-            "upstream": recorder.upstream, "out": str(recorder.path)})
+            "upstream": recorder.upstream, "out": str(recorder.path),
+            "appending_to": recorder.appender.existing})
     try:
         return await stop
     finally:
         await recorder.close()
+
+
+def _bind_error(recorder: Recorder, e: OSError) -> str:
+    where = f"{recorder.host}:{recorder._requested_port}"
+    if e.errno == errno.EADDRINUSE:
+        return (f"dshkit record: cannot listen on {where}: the port is already in use; "
+                "pick another --port, or --port 0 for any free one")
+    return f"dshkit record: cannot listen on {where}: {e.strerror or e}"

@@ -45,7 +45,7 @@ def session_of(headers: Mapping[str, str]) -> str:
     # The Anthropic surface may carry the key in `x-api-key` instead.
     auth = headers.get("Authorization", "") or headers.get("x-api-key", "")
     if auth:
-        digest = hashlib.sha256(auth.encode("utf-8")).hexdigest()[:12]
+        digest = hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         return f"key-{digest}"
     return "anonymous"
 

@@ -411,6 +411,11 @@ class RawSpec(_Model):
         description="Wait after the headers before the first write, sending nothing (unlike "
         "timing.first_byte_delay_ms, which sends keep-alive comments); replayed cassettes use it.",
     )
+    end: Literal["eof", "reset"] = Field(
+        default="eof",
+        description="After the last write: `eof` ends the body cleanly; `reset` breaks the "
+        "connection (a replayed cassette exchange whose upstream was cut mid-body).",
+    )
     _file_bytes: bytes | None = PrivateAttr(default=None)
     _planned: dict[int, list[tuple[bytes, float]]] = PrivateAttr(default_factory=dict)
 

@@ -10,6 +10,7 @@ open stream, stalled ones included.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import threading
@@ -19,15 +20,37 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from mock_server.app import make_app
 from mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from mock_server.generate import Era
-from mock_server.journal import Journal
+from mock_server.journal import DEFAULT_KEEP, Journal
 from mock_server.routing import Router
 from mock_server.scripts import Script, load_scripts, parse_script
 
 __all__ = ["MockServer", "ScriptSource", "sequence_script"]
+
+
+class _OneLineClientErrors(logging.Filter):
+    """aiohttp logs a malformed HTTP request (bad request line, header too long, broken chunked
+    framing) with a full traceback although it is the client's mistake, already answered with
+    a 400: keep the log line, drop the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            lines = str(exc.message).strip().splitlines() or [""]
+            record.msg = f"{record.getMessage()}: {exc.code} {lines[0].rstrip(':')}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: The logger aiohttp's connection handlers use (instead of `aiohttp.server`).
+_HTTP_LOG = logging.getLogger("mock_server.http")
+_HTTP_LOG.addFilter(_OneLineClientErrors())
 
 ScriptSource = Script | str | os.PathLike[str]
 
@@ -77,6 +100,13 @@ class MockServer:
         anthropic_unknown_model: on the Anthropic surface, a name that is neither a DeepSeek
             model nor `claude…`: `reject` (400, DeepSeek's newest page) or `flash` (served by
             the flash model, as older pages said).
+        idle_timeout: seconds a connection may take to send a complete request head (after
+            opening, or after the previous response) and a request body; then it is closed
+            (the body gets a 408). Bounds slowloris clients.
+        backlog: the listen backlog (pending connections the kernel queues before accepting).
+        journal_keep: keep the written bytes, headers and body of only the last N exchanges in
+            memory (older entries keep counts and timings); None keeps everything. The JSONL
+            `journal` file always gets every exchange in full.
     """
 
     __test__ = False  # not a pytest test class
@@ -98,6 +128,9 @@ class MockServer:
         unscripted: Literal["error", "default"] = "error",
         anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek",
         anthropic_unknown_model: Literal["reject", "flash"] = "reject",
+        idle_timeout: float = 60.0,
+        backlog: int = 1024,
+        journal_keep: int | None = DEFAULT_KEEP,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -108,12 +141,18 @@ class MockServer:
         self.host = host
         self._requested_port = port
         self.router = Router(loaded, unscripted=unscripted)
-        self.journal = Journal(journal, pending=self.router.pending)
+        if not idle_timeout > 0:
+            raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
+        if backlog < 1:
+            raise ValueError(f"backlog must be >= 1, got {backlog}")
+        self.backlog = backlog
+        self.journal = Journal(journal, pending=self.router.pending, keep=journal_keep)
         self.config = ServerConfig(
             api_key=api_key,
             era=era,
             seed=self.seed,
             max_body_bytes=max_body_bytes,
+            idle_timeout=idle_timeout,
             weights=_check_weights(weights) if weights is not None else dict(DEFAULT_WEIGHTS),
             on_event=on_event,
             anthropic_envelope=anthropic_envelope,
@@ -177,11 +216,25 @@ class MockServer:
         self._runtime = Runtime(self.config, self.journal)
         app = make_app(self._runtime, self.router)
         # handler_cancellation: a client that hangs up cancels its handler, ending stalls.
+        # keepalive_timeout: aiohttp arms it when a connection opens and after each response,
+        # and closes the connection if no complete request head arrived by then, so it is the
+        # header/idle timeout that ends slowloris connections (aiohttp's default is an hour).
+        # auto_decompress off: `handlers.decode_body` undoes Content-Encoding with a size cap
+        # and answers a body that does not match its encoding with a 400.
         runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+            app,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=0.5,
+            keepalive_timeout=self.config.idle_timeout,
+            auto_decompress=False,
+            logger=_HTTP_LOG,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
+        # backlog: aiohttp's default (128) drops SYNs when a few hundred clients connect at once.
+        site = web.TCPSite(
+            runner, self.host, self._requested_port, reuse_address=True, backlog=self.backlog
+        )
         await site.start()
         self._runner = runner
         server = site._server  # aiohttp keeps the asyncio Server here

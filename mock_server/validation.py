@@ -16,15 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server.generate import Era
-from mock_server.journal import redact_headers
+from mock_server.journal import NestingTooDeep, redact_body, redact_headers
 from mock_server.routing import RequestView
 
 __all__ = [
+    "MAX_DEPTH",
     "MODELS",
     "ChatRequest",
     "Rejection",
     "check_auth",
+    "check_headers",
     "error_body",
+    "parse_body",
+    "parse_json",
     "resolve_model",
     "validate_chat",
 ]
@@ -43,6 +47,16 @@ _STRICT_FORMATS = frozenset({"email", "hostname", "ipv4", "ipv6", "uuid"})
 _STRICT_TYPES = frozenset({"object", "string", "number", "integer", "boolean", "array", "null"})
 _DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
 PASSBACK_MESSAGE = "The reasoning_content in the thinking mode must be passed back to the API."
+#: serde_json's default nesting limit, which DeepSeek's parser shares.
+MAX_DEPTH = 128
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A `\uD8..`-`\uDF..` escape or a raw UTF-8-encoded surrogate: only then is the walk needed.
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _may_hold_surrogate(raw: bytes) -> bool:
+    # `in` scans at memchr speed; the regex only runs on bodies that pass this filter.
+    return (b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw) and bool(_MAYBE_SURROGATE.search(raw))
 
 
 def error_body(
@@ -72,6 +86,99 @@ def _invalid(message: str) -> Rejection:
     return Rejection(422, f"Invalid Parameters: {message}", code="invalid_parameters")
 
 
+class _NonFinite(ValueError):
+    """`NaN`, `Infinity` or `-Infinity` in a body: Python's parser takes them, JSON does not."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # `1e400`: serde's "number out of range"
+        raise ValueError(f"{text[:40]} does not fit a 64-bit float")
+    return value
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone UTF-16 surrogate, or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                return v
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def parse_body(raw: bytes) -> tuple[Any, Any]:
+    """`parse_json`, then the redacted copy the journal keeps; nesting deeper than `MAX_DEPTH`
+    is a 400 (checked in the redaction pass, the one walk every request gets anyway)."""
+    body = parse_json(raw)
+    try:
+        redacted = redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
+        raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})") from None
+    return body, redacted
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse a request body as DeepSeek's (serde-based) server would, or raise a 400 Rejection.
+
+    Python's `json` is more lenient and more fragile than that parser: it takes `NaN` and
+    `Infinity`, keeps lone surrogates (`"\\ud800"`) that no UTF-8 encoder can write back, raises
+    `RecursionError` on deep nesting and a plain `ValueError` on integers past the int-string
+    limit. Each of those is turned into the client's 400 here, so no later step (reply
+    generation, journal, telemetry) meets a value it cannot handle.
+    """
+    try:
+        body = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as e:
+        raise _bad("", f"{e.msg} at line {e.lineno} column {e.colno}") from None
+    except UnicodeDecodeError:
+        raise _bad("", "the body is not valid UTF-8") from None
+    except _NonFinite as e:
+        raise _bad("", f"`{e}` is not valid JSON (numbers must be finite)") from None
+    except RecursionError:
+        raise _bad("", f"recursion limit exceeded (nesting deeper than {MAX_DEPTH})") from None
+    except ValueError as e:  # an integer past sys.get_int_max_str_digits(), a float past 1e308
+        raise _bad("", f"number out of range ({e})") from None
+    if _may_hold_surrogate(raw) and _lone_surrogate(body) is not None:
+        raise _bad("", "lone surrogate in a string (a \\uD800-\\uDFFF escape without its pair); "
+                   "send text as valid UTF-16 pairs or plain UTF-8")
+    return body
+
+
+#: Headers whose value the server uses as text (`X-Mock-Session`, the harness session header).
+_TEXT_HEADERS = ("X-Mock-Session", "x-deepseek-harness-session-id")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Headers the server reads as text must be UTF-8: 401 for `Authorization`, else 400.
+
+    aiohttp keeps undecodable header bytes as `surrogateescape` characters; such a key can
+    match no configured key, and such a session id could not be written to the journal or
+    stdout as text.
+    """
+    auth = headers.get("Authorization")
+    if auth is not None and _UNDECODABLE.search(auth):
+        raise Rejection(
+            401, "Authentication Fails, the Authorization header is not valid UTF-8 text "
+            "(send `Authorization: Bearer <key>` with an ASCII key)", type="authentication_error")
+    for name in _TEXT_HEADERS:
+        value = headers.get(name)
+        if value is not None and _UNDECODABLE.search(value):
+            raise Rejection(400, f"the {name} header is not valid UTF-8 text; send the session "
+                            "id as ASCII or UTF-8")
+
+
 def check_auth(headers: Mapping[str, str], api_key: str | None) -> None:
     """S2: with an API key configured, `Authorization` must be exactly `Bearer <key>`."""
     if api_key is None:
@@ -94,6 +201,8 @@ class ChatRequest:
     """A validated chat-completion request: the body plus what the server derived from it."""
 
     body: dict[str, Any]
+    redacted: Any
+    """The body with credential-looking fields replaced, as the journal keeps it."""
     model: str
     response_model: str
     """The model id responses carry (V4 maps the old aliases to `deepseek-v4-flash`, rq01)."""
@@ -173,48 +282,106 @@ def _number(body: Mapping[str, Any], name: str) -> float | None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise _bad(name, f"invalid type: {_kind(v)}, expected a number")
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an integer literal beyond any float: out of every range
+        return float("inf") if v > 0 else float("-inf")
+
+
+#: Optional top-level fields checked for type only: (field, accepted types, serde's wording).
+_TYPED_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("stream", (bool,), "a boolean"),
+    ("logprobs", (bool,), "a boolean"),
+    ("n", (int,), "an integer"),
+    ("seed", (int,), "an integer"),
+    ("user", (str,), "a string"),
+    ("user_id", (str,), "a string"),
+    ("stream_options", (dict,), "struct StreamOptions"),
+)
+
+
+def _check_types(body: Mapping[str, Any]) -> None:
+    """Wrong JSON types for the optional scalar fields: 400 naming the field, as serde does.
+
+    `null` stands for "not given" everywhere, as in DeepSeek's API.
+    """
+    for name, types, expected in _TYPED_FIELDS:
+        v = body.get(name)
+        if v is None:
+            continue
+        wrong_bool = isinstance(v, bool) and bool not in types
+        if wrong_bool or not isinstance(v, types):
+            raise _bad(name, f"invalid type: {_kind(v)}, expected {expected}")
+    options = body.get("stream_options")
+    if options is not None:
+        usage = options.get("include_usage")
+        if usage is not None and not isinstance(usage, bool):
+            raise _bad("stream_options.include_usage", f"invalid type: {_kind(usage)}, expected a boolean")
 
 
 def _check_strict_schema(schema: Any, where: str) -> str | None:
-    """The first way `schema` leaves the strict-mode subset of `wire.md` §5, or None."""
+    """The first way `schema` leaves the strict-mode subset of `wire.md` §5, or None.
+
+    Every keyword's own type is checked before it is used: a schema is client input, and a
+    `type` that is an object or an `anyOf` that is a number is a 400, never a crash.
+    """
     if not isinstance(schema, dict):
         return f"{where} must be an object"
     for key in ("$defs", "definitions"):
-        for name, sub in (schema.get(key) or {}).items():
+        defs = schema.get(key)
+        if defs is None:
+            continue
+        if not isinstance(defs, dict):
+            return f"{where}.{key} must be an object"
+        for name, sub in defs.items():
             problem = _check_strict_schema(sub, f"{where}.{key}.{name}")
             if problem:
                 return problem
     if "$ref" in schema:
-        return None
+        return None if isinstance(schema["$ref"], str) else f"{where}.$ref must be a string"
     if "anyOf" in schema:
-        for k, sub in enumerate(schema["anyOf"]):
+        variants = schema["anyOf"]
+        if not isinstance(variants, list) or not variants:
+            return f"{where}.anyOf must be a non-empty array of schemas"
+        for k, sub in enumerate(variants):
             problem = _check_strict_schema(sub, f"{where}.anyOf[{k}]")
             if problem:
                 return problem
         return None
     if "enum" in schema and "type" not in schema:
-        return None
+        return None if isinstance(schema["enum"], list) else f"{where}.enum must be an array"
     t = schema.get("type")
     types = t if isinstance(t, list) else [t]
     for one in types:
-        if one not in _STRICT_TYPES:
-            return f"{where}.type {one!r} is not supported in strict mode"
-    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
-        return f"{where}.format {schema['format']!r} is not one of {sorted(_STRICT_FORMATS)}"
+        if not isinstance(one, str) or one not in _STRICT_TYPES:
+            shown = json.dumps(one) if isinstance(one, (dict, list)) else repr(one)
+            return f"{where}.type {shown} is not supported in strict mode"
+    fmt = schema.get("format")
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in _STRICT_FORMATS):
+        return f"{where}.format {fmt!r} is not one of {sorted(_STRICT_FORMATS)}"
     if "object" in types:
-        props = schema.get("properties") or {}
-        missing = sorted(set(props) - set(schema.get("required") or []))
-        if missing:
-            return f"{where}: every property must be listed in `required` (missing {missing})"
-        if schema.get("additionalProperties") is not False:
-            return f"{where}: `additionalProperties: false` is required in strict mode"
-        for name, sub in props.items():
-            problem = _check_strict_schema(sub, f"{where}.properties.{name}")
-            if problem:
-                return problem
+        return _check_strict_object(schema, where)
     if "array" in types and "items" in schema:
         return _check_strict_schema(schema["items"], f"{where}.items")
+    return None
+
+
+def _check_strict_object(schema: dict[str, Any], where: str) -> str | None:
+    props = schema.get("properties") or {}
+    if not isinstance(props, dict):
+        return f"{where}.properties must be an object"
+    required = schema.get("required") or []
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return f"{where}.required must be an array of property names"
+    missing = sorted(set(props) - set(required))
+    if missing:
+        return f"{where}: every property must be listed in `required` (missing {missing})"
+    if schema.get("additionalProperties") is not False:
+        return f"{where}: `additionalProperties: false` is required in strict mode"
+    for name, sub in props.items():
+        problem = _check_strict_schema(sub, f"{where}.properties.{name}")
+        if problem:
+            return problem
     return None
 
 
@@ -226,14 +393,7 @@ def validate_chat(
     era: Era = "v4",
 ) -> ChatRequest:
     """Validate a chat-completion request body; raise :class:`Rejection` on the first problem."""
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        if isinstance(e, json.JSONDecodeError):
-            where = f"{e.msg} at line {e.lineno} column {e.colno}"
-        else:
-            where = "the body is not valid UTF-8"
-        raise _bad("", where) from None
+    body, redacted = parse_body(raw)
     if not isinstance(body, dict):
         raise _bad("", f"invalid type: {_kind(body)}, expected struct ChatCompletionRequest")
     if "model" not in body:
@@ -318,8 +478,11 @@ def validate_chat(
         raise Rejection(400, "Model Not Exist")
 
     thinking = model != "deepseek-chat"
+    _check_types(body)
     effort = body.get("reasoning_effort")
     if effort is not None:
+        if not isinstance(effort, str):
+            raise _bad("reasoning_effort", f"invalid type: {_kind(effort)}, expected a string")
         if effort not in _EFFORTS:
             raise _bad(
                 "reasoning_effort",
@@ -344,17 +507,18 @@ def validate_chat(
                 400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {ceiling}]"
             )
 
-    if not thinking:  # S10: ignored (not even range-checked) in thinking mode
-        for name, lo, hi, lo_open in (
-            ("temperature", 0.0, 2.0, False),
-            ("top_p", 0.0, 1.0, True),
-            ("presence_penalty", -2.0, 2.0, False),
-            ("frequency_penalty", -2.0, 2.0, False),
-        ):
-            v = _number(body, name)
-            if v is not None and (v > hi or v < lo or (lo_open and v == lo)):
-                rng = f"({lo:g}, {hi:g}]" if lo_open else f"[{lo:g}, {hi:g}]"
-                raise _invalid(f"`{name}` must be in {rng}, got {v:g}")
+    for name, lo, hi, lo_open in (
+        ("temperature", 0.0, 2.0, False),
+        ("top_p", 0.0, 1.0, True),
+        ("presence_penalty", -2.0, 2.0, False),
+        ("frequency_penalty", -2.0, 2.0, False),
+    ):
+        # The type is checked always (deserialization comes first); the range only with
+        # thinking off (S10: ignored, not even range-checked, in thinking mode).
+        v = _number(body, name)
+        if not thinking and v is not None and (v > hi or v < lo or (lo_open and v == lo)):
+            rng = f"({lo:g}, {hi:g}]" if lo_open else f"[{lo:g}, {hi:g}]"
+            raise _invalid(f"`{name}` must be in {rng}, got {v:g}")
 
     logprobs_on = body.get("logprobs") is True
     top = body.get("top_logprobs")
@@ -469,6 +633,7 @@ def validate_chat(
     stream = body.get("stream") is True
     return ChatRequest(
         body=body,
+        redacted=redacted,
         model=model,
         response_model=resolve_model(model, era),
         thinking=thinking,

@@ -26,6 +26,15 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("DSHKIT_SHARED", REPO.parent / "shared"))
 REAL_CORPUS = SHARED / "corpus" / "real"
 DSH_SESSIONS = SHARED / "corpus" / "dsh-sessions"
+DSH_UPSTREAM = SHARED / "corpus" / "dsh-sessions-upstream"
+
+
+def upstream_folders() -> list[Path]:
+    """Every scenario folder of `shared/corpus/dsh-sessions-upstream` (one holding a session log
+    or an override sidecar), or none when the corpus is absent; for parametrizing at collection."""
+    if not DSH_UPSTREAM.is_dir():
+        return []
+    return sorted({p.parent for p in DSH_UPSTREAM.rglob("*") if p.is_file() and p.name != "README.md"})
 
 
 def _corpus(path: Path) -> Path:

@@ -54,6 +54,7 @@ from .replay_scripts import (
     request_strings,
 )
 from .session import EventLog, History, Session, SessionObserver
+from .shapes import logged_message
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "load_log_session",
     "load_session",
     "load_session_scripts",
+    "logged_message",
     "pack_events",
     "parse_override",
     "parse_session_log",

@@ -120,7 +120,11 @@ class SessionEvent:
     seq: int
     """Zero-based and contiguous: an event's seq is its index in the log."""
     time: int
-    """Epoch milliseconds (0 for events imported from a projected log)."""
+    """Epoch milliseconds (0 for events imported from a projected log).
+
+    Any safe integer, negative included: a projected packed row's members are rebuilt from time 0
+    plus the row's recorded gaps, and DSH records negative gaps when the wall clock stepped back.
+    """
     data: JsonValue
     ignorable: bool = False
     """A reader that does not know `type` may skip the event; without it, it must refuse."""
@@ -128,6 +132,10 @@ class SessionEvent:
     """Set exactly on `user/message`, `assistant/message` and `tool/result`."""
     source_event_seqs: tuple[int, ...] | None = None
     """The earlier events this one was made from (its chunks, its `tool/call`, the shadowed nodes)."""
+    defect: str | None = None
+    """Set only on events of an imported log that break a rule (`parse_session_log(lenient=True)`):
+    what is wrong. Such an event is kept verbatim in the log (so it rewrites unchanged) but takes
+    no part in the surface, turn tracking or replay; it is never written by dshkit itself."""
 
 
 def surface_op_to_json(op: SurfaceOp) -> JsonValue:
@@ -138,6 +146,13 @@ def surface_op_to_json(op: SurfaceOp) -> JsonValue:
 
 def _nonneg_int(value: Any) -> bool:
     return type(value) is int and value >= 0
+
+
+_MAX_SAFE = 2**53 - 1
+
+
+def _safe_int(value: Any) -> bool:
+    return type(value) is int and -_MAX_SAFE <= value <= _MAX_SAFE
 
 
 def surface_op_from_json(value: JsonValue, where: str = "surfaceOp") -> SurfaceOp:
@@ -197,8 +212,8 @@ def event_from_json(value: JsonValue, where: str = "event") -> SessionEvent:
     seq, time = value.get("seq"), value.get("time")
     if not _nonneg_int(seq):
         raise SessionError(f"{where}.seq: expected a non-negative integer", "INVALID_EVENT")
-    if not _nonneg_int(time):
-        raise SessionError(f"{where}.time: expected epoch milliseconds", "INVALID_EVENT")
+    if not _safe_int(time):
+        raise SessionError(f"{where}.time: expected epoch milliseconds (a safe integer)", "INVALID_EVENT")
     if "data" not in value:
         raise SessionError(f"{where}: missing data", "INVALID_EVENT")
     ignorable = value.get("ignorable", False)

@@ -4,6 +4,12 @@ Before the seed's walk begins a session has an identity: its id, creation time, 
 directory and delegation lineage (dsh-core.md §1.9, §1.11). The header is written once, as
 `{"type":"session","version":0,"id","createdAt","cwd"?,…,"delegationDepth":0}`, and a foreign
 version is refused as unsupported (upgrade the harness) before any other check, not as corruption.
+
+Reading is as lenient as upstream DSH's own reader, which looks only at `id`, `createdAt` and
+`seedLength` (dsh-testing.md §2.3): its hand-authored fixtures omit `version` and some recorded
+ones omit `delegationDepth`, and scrubbed fixtures template the cwd (`{{cwd}}`,
+`{{cwd}}/workspace`). Those shapes load; the keys a header left out are remembered so writing
+it back reproduces the same line, while headers dshkit makes always carry both keys.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ _KEYS: Final = frozenset(
      "delegationDepth", "agentPreset"}
 )
 _RETIRED: Final = frozenset({"sandboxMode", "approvalPolicy"})
-_PLACEHOLDER: Final = re.compile(r"\{\{[^{}]+\}\}")
+_PLACEHOLDER: Final = re.compile(r"\{\{[^{}]+\}\}(?:/.*)?", re.DOTALL)
+"""A scrubbed cwd: a `{{name}}` placeholder, optionally followed by a path below it."""
+_OPTIONAL_ON_READ: Final = ("version", "delegationDepth")
 _MAX_SAFE: Final = 2**53 - 1
 
 
@@ -52,6 +60,8 @@ class SessionHeader:
     """0 for a top-level session; always written."""
     agent_preset: str | None = None
     version: int = SESSION_FORMAT_VERSION
+    omitted: frozenset[str] = frozenset()
+    """Keys of `_OPTIONAL_ON_READ` the source line did not have; `to_json` leaves them out too."""
 
     @classmethod
     def new(cls, *, id: str | None = None, cwd: str | os.PathLike[str] | None = None, **kwargs: Any) -> SessionHeader:
@@ -65,12 +75,11 @@ class SessionHeader:
         )
 
     def to_json(self) -> dict[str, JsonValue]:
-        out: dict[str, JsonValue] = {
-            "type": "session",
-            "version": self.version,
-            "id": self.id,
-            "createdAt": self.created_at,
-        }
+        out: dict[str, JsonValue] = {"type": "session"}
+        if "version" not in self.omitted:
+            out["version"] = self.version
+        out["id"] = self.id
+        out["createdAt"] = self.created_at
         if self.cwd is not None:
             out["cwd"] = self.cwd
         if self.parent_session is not None:
@@ -79,7 +88,8 @@ class SessionHeader:
             out["seedLength"] = self.seed_length
         if self.origin is not None:
             out["origin"] = self.origin
-        out["delegationDepth"] = self.delegation_depth
+        if "delegationDepth" not in self.omitted:
+            out["delegationDepth"] = self.delegation_depth
         if self.agent_preset is not None:
             out["agentPreset"] = self.agent_preset
         return out
@@ -88,7 +98,8 @@ class SessionHeader:
     def from_json(cls, value: JsonValue, where: str = "") -> SessionHeader:
         if not isinstance(value, Mapping) or value.get("type") != "session":
             raise _bad(where, 'the first line must be an object with "type": "session"')
-        version = value.get("version")
+        omitted = frozenset(k for k in _OPTIONAL_ON_READ if k not in value)
+        version = value.get("version", SESSION_FORMAT_VERSION)
         if version != SESSION_FORMAT_VERSION:
             hint = (
                 "it was written by a newer harness; upgrade dshkit to read it"
@@ -116,9 +127,10 @@ class SessionHeader:
             not isinstance(cwd, str) or not (os.path.isabs(cwd) or _PLACEHOLDER.fullmatch(cwd))
         ):
             raise _bad(f"{where}.cwd", f"expected an absolute path, got {cwd!r}")
-        depth = value.get("delegationDepth")
+        # Without the key, a session with a parent is at least one level down.
+        depth = value.get("delegationDepth", 0 if value.get("parentSession") is None else 1)
         if type(depth) is not int or depth < 0:
-            raise _bad(f"{where}.delegationDepth", "required on disk: a non-negative integer")
+            raise _bad(f"{where}.delegationDepth", "expected a non-negative integer")
         seed_length = value.get("seedLength")
         if seed_length is not None and (type(seed_length) is not int or seed_length < 0):
             raise _bad(f"{where}.seedLength", "expected a non-negative integer")
@@ -137,4 +149,5 @@ class SessionHeader:
             origin=origin,
             delegation_depth=depth,
             agent_preset=value.get("agentPreset"),
+            omitted=omitted,
         )

@@ -58,6 +58,8 @@ class LoadedLog:
     """Length of the valid prefix of the file, in bytes; a torn tail starts here."""
     dropped_lines: int
     """Body lines cut off as a torn tail."""
+    defects: tuple[str, ...] = ()
+    """With `lenient`: one located message per event kept as a defect (see `SessionEvent.defect`)."""
 
     @property
     def header(self) -> SessionHeader:
@@ -112,12 +114,18 @@ def parse_session_log(
     repair: bool = True,
     clock: Callable[[], int] | None = None,
     event_types: Iterable[str] = (),
+    lenient: bool = False,
 ) -> LoadedLog:
     """Parse and validate a session JSONL document.
 
     Raises `SessionError`: `SESSION_FORMAT_UNSUPPORTED` for a foreign version or an unknown
     event type without `ignorable`; `SESSION_CORRUPT` (naming the line) for a bad header or for
     a bad line that is followed by a committed `turn/end`.
+
+    `lenient` is for reading logs another program wrote (import, replay, decode): an event
+    that is well-formed JSON with a valid envelope but whose data or surface fields break a
+    rule is kept as a defect (`SessionEvent.defect`, listed in `LoadedLog.defects`) instead of
+    failing the load, so one inconsistent line does not hide the rest of the log.
     """
     data = raw.encode() if isinstance(raw, str) else raw
     lines = _split_lines(data)
@@ -143,6 +151,7 @@ def parse_session_log(
     projected: bool | None = None
     good_bytes = header_end
     dropped = 0
+    defects: list[str] = []
     body = lines[body_start:]
     for k, (number, end, text) in enumerate(body):
         if not text.strip():
@@ -157,7 +166,9 @@ def parse_session_log(
                 projected = not enveloped
             for member in unpack_line(value, next_seq=session.next_seq, where=f"{source}:{number}"):
                 parsed = event_from_json(member, f"{source}:{number}")
-                session._commit(session._checked(parsed, f"{source}:{number}"), publish=False)
+                problem = session._commit(session._checked(parsed, f"{source}:{number}"), publish=False, lenient=lenient)
+                if problem is not None:
+                    defects.append(f"{source}:{number}: {problem}")
         except SessionError as exc:
             if exc.code == "SESSION_FORMAT_UNSUPPORTED":
                 raise SessionError(f"{source}:{number}: {exc.message}", exc.code) from exc
@@ -189,6 +200,7 @@ def parse_session_log(
         closers=tuple(closers),
         good_bytes=good_bytes,
         dropped_lines=dropped,
+        defects=tuple(defects),
     )
 
 

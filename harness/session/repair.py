@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from harness.llm import ToolCallBlock, ToolResultMessage
+
 from .events import SessionEvent
 from .lossless import JsonValue
+from .shapes import logged_message
 
 __all__ = ["TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "Closer", "interrupted_turn_closers"]
 
@@ -57,6 +60,8 @@ def interrupted_turn_closers(events: Sequence[SessionEvent]) -> list[Closer]:
     """The closers for the turn open at the end of `events` (empty when none is open)."""
     scan = _Scan()
     for event in events:
+        if event.defect is not None:
+            continue  # kept verbatim from an imported log; it takes no part in turns
         type_, data = event.type, event.data
         if type_ == "turn/start":
             scan.turn, scan.step = data["turn"], None
@@ -70,15 +75,17 @@ def interrupted_turn_closers(events: Sequence[SessionEvent]) -> list[Closer]:
             scan.step = None
             scan.pending.clear()
         elif type_ == "assistant/message":
-            for block in data["message"]["content"]:
-                if block.get("type") == "tool-call":
-                    scan.pending[block["id"]] = _Pending(step=data["step"])
+            for block in logged_message(type_, data, seq=event.seq).content:
+                if isinstance(block, ToolCallBlock):
+                    scan.pending[block.id] = _Pending(step=data["step"])
         elif type_ == "tool/call":
             entry = scan.pending.get(data["callId"])
             if entry is not None:
                 entry.call_seq = event.seq
         elif type_ == "tool/result":
-            scan.pending.pop(data["message"]["source"]["callId"], None)
+            result = logged_message(type_, data, seq=event.seq)
+            if isinstance(result, ToolResultMessage):
+                scan.pending.pop(result.source.call_id, None)
     if scan.turn is None:
         return []
     closers: list[Closer] = []

@@ -133,6 +133,8 @@ def derive_replay_script(events: Sequence[SessionEvent], *, source: str = "<log>
         )
 
     for event in events:
+        if event.defect is not None:
+            continue  # an imported event that breaks a rule (its load warning says which)
         if event.type == "assistant/chunk":
             data = thaw_json(event.data)
             here = (data["turn"], data["step"])
@@ -261,12 +263,15 @@ def _override_of(primary: Path) -> Path | None:
 
 
 def load_log_session(path: Path) -> Session:
-    """A log as recorded, for replay: validated, not repaired, never written to. Unreadable
-    lines after the last `turn/end` (a torn tail) are skipped with a warning."""
+    """A log as recorded, for replay: validated leniently, not repaired, never written to.
+    Unreadable lines after the last `turn/end` (a torn tail) are skipped with a warning; events
+    that break a rule are kept as defects (`SessionEvent.defect`), each with a warning."""
     try:
-        loaded = parse_session_log(path.read_bytes(), source=str(path), repair=False)
+        loaded = parse_session_log(path.read_bytes(), source=str(path), repair=False, lenient=True)
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read the session log: {exc.strerror}") from None
+    for defect in loaded.defects:
+        _log.warning("%s (kept as a defect; it takes no part in replay)", defect)
     if loaded.dropped_lines:
         _log.warning(
             "%s: skipping %d unreadable line(s) after the last turn/end (a torn tail)",

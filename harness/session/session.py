@@ -323,7 +323,26 @@ class Session:
             )
         return event
 
-    def _commit(self, event: SessionEvent, *, publish: bool) -> None:
+    def _commit(self, event: SessionEvent, *, publish: bool, lenient: bool = False) -> str | None:
+        """Validate and commit `event`. With `lenient` (importing a foreign log), an event whose
+        data or surface fields break a rule is kept as a defect instead of raising: logged
+        verbatim, left out of the surface and of turn tracking; the problem is returned."""
+        try:
+            self._commit_checked(event, publish=publish)
+        except SessionError as exc:
+            if not lenient or exc.code not in ("INVALID_EVENT", "INVALID_SURFACE"):
+                raise
+            problem = exc.message
+            kept = SessionEvent(
+                type=event.type, seq=event.seq, time=event.time, data=event.data,
+                ignorable=event.ignorable, surface_op=event.surface_op,
+                source_event_seqs=event.source_event_seqs, defect=problem,
+            )
+            self._events.append(kept)
+            return problem
+        return None
+
+    def _commit_checked(self, event: SessionEvent, *, publish: bool) -> None:
         where = f"{event.type} (seq {event.seq})"
         known = event.type in self._known
         if not known and not event.ignorable:
@@ -336,7 +355,7 @@ class Session:
         message = None
         if known:
             try:
-                message = check_event_data(event.type, event.data, f"{where} data")
+                message = check_event_data(event.type, event.data, f"{where} data", seq=event.seq)
             except SessionError:
                 raise
             except Exception as exc:

@@ -6,6 +6,12 @@ a `tool/result` wraps a tool-result message answering one call (dsh-core.md §1.
 three surface types the check decodes the message once, and `Session` keeps that decoded value
 as the event's projection, so deriving history never decodes twice. Plugin types are accepted as
 any JSON object.
+
+DSH's web app writes the three surface types in a flat form, without a message envelope or a
+message id: `user/message {content, source}`, `assistant/message {turn, step, content,
+provenance: {provider, model}, usage?}` and `tool/result {turn, step, callId, content, isError}`.
+Those load too: the data stays verbatim (so the log rewrites byte for byte) and the projected
+message gets the id `logged-seq-N` from the event's seq.
 """
 
 from __future__ import annotations
@@ -19,15 +25,18 @@ from harness.llm import (
     Message,
     ModelSource,
     SessionError,
+    ToolResultBlock,
     ToolResultMessage,
+    ToolSource,
     UserMessage,
     message_from_json,
 )
+from harness.llm.codec import block_from_json, source_from_json
 
 from .events import SURFACE_EVENT_TYPES
 from .lossless import JsonValue
 
-__all__ = ["check_event_data"]
+__all__ = ["check_event_data", "logged_message"]
 
 
 def _fail(where: str, problem: str) -> SessionError:
@@ -71,16 +80,55 @@ def _message(value: JsonValue, where: str) -> Message:
         raise SessionError(str(exc), "INVALID_EVENT") from exc
 
 
-def _user_message(data: JsonValue, where: str) -> Message | None:
+def _flat_id(seq: int | None) -> str:
+    return f"logged-seq-{seq if seq is not None else 'unknown'}"
+
+
+def _blocks(d: Mapping[str, Any], where: str) -> tuple[Any, ...]:
+    content = d.get("content")
+    if not isinstance(content, list):
+        raise _fail(f"{where}.content", "expected a list of content blocks")
+    try:
+        return tuple(block_from_json(b, f"{where}.content[{i}]") for i, b in enumerate(content))
+    except CodecError as exc:
+        raise SessionError(str(exc), "INVALID_EVENT") from exc
+
+
+def _is_flat(d: Mapping[str, Any]) -> bool:
+    """The web app's form: `content` beside the event fields, no `message`/`id` envelope."""
+    return "content" in d and "message" not in d and "id" not in d
+
+
+def _user_message(data: JsonValue, where: str, seq: int | None = None) -> Message:
+    d = _obj(data, where)
+    if _is_flat(d) and "role" not in d:
+        try:
+            source = source_from_json(d.get("source"), f"{where}.source")
+        except CodecError as exc:
+            raise SessionError(str(exc), "INVALID_EVENT") from exc
+        if isinstance(source, (ToolSource, ModelSource)):
+            raise _fail(f"{where}.source", "a user/message holds a user-role message")
+        return UserMessage(id=_flat_id(seq), content=_blocks(d, where), source=source)
     message = _message(data, where)
     if not isinstance(message, (UserMessage, ToolResultMessage)):
         raise _fail(f"{where}.role", "a user/message holds a user-role message")
     return message
 
 
-def _assistant_message(data: JsonValue, where: str) -> Message | None:
+def _flat_assistant(d: Mapping[str, Any], where: str, seq: int | None) -> AssistantMessage:
+    prov = _obj(d.get("provenance"), f"{where}.provenance")
+    _str(prov, "provider", f"{where}.provenance", nonempty=True)
+    _str(prov, "model", f"{where}.provenance", nonempty=True)
+    source = ModelSource(provider=prov["provider"], model=prov["model"], replay_state=prov.get("replayState"))
+    return AssistantMessage(id=_flat_id(seq), content=_blocks(d, where), source=source)
+
+
+def _assistant_message(data: JsonValue, where: str, seq: int | None = None) -> Message:
     d = _turn_step(data, where)
-    message = _message(d.get("message"), f"{where}.message")
+    if _is_flat(d):
+        message: Message = _flat_assistant(d, where, seq)
+    else:
+        message = _message(d.get("message"), f"{where}.message")
     if not isinstance(message, AssistantMessage):
         raise _fail(f"{where}.message.role", "expected 'assistant'")
     source = message.source
@@ -90,13 +138,24 @@ def _assistant_message(data: JsonValue, where: str) -> Message | None:
         raise _fail(f"{where}.interrupted", "only `true` is allowed")
     if "usage" in d:
         _obj(d["usage"], f"{where}.usage")
-    # DSH's empty completion anchor is logged but derives to no message (trap 3).
-    return message if message.content else None
+    return message
 
 
-def _tool_result(data: JsonValue, where: str) -> Message | None:
+def _flat_tool_result(d: Mapping[str, Any], where: str, seq: int | None) -> ToolResultMessage:
+    _str(d, "callId", where, nonempty=True)
+    error = d.get("isError")
+    if error is not None and not isinstance(error, bool):
+        raise _fail(f"{where}.isError", "expected a boolean")
+    block = ToolResultBlock(tool_call_id=d["callId"], content=_blocks(d, where), is_error=error)
+    return ToolResultMessage(id=_flat_id(seq), content=(block,), source=ToolSource(call_id=d["callId"]))
+
+
+def _tool_result(data: JsonValue, where: str, seq: int | None = None) -> Message:
     d = _turn_step(data, where)
-    message = _message(d.get("message"), f"{where}.message")
+    if _is_flat(d):
+        message: Message = _flat_tool_result(d, where, seq)
+    else:
+        message = _message(d.get("message"), f"{where}.message")
     if not isinstance(message, ToolResultMessage) or not message.source.call_id:
         raise _fail(
             f"{where}.message",
@@ -165,16 +224,20 @@ def _any_object(data: JsonValue, where: str) -> None:
     _obj(data, where)
 
 
+_MESSAGES: Final[dict[str, Callable[[JsonValue, str, int | None], Message]]] = {
+    "user/message": _user_message,
+    "assistant/message": _assistant_message,
+    "tool/result": _tool_result,
+}
+"""The surface types: each check decodes the event's message (either form)."""
+
 _CHECKS: Final[dict[str, Callable[[JsonValue, str], Any]]] = {
     "turn/start": _turn,
     "turn/end": _turn_end,
     "step/start": _turn_step,
     "step/end": _turn_step,
-    "user/message": _user_message,
     "assistant/chunk": _assistant_chunk,
-    "assistant/message": _assistant_message,
     "tool/call": _tool_call,
-    "tool/result": _tool_result,
     "todo/write": _todo_write,
     "request/header": _request_header,
     "request/context": _request_context,
@@ -182,11 +245,28 @@ _CHECKS: Final[dict[str, Callable[[JsonValue, str], Any]]] = {
 }
 
 
-def check_event_data(type_: str, data: JsonValue, where: str = "data") -> Message | None:
+def logged_message(type_: str, data: JsonValue, *, seq: int | None = None, where: str = "data") -> Message:
+    """The message a surface event (`user/message`, `assistant/message`, `tool/result`) logs,
+    in either form (enveloped or the web app's flat one), empty anchors included.
+
+    Raises `SessionError` (code `INVALID_EVENT`) naming the field, also for another type.
+    """
+    decode = _MESSAGES.get(type_)
+    if decode is None:
+        raise _fail(where, f"{type_!r} is not a surface event type; it logs no message")
+    return decode(data, where, seq)
+
+
+def check_event_data(type_: str, data: JsonValue, where: str = "data", *, seq: int | None = None) -> Message | None:
     """Validate `data` for a core `type_`; return the projected message of a surface event.
 
     Raises `SessionError` (code `INVALID_EVENT`) naming the field.
     """
-    check = _CHECKS.get(type_, _any_object)
-    result = check(data, where)
-    return result if type_ in SURFACE_EVENT_TYPES else None
+    if type_ in _MESSAGES:
+        message = logged_message(type_, data, seq=seq, where=where)
+        # DSH's empty completion anchor is logged but derives to no message (trap 3).
+        if type_ == "assistant/message" and not message.content:
+            return None
+        return message if type_ in SURFACE_EVENT_TYPES else None
+    _CHECKS.get(type_, _any_object)(data, where)
+    return None

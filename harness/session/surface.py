@@ -37,8 +37,12 @@ def _fail(problem: str) -> SessionError:
 
 
 def _strip_inner_content(data: Mapping[str, Any]) -> Any:
-    """A tool/result's data without `message.content[0].content` (what a replace may change)."""
+    """A tool/result's data without `message.content[0].content` (what a replace may change),
+    or without `content` in the web app's flat form (`{turn, step, callId, content, isError}`)."""
     out = dict(data)
+    if "message" not in out and "content" in out:
+        del out["content"]
+        return out
     message = dict(out.get("message") or {})
     content = list(message.get("content") or [])
     if content and isinstance(content[0], Mapping):

@@ -8,6 +8,7 @@ must catch it in `MUST_FAIL`; the test runs the whole catalogue and expects exac
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import json
@@ -180,3 +181,46 @@ BROKEN = (
     ReencodingArgsAdapter, DropsPassbackAdapter, EmptiesToolResultsAdapter, ConcatIdsAdapter,
     EofSuccessAdapter, LosesUsageAdapter,
 )
+
+
+# --- adapters that would keep a run alive (not in BROKEN: they are judged by the runner's budget)
+
+HOLDS: list[asyncio.Event] = []
+"""One event per test loop; `release_holds()` frees whatever the adapters below hold, so a test
+can end its loop cleanly after checking that the run did not wait for them."""
+
+
+def release_holds() -> None:
+    for event in HOLDS:
+        event.set()
+    HOLDS.clear()
+
+
+async def _hold_ignoring_cancellation() -> None:
+    """The bug: wait, and treat every CancelledError as something to wait through."""
+    event = asyncio.Event()
+    HOLDS.append(event)
+    while not event.is_set():
+        try:
+            await event.wait()
+        except asyncio.CancelledError:
+            continue
+
+
+class SwallowsCancelAdapter(DeepSeekAdapter):
+    """Catches the consumer's CancelledError mid-stream and keeps "draining" instead of ending."""
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().stream(options):
+                yield chunk
+        except asyncio.CancelledError:
+            await _hold_ignoring_cancellation()
+
+
+class HangingCloseAdapter(DeepSeekAdapter):
+    """`aclose()` waits for a pool that never drains, deaf to cancellation."""
+
+    async def aclose(self) -> None:
+        await _hold_ignoring_cancellation()
+        await super().aclose()

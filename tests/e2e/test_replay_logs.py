@@ -16,15 +16,25 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from harness.llm import BlockEnd, Finish, GenerateOptions, TextBlock, TextDelta, UserMessage
+from harness.llm import (
+    BlockEnd,
+    Finish,
+    GenerateOptions,
+    OpaqueSource,
+    PluginSource,
+    TextBlock,
+    TextDelta,
+    UserMessage,
+)
 from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import ReplayAdapter, replay_session
+from harness.replay import ReplayAdapter, replay_session, turn_inputs
 from harness.run import run_command
 from harness.session import (
     ReplayError,
     SessionScript,
     event_to_json,
     fill_from_request,
+    load_log_session,
     load_session_scripts,
     parse_override,
     save_session,
@@ -73,6 +83,24 @@ async def test_own_log_replays_to_same_messages_and_tool_events(
         item.get("message", {}).pop("id", None)  # fresh message ids in every session
     assert again == original
     assert again == snapshot.use_extension(JSONSnapshotExtension)(name="replayed-events")
+
+
+@pytest.mark.parametrize("wire", [False, True], ids=["chunks", "wire"])
+async def test_turns_opened_by_goal_and_plugin_messages_replay(loop_rig: RigFactory, tmp_path: Path, wire: bool) -> None:
+    """A turn is opened by whatever the inbox delivered: a goal round or a plugin's notice
+    replays as its own turn, while a message a plugin added inside a step is not re-sent."""
+    rig = await loop_rig(reply("Started."), reply("Goal round done."), reply("Noted."))
+    assert (await rig.run("Start the goal.")).kind == "completed"
+    goal = UserMessage(content=(TextBlock(text="Continue the goal: round 2."),), source=OpaqueSource(kind="goal", data={"kind": "goal"}))
+    assert (await rig.run(goal)).kind == "completed"
+    notice = UserMessage(content=(TextBlock(text="Background job finished."),), source=PluginSource(plugin="tool-jobs"))
+    assert (await rig.run(notice)).kind == "completed"
+    path = save_session(rig.session, tmp_path / "goal.jsonl")
+    inputs = turn_inputs(load_log_session(path))
+    assert [[m.content for m in turn] for turn in inputs] == [[m.content] for m in (UserMessage.text("Start the goal."), goal, notice)]
+    report, _ = await replay_session(path, wire=wire, workspace=rig.workspace)
+    assert report.turn_ends == ["completed"] * 3
+    assert report.messages_equal and len(report.logged_messages) == 3
 
 
 def _corpus_logs(dsh_sessions: Path) -> list[Path]:

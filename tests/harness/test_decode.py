@@ -158,3 +158,77 @@ def test_exit_0_with_truncated_stream(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_bad_json_array_with_forced_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli(["decode", write(tmp_path, "x.json", b"[1, 2"), "--format", "json"], capsys)
     assert code == 2 and "not a JSON array" in err
+
+
+# --- recorded documents: cassettes and session logs --------------------------------------------
+
+RECORDINGS = REPO / "recordings"
+
+
+def _session_log(answer: str = "Hello!") -> bytes:
+    from harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
+    from harness.session import Session, SessionHeader, dump_session
+
+    s = Session(SessionHeader.new(id="decode-me", created_at=1), clock=lambda: 5)
+    s.append("turn/start", {"turn": 1})
+    s.append("step/start", {"turn": 1, "step": 1})
+    s.append_user_message(UserMessage.text("hi"))
+    seqs = [s.append_chunk(1, 1, TextDelta(index=0, text=t)).seq for t in ["He", "ll", "o!"]]
+    message = AssistantMessage(content=(TextBlock(text=answer),), source=ModelSource(provider="deepseek", model="m"))
+    s.append_assistant_message(1, 1, message, source_event_seqs=seqs)
+    s.append("step/end", {"turn": 1, "step": 1})
+    s.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    return dump_session(s).encode()
+
+
+def test_cassette_is_detected_and_decoded_exchange_by_exchange(capsys: pytest.CaptureFixture[str]) -> None:
+    path = RECORDINGS / "rate-limit-then-success.cassette.jsonl"
+    assert detect_format(path.read_bytes()) == "cassette"
+    code, out, _ = cli(["decode", str(path)], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["format"] == "cassette"
+    assert [x["status"] for x in doc["exchanges"]] == [429, 200]
+    first, second = (x["decoded"] for x in doc["exchanges"])
+    assert first["finish"]["failure"]["code"] == "RATE_LIMIT"
+    assert second["finish"] == {"kind": "stop"} and second["message"]["content"][-1]["type"] == "text"
+    code, out, _ = cli(["decode", str(path), "--pretty"], capsys)
+    assert "exchange 1: POST /chat/completions → 429" in out and "finish: error — RATE_LIMIT" in out
+
+
+def test_session_log_is_detected_and_each_call_checked_against_its_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _session_log()
+    assert detect_format(good) == "session"
+    code, out, _ = cli(["decode", write(tmp_path, "s.jsonl", good)], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["format"] == "session" and doc["header"]["id"] == "decode-me"
+    [call] = doc["calls"]
+    assert (call["turn"], call["step"], call["matchesLogged"]) == (1, 1, True)
+    assert call["message"]["content"] == [{"type": "text", "text": "Hello!"}]
+    # a log whose message disagrees with its own chunks says so
+    code, out, _ = cli(["decode", write(tmp_path, "bad.jsonl", _session_log("Bye!")), "--pretty"], capsys)
+    assert code == 0 and "turn 1 step 1 call 1: DIFFERS from the logged message" in out
+
+
+def test_upstream_session_log_with_defects_decodes(capsys: pytest.CaptureFixture[str]) -> None:
+    from ..conftest import DSH_UPSTREAM
+
+    path = DSH_UPSTREAM / "apps/web/tests/snapshots/cordis-tool-round/session.jsonl"
+    if not path.is_file():
+        pytest.skip(f"corpus file {path} is absent (set DSHKIT_SHARED to the shared/ folder)")
+    code, out, _ = cli(["decode", str(path)], capsys)
+    doc = json.loads(out)
+    assert code == 0 and len(doc["calls"]) == 7
+    assert len(doc["defects"]) == 7 and all("sourceEventSeqs" in d for d in doc["defects"])
+    # its messages are kept as defects, so no call has a logged message to compare with
+    assert {c["matchesLogged"] for c in doc["calls"]} == {None}
+
+
+def test_broken_documents_exit_2_with_a_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cassette = b'{"type":"cassette","version":1}\n{"type":"exchange","status":"x"}\n'
+    code, _, err = cli(["decode", write(tmp_path, "c.cassette.jsonl", cassette)], capsys)
+    assert code == 2 and "not a readable cassette" in err
+    session = b'{"type":"session","version":7,"id":"x","createdAt":0}\n'
+    code, _, err = cli(["decode", write(tmp_path, "s.jsonl", session)], capsys)
+    assert code == 2 and "not a readable session log" in err and "version 7" in err

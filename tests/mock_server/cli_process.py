@@ -22,6 +22,8 @@ class ServeProcess:
             stderr=subprocess.PIPE,
         )
         self._buffer = b""
+        self.stderr = ""
+        """Everything the process wrote to stderr, once :meth:`stop` returned."""
         self.ready = self.next_line(timeout=20)
 
     @property
@@ -52,7 +54,8 @@ class ServeProcess:
         code and the rest of stdout."""
         if sig is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=timeout)
+        out, err = self.proc.communicate(timeout=timeout)
+        self.stderr = err.decode(errors="replace")
         return self.proc.returncode, (self._buffer + out).decode()
 
     def kill(self) -> None:

@@ -638,3 +638,27 @@ def test_any_body_is_accepted_or_rejected_cleanly(field: str, value: Any, block:
         validate_messages(json.dumps(payload).encode(), path="/anthropic/v1/messages", headers={})
     except Rejection as r:
         assert r.status == 400 and r.message
+
+
+@pytest.mark.parametrize(("raw", "needle"), [
+    (b'{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"' + b"[" * 2000 + b'"}]}',
+     None),
+    (b'{"model":"claude-sonnet-4-5","max_tokens":8,"messages":' + b"[" * 5000 + b"]" * 5000 + b"}",
+     b"recursion limit"),
+    (b'{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"\\ud800"}]}',
+     b"lone surrogate"),
+    (b'{"model":"claude-sonnet-4-5","max_tokens":NaN,"messages":[{"role":"user","content":"x"}]}',
+     b"NaN"),
+    (b'{"model":"claude-sonnet-4-5","max_tokens":' + b"9" * 5000 + b',"messages":[]}',
+     b"number out of range"),
+])
+async def test_the_hardened_parser_guards_this_surface_too(
+    mock_deepseek: MockServer, http: httpx.AsyncClient, raw: bytes, needle: bytes | None
+) -> None:
+    """Bodies Python's json mishandles get a 4xx envelope here as on the chat route, never a 500."""
+    resp = await http.post(f"{mock_deepseek.base_url}/anthropic/v1/messages", content=raw,
+                           headers={"x-api-key": KEY, "content-type": "application/json"})
+    assert resp.status_code in (200, 400), resp.text
+    if needle is not None:
+        assert resp.status_code == 400 and needle in resp.content
+        assert mock_deepseek.journal.last.status == 400

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
-from mock_server import Journal, UnconsumedStepsError, Write
-from mock_server.journal import REDACTED, redact_body, redact_headers
+from mock_server import Journal, JournalEntry, MockServer, UnconsumedStepsError, Write
+from mock_server.journal import REDACTED, json_line, redact_body, redact_headers
 
 
 def test_redaction() -> None:
@@ -42,3 +44,64 @@ def test_assert_consumed_lists_unused_steps() -> None:
     Journal(pending=list).assert_consumed()
     with pytest.raises(UnconsumedStepsError, match=r"2 scripted step\(s\).*\n  a\n  b"):
         Journal(pending=lambda: ["a", "b"]).assert_consumed()
+
+
+def _finished(j: Journal, n: int) -> list[JournalEntry]:
+    out = []
+    for i in range(n):
+        e = j.open_entry(t=float(i), method="POST", path="/chat/completions", headers={"Accept": "*/*"})
+        e.body = {"n": i}
+        e.writes += [Write(i + 0.1, b"ab"), Write(i + 0.2, b"cde")]
+        j.close_entry(e)
+        out.append(e)
+    return out
+
+
+def test_keep_bounds_the_bytes_held() -> None:
+    """Only the last `keep` finished exchanges hold bytes, headers and body; counts stay."""
+    j = Journal(keep=2)
+    old, *_, last = entries = _finished(j, 5)
+    assert [e.trimmed for e in entries] == [True, True, True, False, False]
+    assert (old.writes, old.body, old.headers) == ([], None, {})
+    assert (old.write_count, old.bytes_sent, old.first_write_t, old.last_write_t) == (2, 5, 0.1, 0.2)
+    with pytest.raises(LookupError, match=r"trimmed.*journal_keep=None"):
+        old.data  # noqa: B018
+    assert last.data == b"abcde" and last.body == {"n": 4} and last.write_count == 2
+    assert len(j) == 5 and [e.seq for e in j] == [1, 2, 3, 4, 5]
+
+
+def test_keep_none_keeps_everything_and_the_file_gets_all(tmp_path: Path) -> None:
+    assert not any(e.trimmed for e in _finished(Journal(keep=None), 300))
+    j = Journal(tmp_path / "j.jsonl", keep=0)
+    entries = _finished(j, 3)
+    j.close()
+    assert all(e.trimmed for e in entries)
+    lines = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert [line["body"] for line in lines] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert all(len(line["writes"]) == 2 for line in lines)
+    with pytest.raises(ValueError, match="keep must be >= 0"):
+        Journal(keep=-1)
+
+
+async def test_server_journal_keep_over_http() -> None:
+    """`MockServer(journal_keep=1)`: older streams keep their counts, the last its bytes."""
+    events: list[dict[str, Any]] = []
+    async with MockServer(journal_keep=1, on_event=events.append) as server, httpx.AsyncClient(timeout=5) as c:
+        for i in range(3):
+            r = await c.post(server.url, json={"model": "deepseek-chat", "stream": True,
+                                               "messages": [{"role": "user", "content": f"m{i}"}]})
+            assert r.status_code == 200
+    entries = server.journal.entries
+    results = [e for e in events if e["type"] == "result"]
+    assert [e.trimmed for e in entries] == [True, True, False]
+    assert [e.write_count for e in entries] == [r["writes"] for r in results]
+    assert [e.bytes_sent for e in entries] == [r["bytes"] for r in results]
+    assert b"data: [DONE]" in entries[-1].data and entries[-1].body["messages"][0]["content"] == "m2"
+
+
+def test_json_line_is_always_valid_json() -> None:
+    line = json_line({"a": float("nan"), "b": [float("inf"), -float("inf")], "s": "x\ud800", "é": "é"})
+    assert json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c}")) == {
+        "a": "NaN", "b": ["Infinity", "-Infinity"], "s": "x\ud800", "é": "é"}
+    line.encode("utf-8")  # no lone surrogate left in the text
+    assert json_line({"é": 1}) == '{"é": 1}'  # plain text stays readable

@@ -169,7 +169,7 @@ async def test_scrubbing_default_and_custom_pattern(dshkit_mock_server: MockServ
     assert "TCK-4711" not in text and text.count("{{scrubbed:ticket}}") >= 2
 
 
-async def test_interrupted_replace_keeps_previous_cassette(
+async def test_failed_append_keeps_previous_exchanges_and_cuts_the_client(
     dshkit_mock_server: MockServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upstream = await dshkit_mock_server(Script.replies("one", "two"), seed=2)
@@ -178,13 +178,14 @@ async def test_interrupted_replace_keeps_previous_cassette(
         before = (tmp_path / "a.cassette.jsonl").read_bytes()
 
         def broken(*_: Any) -> None:
-            raise OSError("disk gone mid-replace")
+            raise OSError("disk gone mid-write")
 
-        monkeypatch.setattr(os, "replace", broken)
+        monkeypatch.setattr(os, "fsync", broken)
+        # The exchange could not be saved: the client must not see a body that ends cleanly.
         with pytest.raises(httpx.HTTPError):
             await _post(c, rec.base_url)
         monkeypatch.undo()
-    assert (tmp_path / "a.cassette.jsonl").read_bytes() == before
+    assert (tmp_path / "a.cassette.jsonl").read_bytes() == before  # the half-saved line is cut off
     assert len(load_cassette(tmp_path / "a").exchanges) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.cassette.jsonl"]  # no temp file left
 

@@ -194,9 +194,31 @@ def test_foreign_version_is_unsupported_not_corrupt() -> None:
     assert info.value.code == "SESSION_FORMAT_UNSUPPORTED"
 
 
-def test_header_requires_delegation_depth_and_rejects_retired_fields() -> None:
+@pytest.mark.parametrize(
+    ("line", "depth", "cwd"),
+    [
+        ('{"type":"session","id":"x","createdAt":0,"cwd":"/rec/a","delegationDepth":0}', 0, "/rec/a"),
+        ('{"type":"session","version":0,"id":"x","createdAt":0,"cwd":"{{cwd}}"}', 0, "{{cwd}}"),
+        ('{"type":"session","version":0,"id":"c","createdAt":5,"cwd":"{{cwd}}/workspace","parentSession":"p"}', 1, "{{cwd}}/workspace"),
+    ],
+    ids=["no-version", "no-depth", "child-no-depth-templated-cwd"],
+)
+def test_header_shapes_upstream_writes_load_and_rewrite_unchanged(line: str, depth: int, cwd: str) -> None:
+    """DSH's own fixtures omit `version` or `delegationDepth` and template the cwd; they load,
+    and writing the header back gives the same line (no key is invented)."""
+    loaded = parse_session_log(line + "\n")
+    assert loaded.header.delegation_depth == depth and loaded.header.cwd == cwd
+    assert dump_session(loaded.session) == line + "\n"
+    assert json.loads(dump_session(Session(SessionHeader.new(id="n"))))["delegationDepth"] == 0  # ours always write it
+
+
+def test_header_rejects_bad_depth_bad_cwd_and_retired_fields() -> None:
     with pytest.raises(SessionError, match="delegationDepth"):
-        parse_session_log('{"type":"session","version":0,"id":"x","createdAt":0}\n')
+        parse_session_log('{"type":"session","version":0,"id":"x","createdAt":0,"delegationDepth":-1}\n')
+    with pytest.raises(SessionError, match="absolute path"):
+        parse_session_log('{"type":"session","version":0,"id":"x","createdAt":0,"delegationDepth":0,"cwd":"rel/{{cwd}}"}\n')
+    with pytest.raises(SessionError, match="version None"):
+        parse_session_log('{"type":"session","version":null,"id":"x","createdAt":0,"delegationDepth":0}\n')
     with pytest.raises(SessionError, match="retired"):
         parse_session_log('{"type":"session","version":0,"id":"x","createdAt":0,"delegationDepth":0,"sandboxMode":"x"}\n')
 

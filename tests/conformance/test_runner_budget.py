@@ -1,0 +1,70 @@
+"""Adapters that would keep a conformance run alive: the budget covers closing the adapter, a
+stream that swallows cancellation is left behind after a grace, and the run always ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from conformance import load_catalogue, run_catalogue
+from conformance.cli import select
+
+from .broken import HangingCloseAdapter, SwallowsCancelAdapter, release_holds
+
+T = TypeVar("T")
+ROOT = Path(__file__).parents[2]
+#: The run must end long before this; it only stops a regression from hanging the suite.
+SAFETY_S = 60
+
+
+async def _within(coro: Coroutine[Any, Any, T], seconds: float) -> T:
+    """The coroutine's result; fails (instead of hanging, as wait_for would on a task that ignores
+    its cancellation) when it has not finished after `seconds`."""
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    assert done, f"the run did not end within {seconds} s"
+    return task.result()
+
+
+@pytest.fixture(autouse=True)
+async def _release() -> AsyncIterator[None]:
+    # Async, so its teardown runs inside the test's loop, before the loop waits for its tasks.
+    yield
+    release_holds()  # free the tasks the broken adapters hold, so the test loop closes cleanly
+
+
+async def test_hanging_aclose_fails_within_the_budget_and_the_run_ends() -> None:
+    scenarios = select(load_catalogue(), ["finish-repeated", "end-eof-before-finish"])
+    results = await _within(run_catalogue(scenarios, HangingCloseAdapter), SAFETY_S)
+    assert [r.status for r in results] == ["fail", "fail"]
+    for r in results:
+        assert r.reason == "failed: close", r.reason
+        assert "adapter.aclose() did not return within" in r.diff
+
+
+async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check() -> None:
+    (scenario,) = select(load_catalogue(), ["net-cancel-propagates"])
+    (result,) = await _within(run_catalogue([scenario], SwallowsCancelAdapter), SAFETY_S)
+    assert result.status == "fail"
+    assert "step0.cancel" in result.reason and "timeout" not in result.reason, result.reason
+    assert "CancelledError swallowed" in result.diff
+
+
+def test_the_cli_exits_despite_tasks_that_ignore_cancellation(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    code = (
+        "import sys; from harness.cli import main; "
+        "sys.exit(main(['conformance', '--adapter', 'tests.conformance.broken:SwallowsCancelAdapter', "
+        f"'--only', 'net-cancel-propagates', '--json', {str(report)!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=SAFETY_S)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(report.read_text())["summary"]["fail"] == 1
+    assert "Traceback" not in done.stderr, done.stderr

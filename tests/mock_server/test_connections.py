@@ -1,0 +1,115 @@
+"""Connection-level defences: the listen backlog and the header/idle/body timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import selectors
+import socket
+import time
+
+from mock_server import MockServer, Script
+
+CLIENTS = 400
+BODY = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}).encode()
+
+
+def connect_all(port: int, n: int, timeout: float = 3.0) -> tuple[int, list[socket.socket]]:
+    """Open `n` non-blocking connections while the server accepts none (its loop is busy in
+    this very call), and return how many the kernel completed and the sockets.
+
+    A connection completes only if the listen queue has room for it: past the backlog the
+    kernel drops the SYN and the socket stays unconnected until the deadline.
+    """
+    socks: list[socket.socket] = []
+    with selectors.DefaultSelector() as sel:
+        for _ in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            socks.append(s)
+            sel.register(s, selectors.EVENT_WRITE)
+        connected = 0
+        deadline = time.monotonic() + timeout
+        while connected < n and (left := deadline - time.monotonic()) > 0:
+            for key, _ in sel.select(left):
+                sel.unregister(key.fileobj)
+                if key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:  # type: ignore[union-attr]
+                    connected += 1
+    return connected, socks
+
+
+async def test_400_clients_connecting_at_once_are_all_queued() -> None:
+    async with MockServer() as server:
+        connected, socks = connect_all(server.port, CLIENTS)
+        for s in socks:
+            s.close()
+        assert connected == CLIENTS, f"only {connected} of {CLIENTS} connections were queued"
+
+        # And served: 400 concurrent requests, each answered.
+        async def one() -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"GET /models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = await reader.read()
+            writer.close()
+            return data
+
+        async with asyncio.timeout(60):
+            answers = await asyncio.gather(*(one() for _ in range(CLIENTS)))
+    assert all(a.startswith(b"HTTP/1.1 200") for a in answers)
+
+
+async def read_until_closed(reader: asyncio.StreamReader, limit: float = 10) -> bytes:
+    """Everything the server sends until it closes; fails (not hangs) after `limit` seconds."""
+    async with asyncio.timeout(limit):
+        return await reader.read()
+
+
+async def test_slowloris_partial_header_is_closed_after_the_timeout() -> None:
+    async with MockServer(idle_timeout=0.3) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: app")
+        assert await read_until_closed(reader) == b""
+        writer.close()
+        # A connection that never sends a byte is closed the same way.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        assert await read_until_closed(reader) == b""
+        writer.close()
+        assert len(server.journal) == 0  # no request was ever complete
+
+
+async def test_idle_keep_alive_connection_is_closed_after_its_response() -> None:
+    async with MockServer(idle_timeout=0.3) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b"
+                     % (len(BODY), BODY))
+        data = await read_until_closed(reader)
+        writer.close()
+    assert data.startswith(b"HTTP/1.1 200") and b'"You said: \\"hi\\""' in data
+
+
+async def test_slow_body_gets_408() -> None:
+    async with MockServer(idle_timeout=0.3) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b"
+                     % (len(BODY), BODY[:10]))
+        data = await read_until_closed(reader)
+        writer.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408") and b"did not arrive within 0.3 s" in rest
+    assert server.journal.last.outcome == "rejected"
+
+
+async def test_a_slow_response_is_not_cut_by_the_idle_timeout() -> None:
+    """The timeout guards request heads and bodies, never the server's own (scripted) delays."""
+    script = Script.of({"reply": {"content": "late"}, "timing": {"headers_delay_ms": 900}})
+    async with MockServer(script, idle_timeout=0.3) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     b"Content-Length: %d\r\n\r\n%b" % (len(BODY), BODY))
+        data = await read_until_closed(reader)
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    assert data.startswith(b"HTTP/1.1 200") and b"late" in data
