@@ -15,8 +15,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,7 +49,7 @@ from harness.session import (
 )
 
 if TYPE_CHECKING:
-    from harness.tools import ToolRuntime
+    from harness.tools import Approver, ToolRuntime
 
 __all__ = [
     "ReplayAdapter",
@@ -86,12 +87,15 @@ class ReplayAdapter:
     Each live `session_id` (None counts as one anonymous session) claims the next unclaimed
     script on its first call and then walks its own cursor. Running past a script, or more
     sessions than scripts, ends the stream with an error finish naming what to re-record.
-    `ready_dir` resolves relative `readyFile`s of `hang` entries.
+    `ready_dir` resolves relative `readyFile`s of `hang` entries; `on_call` is told when each
+    call begins (before its first chunk), which is where a replay cancels a call the recorded
+    user cancelled before any chunk.
     """
 
     scripts: Sequence[SessionScript]
     provider: str = "replay"
     ready_dir: Path | None = None
+    on_call: Callable[[], None] | None = None
     _unclaimed: list[SessionScript] = field(init=False)
     _bound: dict[str | None, _Cursor] = field(init=False, default_factory=dict)
 
@@ -119,6 +123,8 @@ class ReplayAdapter:
             return
         entry = entries[cursor.next]
         cursor.next += 1
+        if self.on_call is not None:
+            self.on_call()
         try:
             chunks = entry.stream_chunks(
                 lambda: request_strings([message_to_json(m) for m in options.messages])
@@ -280,12 +286,18 @@ async def replay_session(
     workspace: Path | None = None,
     tools: Literal["logged", "builtin"] = "logged",
     out: Session | None = None,
+    approver: Approver | None = None,
+    tool_timeout: float | None = None,
 ) -> tuple[ReplayReport, Session]:
     """Re-run a log's turns (each opened by its logged inbox input, see `turn_inputs`) through
     the agent loop against its recorded calls.
 
     The calls are fed straight into the loop (`ReplayAdapter`) or, with `wire`, served as SSE by
-    the mock server and parsed by the real `DeepSeekAdapter`.
+    the mock server and parsed by the real `DeepSeekAdapter`. With `tools="builtin"` the logged
+    calls run for real in `workspace`, under the same approval policy as `dshkit run`: a log is
+    untrusted input, so `bash` asks `approver` (default `terminal_approver()`: ask on a TTY,
+    deny without one); pass `auto_approver` to allow everything, as `--yes` does.
+    `tool_timeout` bounds each file-tool call (default `TOOL_TIMEOUT`).
     """
     from harness.loop import Agent, AgentOptions
 
@@ -294,30 +306,51 @@ async def replay_session(
     ws = (workspace or Path.cwd()).resolve()
     runtime: ToolRuntime
     if tools == "builtin":
-        from harness.tools import ToolRuntime, auto_approver, builtin_tools
+        from harness.tools import (
+            TOOL_TIMEOUT,
+            LocalShell,
+            ToolRuntime,
+            builtin_tools,
+            terminal_approver,
+        )
 
-        runtime = ToolRuntime(builtin_tools(ws), approver=auto_approver)
+        key_env = "DEEPSEEK_API_KEY"  # as in `dshkit run`: hidden from bash, scrubbed from results
+        runtime = ToolRuntime(
+            builtin_tools(
+                ws, tool_timeout=tool_timeout or TOOL_TIMEOUT, shell=LocalShell(ws, hide_env=(key_env,))
+            ),
+            approver=approver if approver is not None else terminal_approver(),
+            secrets=[os.environ.get(key_env) or ""],
+        )
     else:
         runtime = logged_tool_runtime([logged])
     session = out or Session(SessionHeader.new(cwd=str(ws)))
     model = "deepseek-v4-flash"
+    watcher = _CancelAtHang(scripts[0].entries if scripts else ())
     async with contextlib.AsyncExitStack() as stack:
         if wire:
             from harness.providers.deepseek import DeepSeekAdapter
             from mock_server import MockServer
             from mock_server.replay import session_scripts_to_mock
 
-            server = await stack.enter_async_context(MockServer(*session_scripts_to_mock(scripts, ready_dir=ws)))
+            def on_server_event(event: dict[str, Any]) -> None:
+                if event.get("type") == "request":
+                    watcher.call_started()
+
+            server = await stack.enter_async_context(
+                MockServer(*session_scripts_to_mock(scripts, ready_dir=ws), on_event=on_server_event)
+            )
             adapter: Any = DeepSeekAdapter(server.base_url, "sk-dshkit-replay", idle_timeout_s=30)
             stack.push_async_callback(adapter.aclose)
         else:
-            adapter = ReplayAdapter(scripts, ready_dir=ws)
+            adapter = ReplayAdapter(scripts, ready_dir=ws, on_call=watcher.call_started)
 
         async def no_wait(_: float) -> None:
             return None
 
         agent = Agent(session, adapter, AgentOptions(model=model), tools=runtime, sleep=no_wait)
-        agent.subscribe(_CancelAtHang(agent, scripts[0].entries if scripts else ()))
+        watcher.agent = agent
+        agent.subscribe(watcher)
         ends: list[str] = []
         for inputs in turn_inputs(logged):
             for message in inputs:  # in logged order: the first step claims them all
@@ -349,30 +382,43 @@ def _hang_point(entry: ReplayEntry) -> int | None:
 
 class _CancelAtHang:
     """Cancels the turn where the recording's user did: once a hanging call's prefix arrived
-    (upstream's snapshot driver waits for the hang's readyFile, then cancels)."""
+    (upstream's snapshot driver waits for the hang's readyFile, then cancels). A call the user
+    cancelled before its first delta is cancelled as soon as it is requested (`call_started`):
+    no chunk would ever arrive to count, and the replay would wait for good."""
 
-    def __init__(self, agent: Any, entries: Sequence[ReplayEntry]) -> None:
-        self.agent = agent
+    def __init__(self, entries: Sequence[ReplayEntry]) -> None:
+        self.agent: Any = None  # set once the agent exists (the adapter is built first)
         self.entries = entries
         self.call = 0
         self.deltas = 0
+        self.fired = False
+
+    def _need(self) -> int | None:
+        return _hang_point(self.entries[self.call]) if self.call < len(self.entries) else None
+
+    def _fire(self) -> None:
+        if not self.fired and self.agent is not None:
+            self.fired = True
+            self.agent.cancel(keep_inbox=True)
+
+    def call_started(self) -> None:
+        """A model call was requested (by the loop, or at the mock server in wire mode)."""
+        if self._need() == 0:
+            self._fire()
 
     def __call__(self, event: Any) -> None:
         if event.type != "session/event" or event.data.type != "assistant/chunk":
             return
         kind = event.data.data["chunk"]["type"]
         if kind == "finish":
-            self.call, self.deltas = self.call + 1, 0
+            self.call, self.deltas, self.fired = self.call + 1, 0, False
             return
-        if self.call >= len(self.entries):
-            return
-        need = _hang_point(self.entries[self.call])
+        need = self._need()
         if need is None:
             return
         self.deltas += kind in _DELTAS
         if self.deltas >= need:
-            self.call, self.deltas = self.call + 1, 0
-            self.agent.cancel(keep_inbox=True)
+            self._fire()
 
 
 def _replay_command(args: argparse.Namespace) -> int:
@@ -380,15 +426,25 @@ def _replay_command(args: argparse.Namespace) -> int:
     if workspace is not None and not workspace.is_dir():
         print(f"dshkit replay: --workspace {args.workspace} is not a directory", file=sys.stderr)
         return 2
+    from harness.tools import terminal_approver
+
     try:
         report, session = asyncio.run(
-            replay_session(args.session, wire=args.wire, workspace=workspace, tools=args.tools)
+            replay_session(
+                args.session, wire=args.wire, workspace=workspace, tools=args.tools,
+                approver=terminal_approver(yes=args.yes), tool_timeout=args.tool_timeout,
+            )
         )
     except (HarnessError, OSError) as exc:
         print(f"dshkit replay: {exc}", file=sys.stderr)
         return 2
     if not report.logged_messages:
-        print(f"dshkit replay: {args.session} records no assistant message to replay", file=sys.stderr)
+        ends = ", ".join(report.turn_ends) or "no turn"
+        print(
+            f"dshkit replay: {args.session} records no assistant message to replay (turn ends: {ends}; "
+            "a run cancelled before the model's first chunk logs none); replay a log with an answer",
+            file=sys.stderr,
+        )
         return 2
     if args.out:
         from harness.session import save_session
@@ -444,6 +500,8 @@ examples:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `dshkit replay`."""
+    from harness.cli import positive_float
+
     p = sub.add_parser(
         "replay",
         help="re-run a session log's prompts against its recorded model calls",
@@ -460,6 +518,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--workspace", help="workspace for builtin tools and hang ready files (default: .)")
     p.add_argument("--tools", choices=("logged", "builtin"), default="logged",
                    help="answer tool calls from the log (default) or run the builtin tools in --workspace")
+    p.add_argument("--yes", action="store_true",
+                   help="with --tools builtin: approve tool calls that ask (bash); without it a TTY "
+                   "asks and no TTY denies, as in dshkit run")
+    p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
+                   help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
+                   "abandoned with a TIMEOUT error (default: 30)")
     p.add_argument("--out", help="write the replayed session JSONL here")
     p.set_defaults(func=_replay_command)
 

@@ -20,16 +20,19 @@ from typing import Any, TextIO
 
 import httpx
 
-from harness.llm import Adapter, UsageError
+from harness.cli import http_url, positive_float, positive_int
+from harness.llm import Adapter, HarnessError
 from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from harness.providers.deepseek import DeepSeekAdapter
 from harness.session import DEFAULT_SESSIONS_DIR, Session, SessionEvent, SessionHeader, SessionStore
-from harness.tools import ToolRuntime, builtin_tools, terminal_approver
+from harness.tools import TOOL_TIMEOUT, LocalShell, ToolRuntime, builtin_tools, terminal_approver
 
 __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 
 BUNDLED_SCRIPT = Path(__file__).parent / "data" / "seed_walk.yaml"
 BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
+API_KEY_ENV = "DEEPSEEK_API_KEY"
+"""Read for the key, and hidden from `bash` commands (their output is scrubbed of it too)."""
 EXIT_CODES = {"completed": 0, "max-tokens": 0, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
 """`turn/end` reason kind → exit status."""
 
@@ -258,7 +261,7 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         print(f"dshkit run: unknown tool(s) {', '.join(unknown)}; choose from {', '.join(BUILTIN_TOOLS)}", file=sys.stderr)
         return 2
     async with contextlib.AsyncExitStack() as stack:
-        base_url, api_key = args.base_url, args.api_key or os.environ.get("DEEPSEEK_API_KEY")
+        base_url, api_key = args.base_url, args.api_key or os.environ.get(API_KEY_ENV)
         replay = getattr(args, "replay", None)
         if replay is not None and base_url is not None:
             print("dshkit run: --replay and --base-url exclude each other", file=sys.stderr)
@@ -292,8 +295,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             return 2
         try:
             session, store, path = _open_session(args, workspace)
-        except UsageError as exc:
-            print(f"dshkit run: {exc}", file=sys.stderr)
+        except (HarnessError, OSError) as exc:  # a usage slip, or a --session log that cannot load
+            print(f"dshkit run: --session: {exc}", file=sys.stderr)
             return 2
         stack.callback(store.close, session)
         view = LiveView(out, as_json=args.json)
@@ -306,7 +309,12 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         adapter = _adapter(args, base_url, api_key, client)
         stack.push_async_callback(adapter.aclose)
         tools = ToolRuntime(
-            builtin_tools(workspace, names=tuple(names)), approver=terminal_approver(yes=args.yes)
+            builtin_tools(
+                workspace, names=tuple(names), tool_timeout=getattr(args, "tool_timeout", TOOL_TIMEOUT),
+                shell=LocalShell(workspace, hide_env=(API_KEY_ENV,)),
+            ),
+            approver=terminal_approver(yes=args.yes),
+            secrets=[api_key, os.environ.get(API_KEY_ENV) or ""],
         )
         agent = Agent(session, adapter, AgentOptions(model=args.model, max_steps=args.max_steps), tools=tools)
         agent.subscribe(view)
@@ -358,7 +366,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", help="the user's message")
-    p.add_argument("--base-url", help="endpoint base URL (clients append /chat/completions, or /v1/messages "
+    p.add_argument("--base-url", type=http_url,
+                   help="endpoint http(s) base URL (clients append /chat/completions, or /v1/messages "
                    "with --protocol anthropic, e.g. https://api.deepseek.com/anthropic); default: embedded mock")
     p.add_argument("--protocol", choices=["chat", "anthropic"], default="chat",
                    help="the wire: Chat Completions (default) or DeepSeek's Anthropic Messages surface")
@@ -369,11 +378,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tools", help=f"comma-separated built-in tools to offer (default: {','.join(BUILTIN_TOOLS)})")
     p.add_argument("--yes", action="store_true", help="approve every tool call that asks (e.g. bash)")
     p.add_argument("--json", action="store_true", help="print one JSON live event per line instead of the human view")
-    p.add_argument("--max-steps", type=int, help="end the turn after N steps (exit 4)")
+    p.add_argument("--max-steps", type=positive_int, help="end the turn after N steps, N >= 1 (exit 4)")
     p.add_argument("--replay", metavar="recordings/NAME",
                    help="serve this cassette (recorded timing) through the embedded mock server "
                    "instead of the bundled script, e.g. recordings/readme-walk")
-    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without bytes before a call times out (default: 300)")
+    p.add_argument("--tool-timeout", type=positive_float, default=TOOL_TIMEOUT, metavar="S",
+                   help=f"seconds (> 0) before a read/write/list/grep call is stopped with a TIMEOUT "
+                   f"error (default: {TOOL_TIMEOUT:g}; bash has its own timeout argument)")
+    p.add_argument("--idle-timeout", type=positive_float, default=300.0,
+                   help="seconds (> 0) without bytes before a call times out (default: 300)")
     p.add_argument("--pace", type=int, metavar="MS",
                    help=f"ms between the embedded mock server's writes, so the stream is seen arriving "
                    f"(default: {DEFAULT_PACE_MS} on a terminal, 0 otherwise)")

@@ -46,6 +46,17 @@ def _weights(text: str) -> dict[str, float]:
     return out
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0 (any free port) to 65535, checked before the server tries to bind."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range; use 0-65535 (0: any free port)")
+    return value
+
+
 def _keep(text: str) -> int | None:
     if text == "all":
         return None
@@ -115,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--weights", type=_weights, default=None, metavar="name=w,...",
                    help="weights for `random` steps")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=_port, default=0, help="port (default 0: any free port)")
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
     p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
@@ -142,7 +153,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="with `connection_refused`: how long to refuse (default 750)")
     p.add_argument("--replay", action="append", default=[], metavar="recordings/NAME",
                    help="serve a cassette byte for byte (or a session JSONL as SSE); repeatable")
-    p.add_argument("--speed", type=float, default=1.0,
+    p.add_argument("--speed", type=float, default=None,
                    help="with --replay: scale recorded delays (2 = twice as fast, 0 = no waiting)")
     p.add_argument("--resplit", type=int, default=None, metavar="SEED",
                    help="with --replay: cut the recorded bytes at new seeded boundaries")
@@ -159,6 +170,11 @@ def _print(obj: dict[str, Any]) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run until SIGINT (130) or SIGTERM (143); 2 when the options or scripts are invalid."""
+    if not args.replay:
+        given = [name for name, value in (("--speed", args.speed), ("--resplit", args.resplit)) if value is not None]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            return _fail(f"{' and '.join(given)} {verb} only with --replay; add --replay recordings/NAME or drop it")
     sequence = [n.strip() for n in (args.sequence or "").split(",") if n.strip()]
     refuse = bool(sequence) and sequence[0] == "connection_refused"
     if "connection_refused" in sequence[1:]:
@@ -173,7 +189,8 @@ def run_serve(args: argparse.Namespace) -> int:
         return _fail("--listen-delay-ms is only allowed with `connection_refused`")
     if args.weights is not None and "random" not in sequence and not args.script:
         return _fail("--weights needs `random` in --sequence (or a script using it)")
-    if args.speed < 0:
+    speed = 1.0 if args.speed is None else args.speed
+    if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
         from mock_server.replay import replay_scripts
@@ -181,7 +198,7 @@ def run_serve(args: argparse.Namespace) -> int:
         replayed = [
             s
             for path in args.replay
-            for s in replay_scripts(path, speed=args.speed, resplit=args.resplit, match=args.match)
+            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match)
         ]
         server = MockServer(
             *args.script,

@@ -87,13 +87,24 @@ def _split_lines(raw: bytes) -> list[tuple[int, int, bytes]]:
 def _mentions_turn_end(line: bytes) -> bool:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, Mapping) and value.get("type") == "turn/end"
 
 
 def _corrupt(source: str, line: int, problem: str) -> SessionError:
     return SessionError(f"{source}:{line}: {problem}", "SESSION_CORRUPT")
+
+
+def _too_deep(source: str, line: int) -> SessionError:
+    """A line nested deeper than Python can parse or walk (json.loads and the codecs recurse).
+    Never a torn write (a cut line is a syntax error), so it is reported, not dropped."""
+    return _corrupt(
+        source, line,
+        "a JSON value is nested too deeply to read (hundreds of levels); no event nests "
+        "like that, so the line is damaged or was not written by a session log writer: delete "
+        "this line (or restore the file from a backup) and load it again",
+    )
 
 
 def parse_session_log(
@@ -126,9 +137,11 @@ def parse_session_log(
             continue
         try:
             value = json.loads(text)
+            header = SessionHeader.from_json(value, f" ({source}:{number})")
+        except RecursionError as exc:
+            raise _too_deep(source, number) from exc
         except ValueError as exc:
             raise _corrupt(source, number, f"the header is not JSON ({exc})") from exc
-        header = SessionHeader.from_json(value, f" ({source}:{number})")
         body_start, header_end = i + 1, end
         break
     if header is None:
@@ -162,6 +175,8 @@ def parse_session_log(
             _tail_or_raise(body[k + 1 :], source, number, exc.message)
             dropped = len(body) - k
             break
+        except RecursionError as exc:
+            raise _too_deep(source, number) from exc
         except ValueError as exc:  # JSON syntax, codec errors
             _tail_or_raise(body[k + 1 :], source, number, str(exc))
             dropped = len(body) - k

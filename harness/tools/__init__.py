@@ -4,6 +4,7 @@ The loop hands the tool-call blocks of an assistant message to `run_tool_calls`,
 through the runtime's stages and reports starts and results back in model order.
 """
 
+from .blocking import TOOL_TIMEOUT, AbortError, ToolTimeoutError, run_blocking
 from .builtin import (
     BASH_PARAMETERS,
     GREP_PARAMETERS,
@@ -53,6 +54,7 @@ from .results import (
     aborted_result,
     denied_result,
     error_result,
+    scrub_result,
 )
 from .runtime import PreparedCall, ToolCall, ToolRuntime, parse_arguments
 from .scheduler import DEFAULT_MAX_PARALLEL, StepToolResults, run_tool_calls
@@ -60,6 +62,7 @@ from .scheduler import DEFAULT_MAX_PARALLEL, StepToolResults, run_tool_calls
 __all__ = [
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
+    "AbortError",
     "Accept",
     "Allow",
     "ApprovalOutcome",
@@ -89,11 +92,13 @@ __all__ = [
     "Shell",
     "ShellResult",
     "StepToolResults",
+    "TOOL_TIMEOUT",
     "ToolCall",
     "ToolDefinition",
     "ToolErrorInfo",
     "ToolResult",
     "ToolRuntime",
+    "ToolTimeoutError",
     "WRITE_PARAMETERS",
     "WorkspaceError",
     "aborted_before_dispatch_result",
@@ -107,7 +112,9 @@ __all__ = [
     "no_tty_approver",
     "number_lines",
     "parse_arguments",
+    "run_blocking",
     "run_tool_calls",
+    "scrub_result",
     "terminal_approver",
     "to_content",
 ]

@@ -4,17 +4,28 @@ These are the tools of the seed's example: the model calls `read {"file_path": "
 gets back line-numbered text (`1:# DeepSeek Harness`). Each tool is a `define_tool` over a provider
 (`FileSystem`, `Shell`), so swapping the providers moves the tools to a sandbox unchanged. `bash`
 asks for approval under the default policy.
+
+No call may freeze the event loop (and with it streaming and Ctrl-C): the file tools run in a
+thread with a deadline (`blocking.run_blocking`), and `grep` matches in a child process that is
+killed at the deadline or on cancel, since a catastrophic regex holds the GIL and cannot be
+interrupted inside a thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import re
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
 from harness.llm import ToolError
 
+from .blocking import TOOL_TIMEOUT, run_blocking
 from .definition import ToolDefinition, define_tool
 from .providers import FileSystem, LocalFileSystem, LocalShell, Shell
 from .runtime import ToolCall
@@ -71,6 +82,7 @@ MAX_READ_BYTES: Final = 256 * 1024
 MAX_GREP_MATCHES: Final = 200
 BASH_TIMEOUT: Final = 120.0
 BASH_OUTPUT_LIMIT: Final = 30_000
+_GREP_WORKER: Final = Path(__file__).with_name("grep_worker.py")
 
 
 def number_lines(text: str, offset: int = 1, limit: int | None = None) -> str:
@@ -87,6 +99,91 @@ def _looks_binary(data: bytes) -> bool:
     return b"\x00" in data[:8192]
 
 
+class _GrepSearch:
+    """One `grep` call: files read through the `FileSystem` in this (worker) thread, lines
+    matched by a child process (`grep_worker.py`) that `stop()` can kill at any moment."""
+
+    def __init__(self, files: FileSystem, max_read_bytes: int) -> None:
+        self.files = files
+        self.max_read_bytes = max_read_bytes
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Kill the matcher (called from the event loop when the call is abandoned)."""
+        with self._lock:
+            self._stopped = True
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    def _start(self) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(_GREP_WORKER)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, encoding="ascii", start_new_session=True,
+        )
+        with self._lock:
+            self._proc = proc
+            stopped = self._stopped
+        if stopped:
+            self.stop()
+        return proc
+
+    @staticmethod
+    def _ask(proc: subprocess.Popen[str], request: object) -> Any:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            answer = proc.stdout.readline()
+        except (BrokenPipeError, ValueError):
+            answer = ""
+        if not answer:
+            raise ToolError("the grep matcher stopped unexpectedly; try again or narrow the pattern", "GREP_FAILED")
+        return json.loads(answer)
+
+    def run(self, pattern: str, start: str) -> str:
+        proc = self._start()
+        try:
+            header = self._ask(proc, {"pattern": pattern})
+            if "error" in header:
+                raise ToolError(f"invalid regular expression: {header['error']}", "INVALID_ARGS")
+            return self._search(proc, start)
+        finally:
+            self.stop()
+            with contextlib.suppress(OSError, ValueError):
+                proc.wait(5)
+            for stream in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError, ValueError):
+                    if stream is not None:
+                        stream.close()
+
+    def _search(self, proc: subprocess.Popen[str], start: str) -> str:
+        out: list[str] = []
+        for rel in self.files.walk_files(start):
+            try:
+                if self.files.size(rel) > self.max_read_bytes:
+                    continue
+                data = self.files.read_bytes(rel)
+            except OSError:
+                continue
+            except ToolError:
+                continue  # not a regular file (a FIFO, a device): skipped, never opened for reading
+            if _looks_binary(data):
+                continue
+            text = data.decode("utf-8", errors="replace")
+            numbers = self._ask(proc, {"text": text, "max": MAX_GREP_MATCHES - len(out)})["lines"]
+            lines = text.split("\n")
+            out.extend(f"{rel}:{n}:{lines[n - 1]}" for n in numbers)
+            if len(out) >= MAX_GREP_MATCHES:
+                out.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the pattern or path]")
+                break
+        return "\n".join(out) or "No matches."
+
+
 def builtin_tools(
     workspace: str | os.PathLike[str] | None = None,
     *,
@@ -95,14 +192,20 @@ def builtin_tools(
     max_read_bytes: int = MAX_READ_BYTES,
     bash_timeout: float = BASH_TIMEOUT,
     bash_output_limit: int = BASH_OUTPUT_LIMIT,
+    tool_timeout: float = TOOL_TIMEOUT,
     names: tuple[str, ...] = ("bash", "grep", "list", "read", "write"),
 ) -> list[ToolDefinition]:
-    """The built-in tools on `fs`/`shell` (local providers on `workspace` by default)."""
+    """The built-in tools on `fs`/`shell` (local providers on `workspace` by default).
+
+    `read`, `write`, `list` and `grep` run off the event loop and are stopped after
+    `tool_timeout` seconds (a `TIMEOUT` error result) or when the turn is cancelled; `bash` has
+    its own `timeout` argument (default `bash_timeout`).
+    """
     root = Path(workspace or ".")
     files: FileSystem = fs or LocalFileSystem(root)
     sh: Shell = shell or LocalShell(getattr(files, "root", root))
 
-    def read(args: dict[str, Any]) -> str:
+    def read_sync(args: dict[str, Any]) -> str:
         path = args["file_path"]
         if files.is_dir(path):
             raise ToolError(f'"{path}" is a directory; use the list tool to see its entries', "IS_DIRECTORY")
@@ -122,36 +225,28 @@ def builtin_tools(
             raise ToolError(f'"{path}" is not valid UTF-8 text (byte {exc.start})', "BINARY_FILE") from exc
         return number_lines(text, args.get("offset", 1), args.get("limit"))
 
-    def write(args: dict[str, Any]) -> str:
+    def write_sync(args: dict[str, Any]) -> str:
         written = files.write_text(args["file_path"], args["content"])
         return f"Wrote {written} bytes to {args['file_path']}"
 
-    def list_(args: dict[str, Any]) -> str:
+    def list_sync(args: dict[str, Any]) -> str:
         entries = files.list_dir(args.get("path") or ".")
         return "\n".join(e.name + ("/" if e.is_dir else "") for e in entries) or "(empty directory)"
 
-    def grep(args: dict[str, Any]) -> str:
-        try:
-            pattern = re.compile(args["pattern"])
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression: {exc}", "INVALID_ARGS") from exc
-        out: list[str] = []
-        for rel in files.walk_files(args.get("path") or "."):
-            try:
-                if files.size(rel) > max_read_bytes:
-                    continue
-                data = files.read_bytes(rel)
-            except OSError:
-                continue
-            if _looks_binary(data):
-                continue
-            for n, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
-                if pattern.search(line):
-                    out.append(f"{rel}:{n}:{line}")
-                    if len(out) >= MAX_GREP_MATCHES:
-                        out.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the pattern or path]")
-                        return "\n".join(out)
-        return "\n".join(out) or "No matches."
+    def off_loop(name: str, body: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any], ToolCall], Awaitable[str]]:
+        async def handler(args: dict[str, Any], call: ToolCall) -> str:
+            return await run_blocking(
+                lambda: body(args), timeout=tool_timeout, signal=call.signal, what=f"{name} {call.raw_arguments}"
+            )
+
+        return handler
+
+    async def grep(args: dict[str, Any], call: ToolCall) -> str:
+        search = _GrepSearch(files, max_read_bytes)
+        return await run_blocking(
+            lambda: search.run(args["pattern"], args.get("path") or "."),
+            timeout=tool_timeout, signal=call.signal, what=f"grep {call.raw_arguments}", on_abandon=search.stop,
+        )
 
     async def bash(args: dict[str, Any], call: ToolCall) -> str:
         timeout = float(args.get("timeout") or bash_timeout)
@@ -169,15 +264,17 @@ def builtin_tools(
 
     tools = {
         "read": define_tool(
-            "read", "Read a UTF-8 text file and return line-numbered content.", READ_PARAMETERS, read,
+            "read", "Read a UTF-8 text file and return line-numbered content.", READ_PARAMETERS,
+            off_loop("read", read_sync),
             concurrency_safe=True,
         ),
         "write": define_tool(
             "write", "Write a UTF-8 text file (creating parent directories), replacing its content.",
-            WRITE_PARAMETERS, write,
+            WRITE_PARAMETERS, off_loop("write", write_sync),
         ),
         "list": define_tool(
-            "list", "List a directory of the workspace; subdirectories end with '/'.", LIST_PARAMETERS, list_,
+            "list", "List a directory of the workspace; subdirectories end with '/'.", LIST_PARAMETERS,
+            off_loop("list", list_sync),
             concurrency_safe=True,
         ),
         "grep": define_tool(

@@ -3,17 +3,23 @@
 In the seed's walk, `read` calls a file-system provider and `bash` a shell provider; a tool
 depends only on the capability interface, so the local implementations here can be swapped for
 a remote sandbox (dsh-core.md §4.3 step 5). `LocalFileSystem` confines every path to the
-workspace root: `..`, absolute paths elsewhere and symlinks leading out are refused. `LocalShell`
-runs a command in its own process group with a timeout, an output cap and cancellation.
+workspace root: `..`, absolute paths elsewhere and symlinks leading out are refused; it reads
+and writes regular files only (opening a FIFO blocks until a writer appears, a device may never
+end), and refuses to write a file with more than one hard link, since the other name may sit
+outside the workspace and would change with it. `LocalShell` runs a command in its own process
+group with a timeout, an output cap and cancellation, without the environment variables it was
+told to hide (the API key).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal as _signal
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -73,6 +79,14 @@ class Shell(Protocol):
     ) -> ShellResult: ...
 
 
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 class LocalFileSystem:
     """The local disk under `root`."""
 
@@ -94,8 +108,33 @@ class LocalFileSystem:
     def display(self, full: Path) -> str:
         return str(full.relative_to(self.root)) if full != self.root else "."
 
+    def _open_regular(self, path: str, full: Path, flags: int) -> int:
+        """An fd on `full`, checked to be a regular file on the open fd itself (no race with a
+        swap after a check by name). O_NONBLOCK keeps the open of a FIFO from blocking."""
+        try:
+            fd = os.open(full, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+                raise ToolError(f'"{path}" is not a regular file (a FIFO); only regular files can be written', "NOT_A_FILE") from exc
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                kind = _file_kind(info.st_mode)
+                raise ToolError(
+                    f'"{path}" is not a regular file ({kind}); the file tools read and write regular files only',
+                    "NOT_A_FILE",
+                )
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def read_bytes(self, path: str) -> bytes:
-        return self.resolve(path).read_bytes()
+        fd = self._open_regular(path, self.resolve(path), os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
 
     def size(self, path: str) -> int:
         return self.resolve(path).stat().st_size
@@ -107,7 +146,17 @@ class LocalFileSystem:
         full = self.resolve(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode()
-        full.write_bytes(data)
+        fd = self._open_regular(path, full, os.O_WRONLY | os.O_CREAT)
+        with os.fdopen(fd, "wb") as f:
+            if os.fstat(f.fileno()).st_nlink > 1:
+                # Checked before truncating: another name of this file may be outside the workspace.
+                raise WorkspaceError(
+                    f'"{path}" has other hard links, which may be outside the workspace {self.root}; '
+                    "refusing to write through it (remove the other links or write a new file)",
+                    "HARD_LINKED_FILE",
+                )
+            f.truncate(0)
+            f.write(data)
         return len(data)
 
     def list_dir(self, path: str) -> list[DirEntry]:
@@ -133,16 +182,23 @@ class LocalFileSystem:
                 child = Path(dirpath) / name
                 try:
                     real = self.resolve(str(child))
-                except WorkspaceError:
+                    if not real.is_file():
+                        continue  # a FIFO, socket or device: reading it could block for good
+                except (WorkspaceError, OSError):
                     continue  # a symlink leading out is skipped, never followed
                 yield self.display(real)
 
 
 class LocalShell:
-    """Runs `sh -c` commands in the workspace, each in its own process group."""
+    """Runs `sh -c` commands in the workspace, each in its own process group.
 
-    def __init__(self, cwd: str | os.PathLike[str]) -> None:
+    `hide_env` names environment variables the commands must not inherit (such as
+    `DEEPSEEK_API_KEY`: a model asking for `env` should not get the key).
+    """
+
+    def __init__(self, cwd: str | os.PathLike[str], *, hide_env: Sequence[str] = ()) -> None:
         self.cwd = Path(cwd)
+        self.hide_env = frozenset(hide_env)
 
     async def run(
         self, command: str, *, timeout: float, output_limit: int, signal: asyncio.Event | None = None
@@ -154,6 +210,7 @@ class LocalShell:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            env={k: v for k, v in os.environ.items() if k not in self.hide_env} if self.hide_env else None,
         )
         kept = bytearray()
         truncated = False

@@ -9,7 +9,7 @@ coded identity (INVALID_ARGS, UNKNOWN_TOOL, ABORTED…); denials and blocks carr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
@@ -24,6 +24,7 @@ __all__ = [
     "aborted_result",
     "denied_result",
     "error_result",
+    "scrub_result",
 ]
 
 ABORTED: Final = "ABORTED"
@@ -110,3 +111,33 @@ def aborted_before_dispatch_result(contexts: Sequence[UserMessage] = ()) -> Tool
     return error_result(
         "tool call aborted before dispatch", code=ABORTED_BEFORE_DISPATCH, name="AbortError", contexts=contexts
     )
+
+
+SCRUBBED_SECRET: Final = "{{scrubbed:secret}}"
+"""What a secret's value becomes in a tool result (the recorder's `{{scrubbed:LABEL}}` form)."""
+
+
+def _scrub_text(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, SCRUBBED_SECRET)
+    return text
+
+
+def _scrub_blocks(blocks: Sequence[ContentBlock], secrets: Sequence[str]) -> tuple[ContentBlock, ...]:
+    return tuple(
+        replace(b, text=_scrub_text(b.text, secrets)) if isinstance(b, TextBlock) else b for b in blocks
+    )
+
+
+def scrub_result(result: ToolResult, secrets: Sequence[str]) -> ToolResult:
+    """`result` with every secret value in its text (content, error message, deferred contexts)
+    replaced by `{{scrubbed:secret}}`: tool output is logged and sent to the model, and a command
+    such as `env` or `cat .env` would otherwise put the API key in both."""
+    if not any(secrets):
+        return result
+    error = result.error
+    if error is not None:
+        error = replace(error, message=_scrub_text(error.message, secrets))
+    contexts = tuple(replace(m, content=_scrub_blocks(m.content, secrets)) for m in result.additional_contexts)
+    return replace(result, content=_scrub_blocks(result.content, secrets), error=error, additional_contexts=contexts)

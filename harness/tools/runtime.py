@@ -53,6 +53,7 @@ from .results import (
     aborted_result,
     denied_result,
     error_result,
+    scrub_result,
 )
 
 __all__ = ["PreparedCall", "ToolCall", "ToolRuntime", "parse_arguments"]
@@ -129,6 +130,8 @@ class ToolRuntime:
         tools: tool definitions (names must be unique).
         approver: answers `Ask` decisions; without one an ask is denied with a message.
         visible: names the model may call (default: all registered); others are `UNKNOWN_TOOL`.
+        secrets: values (the API key) replaced by `{{scrubbed:secret}}` in every result before
+            observers, the log or the model see it.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class ToolRuntime:
         post_execute: Sequence[PostExecute] = (),
         observers: Sequence[ResultObserver] = (),
         visible: Iterable[str] | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, ToolDefinition] = {}
         for tool in tools:
@@ -153,6 +157,7 @@ class ToolRuntime:
         self.post_execute: list[PostExecute] = list(post_execute)
         self.observers: list[ResultObserver] = list(observers)
         self.visible: frozenset[str] | None = None if visible is None else frozenset(visible)
+        self.secrets: tuple[str, ...] = tuple(s for s in secrets if s)
 
     # --- registry -------------------------------------------------------------------------
 
@@ -319,6 +324,7 @@ class ToolRuntime:
                     result = replace(result, content=tuple(new))
             except Exception as exc:  # noqa: BLE001
                 result = error_result(exc)
+        result = scrub_result(result, self.secrets)
         for observer in self.observers:
             try:
                 observer(call, result)
