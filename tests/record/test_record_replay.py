@@ -61,7 +61,9 @@ async def test_record_then_replay_is_byte_and_read_identical(
     cassette = load_cassette(tmp_path / "walk")
     (x,) = cassette.exchanges
     assert x.body == live == b"".join(w.data for w in upstream.journal.last.writes)
-    assert len(x.reads) > 1 and all(r.dt_ms >= 0 for r in x.reads)
+    # How many reads the recorder saw depends on TCP timing (a loaded machine merges them); the
+    # replay below must reproduce whatever it saw, read for read.
+    assert x.reads and all(r.dt_ms >= 0 for r in x.reads)
 
     replay = await dshkit_replay(tmp_path / "walk", speed=0)
     async with httpx.AsyncClient(timeout=5) as c:
