@@ -5,13 +5,13 @@
 finish_reason, the last non-null usage and the response ids. Dialect quirks of other
 OpenAI-compatible servers (`delta.reasoning`, usage on a `choices: []` chunk, ids repeated or
 blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
-`StreamDecoder` composes the SSE decoder with it: bytes in, chunks out, one terminal `Finish`.
+`StreamDecoder` (in `decoder`) composes the SSE decoder with it: bytes in, chunks out, one
+terminal `Finish`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from harness.llm import (
@@ -34,9 +34,8 @@ from harness.llm import (
 )
 
 from .failures import failure_from_error_object
-from .sse import SSEDecoder
 
-__all__ = ["StreamDecoder", "Translator", "map_finish_reason", "map_usage"]
+__all__ = ["Translator", "map_finish_reason", "map_usage"]
 
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
@@ -353,141 +352,3 @@ class Translator:
 def _clip(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-# The C scanner behind `json.loads`, called directly on the common case (a payload that is
-# exactly one JSON value); anything else falls back to `json.loads`, which accepts surrounding
-# whitespace and raises the usual errors. Same values, less per-chunk overhead.
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-class StreamDecoder:
-    """Bytes of one response body in, `StreamChunk`s out: SSE decode, JSON, translate.
-
-    Used by the adapter over the network, by `dshkit decode` over a file and by the benchmark
-    over memory, so all three run exactly the same code.
-    """
-
-    __slots__ = ("_sse", "translator", "done", "comments", "_head", "_tail", "_learn")
-
-    def __init__(self, translator: Translator | None = None) -> None:
-        self._sse = SSEDecoder()
-        self.translator = translator or Translator()
-        self.done = False
-        """`data: [DONE]` was dispatched."""
-        self.comments = 0
-        """Comment lines seen (keep-alives)."""
-        # The envelope fast path: a server repeats the same bytes around every delta
-        # (`{"id":…,"choices":[{"index":0,"delta":` … `,"finish_reason":null}],"usage":null}`).
-        # Once a chunk has shown that shape (and a probe proved the slot between the two is
-        # exactly `choices[0].delta`), later payloads with the same head and tail only need
-        # their delta parsed; everything else takes the full path. Same chunks either way.
-        self._head: str | None = None
-        self._tail = ""
-        # Full-path chunks that may still teach the envelope. A Translator subclass may
-        # override `feed_into`, which the fast path skips, so it always takes the full path.
-        self._learn = 3 if type(self.translator) is Translator else 0
-
-    @property
-    def finished(self) -> bool:
-        return self.translator.finished
-
-    @property
-    def envelope_learned(self) -> bool:
-        """Whether the envelope fast path is active for this stream."""
-        return self._head is not None
-
-    def feed(self, data: bytes) -> list[StreamChunk]:
-        if self.done or self.translator.finished:
-            return []
-        translator = self.translator
-        feed_into = translator.feed_into
-        feed_delta = translator.feed_delta
-        scan = _scan_once
-        head, tail = self._head, self._tail
-        out: list[StreamChunk] = []
-        for name, payload, _ in self._sse.feed_raw(data):
-            if name != "message":
-                if name is None:  # a comment: liveness, not data
-                    self.comments += 1
-                    continue
-                if name == "error":
-                    out += translator.error_event(payload)
-                    return out
-            if payload == "[DONE]":
-                self.done = True
-                out += translator.end(done=True)
-                return out
-            if head is not None and payload.startswith(head):
-                try:
-                    delta, end = scan(payload, len(head))
-                except (StopIteration, ValueError):
-                    pass
-                else:
-                    if type(delta) is dict and payload.endswith(tail) and end + len(tail) == len(payload):
-                        feed_delta(delta, out)
-                        if translator.finished:
-                            return out
-                        continue
-            try:  # see `_scan_once`: this loop runs once per wire chunk
-                chunk, end = scan(payload, 0)
-                if end != len(payload):
-                    chunk = json.loads(payload)
-            except (StopIteration, ValueError):
-                try:
-                    chunk = json.loads(payload)
-                except ValueError:
-                    out += translator.malformed(payload)
-                    return out
-            feed_into(chunk, out)
-            if translator.finished:
-                return out
-            if head is None and self._learn:
-                self._learn -= 1
-                self._learn_envelope(payload, chunk)
-                head, tail = self._head, self._tail
-        return out
-
-    def _learn_envelope(self, payload: str, chunk: Any) -> None:
-        """Remember `payload`'s bytes around `choices[0].delta` if they carry nothing else:
-        one choice of index 0, no finish_reason, no usage, no error."""
-        if type(chunk) is not dict or chunk.get("usage") or "error" in chunk:
-            return
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
-            return
-        choice = choices[0]
-        if choice.get("index", 0) != 0 or choice.get("finish_reason") or type(choice.get("delta")) is not dict:
-            return
-        at = payload.find('"delta":')
-        if at <= 0 or payload[at - 1] not in ",{":
-            return
-        start = at + len('"delta":')
-        try:
-            _, end = _scan_once(payload, start)
-        except (StopIteration, ValueError):
-            return
-        head, tail = payload[:start], payload[end:]
-        # Prove the slot: any delta put there must land in choices[0].delta, with all else equal.
-        probe = {"dshkit-probe": [1]}
-        try:
-            parsed = json.loads(head + json.dumps(probe) + tail)
-        except ValueError:
-            return
-        rest = {k: v for k, v in chunk.items() if k != "choices"}
-        if (
-            type(parsed) is dict
-            and {k: v for k, v in parsed.items() if k != "choices"} == rest
-            and type(parsed.get("choices")) is list
-            and len(parsed["choices"]) == 1
-            and type(parsed["choices"][0]) is dict
-            and parsed["choices"][0] == {**choice, "delta": probe}
-        ):
-            self._head, self._tail = head, tail
-
-    def close(self) -> list[StreamChunk]:
-        """End of the body."""
-        if self.done or self.translator.finished:
-            return []
-        self._sse.close()
-        return self.translator.end(done=False)
