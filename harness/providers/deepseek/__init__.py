@@ -1,6 +1,7 @@
 """The DeepSeek provider: serialize → HTTP → SSE → translate, per the seed's walk."""
 
 from .adapter import DEFAULT_BASE_URL, DeepSeekAdapter
+from .decoder import StreamDecoder
 from .failures import (
     REQUEST_ID_HEADERS,
     classify_status,
@@ -12,7 +13,7 @@ from .failures import (
 )
 from .serialize import REASONING_EFFORTS, DeepSeekConfig, encode_body, resolve_thinking, serialize
 from .sse import SSEComment, SSEDecoder, SSEEvent
-from .translate import StreamDecoder, Translator, map_finish_reason, map_usage
+from .translate import Translator, map_finish_reason, map_usage
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -31,9 +31,9 @@ from harness.llm import (
     race_signal,
 )
 
+from .decoder import StreamDecoder
 from .failures import failure_from_exception, failure_from_http, request_id_of
 from .serialize import DeepSeekConfig, encode_body, serialize
-from .translate import StreamDecoder
 
 __all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]
 

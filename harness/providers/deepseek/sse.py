@@ -11,6 +11,7 @@ when its line ends, so a 1 MiB event fed byte by byte stays linear.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 __all__ = ["SSEComment", "SSEDecoder", "SSEEvent"]
 
@@ -83,6 +84,33 @@ class SSEDecoder:
             self._bom_checked = True
             if lines[0].startswith("\ufeff"):
                 lines[0] = lines[0][1:]
+        if len(lines) > 8 and self._event is None:
+            if not self._data:
+                return self._plain(lines)
+            if not lines[0]:  # the blank line ending an event the last read began
+                out = self._slow(lines[:1])
+                out += self._plain(lines[1:])
+                return out
+        return self._slow(lines)
+
+    def _plain(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
+        """The shape nearly every server sends, checked and decoded in bulk: one `data: `
+        line then a blank line, per event, from a clean state (no pending data or event
+        name). Anything else, anywhere in the block, takes the line-by-line rules."""
+        events = lines[0::2]
+        blanks = lines[1::2]
+        if any(blanks) or not all(map(str.startswith, events, repeat("data: ", len(events)))):
+            return self._slow(lines)
+        event_id = self._id
+        out: list[tuple[str | None, str, str | None]] = [
+            ("message", line[6:], event_id) for line in events[: len(blanks)]
+        ]
+        if len(events) > len(blanks):  # the last event's blank line is in the next read
+            self._data.append(events[-1][6:])
+        return out
+
+    def _slow(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
+        """The WHATWG rules, line by line."""
         out: list[tuple[str | None, str, str | None]] = []
         data = self._data
         for line in lines:

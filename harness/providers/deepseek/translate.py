@@ -5,13 +5,15 @@
 finish_reason, the last non-null usage and the response ids. Dialect quirks of other
 OpenAI-compatible servers (`delta.reasoning`, usage on a `choices: []` chunk, ids repeated or
 blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
-`StreamDecoder` composes the SSE decoder with it: bytes in, chunks out, one terminal `Finish`.
+`StreamDecoder` (in `decoder`) composes the SSE decoder with it: bytes in, chunks out, one
+terminal `Finish`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from harness.llm import (
@@ -34,9 +36,8 @@ from harness.llm import (
 )
 
 from .failures import failure_from_error_object
-from .sse import SSEDecoder
 
-__all__ = ["StreamDecoder", "Translator", "map_finish_reason", "map_usage"]
+__all__ = ["Translator", "map_finish_reason", "map_usage"]
 
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
@@ -84,6 +85,64 @@ class _ToolCall:
         self.id = ""
         self.name = ""
         self.parts: list[str] = []
+
+
+# Fast constructors for the three chunks made once per wire delta. The chunk classes are frozen
+# slotted dataclasses, whose generated `__init__` sets each field through `object.__setattr__`
+# after parsing keywords: about half of the translator's time per delta. Writing the slots
+# directly builds the very same instance (equal, same hash, same repr) in less than half the
+# time. Only used while the classes have exactly the fields written here; otherwise (a field
+# added to `harness.llm`), the ordinary constructor runs and nothing can be left unset.
+_new = object.__new__
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
+    if tuple(sorted(f.name for f in fields(cls))) != tuple(sorted(names)):
+        return None
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+_REASONING = _slot_setters(ReasoningDelta, ("index", "text", "type"))
+_TEXT = _slot_setters(TextDelta, ("index", "text", "type"))
+_TOOL = _slot_setters(ToolCallDelta, ("index", "id", "arguments_delta", "name", "type"))
+
+
+def _reasoning_delta(index: int, text: str) -> ReasoningDelta:
+    """`ReasoningDelta(index=index, text=text)`, faster (see `_slot_setters`)."""
+    if _REASONING is None:
+        return ReasoningDelta(index=index, text=text)
+    chunk: ReasoningDelta = _new(ReasoningDelta)
+    set_index, set_text, set_type = _REASONING
+    set_index(chunk, index)
+    set_text(chunk, text)
+    set_type(chunk, "reasoning-delta")
+    return chunk
+
+
+def _text_delta(index: int, text: str) -> TextDelta:
+    """`TextDelta(index=index, text=text)`, faster (see `_slot_setters`)."""
+    if _TEXT is None:
+        return TextDelta(index=index, text=text)
+    chunk: TextDelta = _new(TextDelta)
+    set_index, set_text, set_type = _TEXT
+    set_index(chunk, index)
+    set_text(chunk, text)
+    set_type(chunk, "text-delta")
+    return chunk
+
+
+def _tool_call_delta(index: int, id_: str, name: str | None, arguments: str) -> ToolCallDelta:
+    """`ToolCallDelta(index=…, id=…, name=…, arguments_delta=…)`, faster (see `_slot_setters`)."""
+    if _TOOL is None:
+        return ToolCallDelta(index=index, id=id_, name=name, arguments_delta=arguments)
+    chunk: ToolCallDelta = _new(ToolCallDelta)
+    set_index, set_id, set_arguments, set_name, set_type = _TOOL
+    set_index(chunk, index)
+    set_id(chunk, id_)
+    set_arguments(chunk, arguments)
+    set_name(chunk, name)
+    set_type(chunk, "tool-call-delta")
+    return chunk
 
 
 def _malformed(message: str) -> LlmFailure:
@@ -193,7 +252,7 @@ class Translator:
                 index = self._reasoning = self._open("reasoning", out)
                 self._order.append((index, "reasoning", None))
             self._reasoning_parts.append(reasoning)
-            out.append(ReasoningDelta(index=index, text=reasoning))
+            out.append(_reasoning_delta(index, reasoning))
         content = delta.get("content")
         if content and type(content) is str:
             index = self._text
@@ -201,7 +260,7 @@ class Translator:
                 index = self._text = self._open("text", out)
                 self._order.append((index, "text", None))
             self._text_parts.append(content)
-            out.append(TextDelta(index=index, text=content))
+            out.append(_text_delta(index, content))
         calls = delta.get("tool_calls")
         if calls:
             failure = self._calls(calls, delta, out)
@@ -266,11 +325,7 @@ class Translator:
                 # A few servers send an object; keep it as compact JSON text.
                 fragment = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
         call.parts.append(fragment)
-        out.append(
-            ToolCallDelta(
-                index=call.index, id=call.id, name=call.name or None, arguments_delta=fragment
-            )
-        )
+        out.append(_tool_call_delta(call.index, call.id, call.name or None, fragment))
         return None
 
     def _terminate(self, failure: LlmFailure, *, keep_usage: bool = False) -> list[StreamChunk]:
@@ -353,141 +408,3 @@ class Translator:
 def _clip(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-# The C scanner behind `json.loads`, called directly on the common case (a payload that is
-# exactly one JSON value); anything else falls back to `json.loads`, which accepts surrounding
-# whitespace and raises the usual errors. Same values, less per-chunk overhead.
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-class StreamDecoder:
-    """Bytes of one response body in, `StreamChunk`s out: SSE decode, JSON, translate.
-
-    Used by the adapter over the network, by `dshkit decode` over a file and by the benchmark
-    over memory, so all three run exactly the same code.
-    """
-
-    __slots__ = ("_sse", "translator", "done", "comments", "_head", "_tail", "_learn")
-
-    def __init__(self, translator: Translator | None = None) -> None:
-        self._sse = SSEDecoder()
-        self.translator = translator or Translator()
-        self.done = False
-        """`data: [DONE]` was dispatched."""
-        self.comments = 0
-        """Comment lines seen (keep-alives)."""
-        # The envelope fast path: a server repeats the same bytes around every delta
-        # (`{"id":…,"choices":[{"index":0,"delta":` … `,"finish_reason":null}],"usage":null}`).
-        # Once a chunk has shown that shape (and a probe proved the slot between the two is
-        # exactly `choices[0].delta`), later payloads with the same head and tail only need
-        # their delta parsed; everything else takes the full path. Same chunks either way.
-        self._head: str | None = None
-        self._tail = ""
-        # Full-path chunks that may still teach the envelope. A Translator subclass may
-        # override `feed_into`, which the fast path skips, so it always takes the full path.
-        self._learn = 3 if type(self.translator) is Translator else 0
-
-    @property
-    def finished(self) -> bool:
-        return self.translator.finished
-
-    @property
-    def envelope_learned(self) -> bool:
-        """Whether the envelope fast path is active for this stream."""
-        return self._head is not None
-
-    def feed(self, data: bytes) -> list[StreamChunk]:
-        if self.done or self.translator.finished:
-            return []
-        translator = self.translator
-        feed_into = translator.feed_into
-        feed_delta = translator.feed_delta
-        scan = _scan_once
-        head, tail = self._head, self._tail
-        out: list[StreamChunk] = []
-        for name, payload, _ in self._sse.feed_raw(data):
-            if name != "message":
-                if name is None:  # a comment: liveness, not data
-                    self.comments += 1
-                    continue
-                if name == "error":
-                    out += translator.error_event(payload)
-                    return out
-            if payload == "[DONE]":
-                self.done = True
-                out += translator.end(done=True)
-                return out
-            if head is not None and payload.startswith(head):
-                try:
-                    delta, end = scan(payload, len(head))
-                except (StopIteration, ValueError):
-                    pass
-                else:
-                    if type(delta) is dict and payload.endswith(tail) and end + len(tail) == len(payload):
-                        feed_delta(delta, out)
-                        if translator.finished:
-                            return out
-                        continue
-            try:  # see `_scan_once`: this loop runs once per wire chunk
-                chunk, end = scan(payload, 0)
-                if end != len(payload):
-                    chunk = json.loads(payload)
-            except (StopIteration, ValueError):
-                try:
-                    chunk = json.loads(payload)
-                except ValueError:
-                    out += translator.malformed(payload)
-                    return out
-            feed_into(chunk, out)
-            if translator.finished:
-                return out
-            if head is None and self._learn:
-                self._learn -= 1
-                self._learn_envelope(payload, chunk)
-                head, tail = self._head, self._tail
-        return out
-
-    def _learn_envelope(self, payload: str, chunk: Any) -> None:
-        """Remember `payload`'s bytes around `choices[0].delta` if they carry nothing else:
-        one choice of index 0, no finish_reason, no usage, no error."""
-        if type(chunk) is not dict or chunk.get("usage") or "error" in chunk:
-            return
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
-            return
-        choice = choices[0]
-        if choice.get("index", 0) != 0 or choice.get("finish_reason") or type(choice.get("delta")) is not dict:
-            return
-        at = payload.find('"delta":')
-        if at <= 0 or payload[at - 1] not in ",{":
-            return
-        start = at + len('"delta":')
-        try:
-            _, end = _scan_once(payload, start)
-        except (StopIteration, ValueError):
-            return
-        head, tail = payload[:start], payload[end:]
-        # Prove the slot: any delta put there must land in choices[0].delta, with all else equal.
-        probe = {"dshkit-probe": [1]}
-        try:
-            parsed = json.loads(head + json.dumps(probe) + tail)
-        except ValueError:
-            return
-        rest = {k: v for k, v in chunk.items() if k != "choices"}
-        if (
-            type(parsed) is dict
-            and {k: v for k, v in parsed.items() if k != "choices"} == rest
-            and type(parsed.get("choices")) is list
-            and len(parsed["choices"]) == 1
-            and type(parsed["choices"][0]) is dict
-            and parsed["choices"][0] == {**choice, "delta": probe}
-        ):
-            self._head, self._tail = head, tail
-
-    def close(self) -> list[StreamChunk]:
-        """End of the body."""
-        if self.done or self.translator.finished:
-            return []
-        self._sse.close()
-        return self.translator.end(done=False)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.providers.deepseek import SSEComment, SSEDecoder, SSEEvent
 
@@ -127,3 +129,68 @@ def test_every_split_of_a_realistic_body() -> None:
         b"data: [DONE]\r\n\r\n"
     )
     all_splits(body)
+
+
+class _LineByLine(SSEDecoder):
+    """The decoder with its bulk path for plain `data:` blocks turned off: the reference."""
+
+    def _plain(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
+        return self._slow(lines)
+
+
+_PLAIN_EVENT = st.builds(lambda t: f"data: {t}\n\n", st.text(alphabet="ab {}\":é", max_size=6))
+# Mostly plain events (so many blocks reach the bulk path), each other shape now and then.
+_SSE_EVENTS = st.one_of(
+    *[_PLAIN_EVENT] * 40,
+    st.builds(lambda t: f"data:{t}\n\n", st.text(alphabet="ab", max_size=3)),
+    st.just(": keep-alive\n\n"),
+    st.just("data: one\ndata: two\n\n"),
+    st.just("data: x\ndata: y\ndata: z\n\n"),
+    st.just("event: error\ndata: {}\n\n"),
+    st.just("id: 7\ndata: x\n\n"),
+    st.just("retry: 10\n\n"),
+    st.just("\n"),
+    st.just("data: crlf\r\n\r\n"),
+    st.just("data: no-blank-yet\n"),
+)
+
+
+@given(st.lists(_SSE_EVENTS, min_size=0, max_size=60), st.lists(st.integers(1, 400), min_size=1, max_size=8))
+def test_bulk_path_gives_the_line_by_line_events(events: list[str], sizes: list[int]) -> None:
+    body = "".join(events).encode()
+    results = []
+    for decoder in (SSEDecoder(), _LineByLine()):
+        out: list[SSEEvent | SSEComment] = []
+        start, i = 0, 0
+        while start < len(body):
+            size = sizes[i % len(sizes)]
+            out += decoder.feed(body[start : start + size])
+            start += size
+            i += 1
+        results.append((out, decoder.close()))
+    assert results[0] == results[1]
+
+
+_ODD_SHAPES = [
+    "data:tight\n\n", ": keep-alive\n\n", "data: one\ndata: two\n\n", "data: x\ndata: y\ndata: z\n\n",
+    "event: error\ndata: {}\n\n", "id: 7\ndata: x\n\n", "retry: 10\n\n", "\n", "data: crlf\r\n\r\n",
+    "data: no-blank-yet\n", "data: a\n\ndata: b\n\n",
+]
+
+
+@pytest.mark.parametrize("odd", _ODD_SHAPES)
+def test_an_odd_event_among_plain_ones_decodes_line_by_line_at_every_split(odd: str) -> None:
+    body = ("".join(f"data: {i}\n\n" for i in range(10)) + odd + "".join(f"data: {i}\n\n" for i in range(10, 20))).encode()
+    for cut in range(len(body) + 1):
+        bulk, reference = SSEDecoder(), _LineByLine()
+        got = bulk.feed(body[:cut]) + bulk.feed(body[cut:])
+        want = reference.feed(body[:cut]) + reference.feed(body[cut:])
+        assert (got, bulk.close()) == (want, reference.close()), cut
+
+
+def test_bulk_path_handles_an_event_whose_blank_line_comes_in_the_next_read() -> None:
+    body = b"".join(b"data: %d\n\n" % i for i in range(20))
+    cut = body.index(b"data: 9\n") + len(b"data: 9\n")  # between the data line and its blank
+    events, pending = decode(body[:cut], body[cut:])
+    assert [e.data for e in events if isinstance(e, SSEEvent)] == [str(i) for i in range(20)]
+    assert pending is None
