@@ -34,7 +34,7 @@ browser:
 
 ## test: the whole suite, in parallel workers, each with its own servers and ports
 test: $(STAMP) browser
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
