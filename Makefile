@@ -34,12 +34,13 @@ browser:
 
 ## test: the whole suite, in parallel workers, each with its own servers and ports
 test: $(STAMP) browser
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto --dist loadgroup -q
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
-## lint: ruff and mypy --strict (also run by the suite, tests/test_lint.py)
+## lint: ruff and mypy --strict; its own CI step (.ci/run runs it after `make test`; the suite
+## itself runs only ruff, since mypy would double its time)
 lint: $(STAMP)
 	$(BIN)/ruff check harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
