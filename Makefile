@@ -41,7 +41,7 @@ bench: $(STAMP)
 
 ## lint: ruff and mypy --strict (also run by the suite, tests/test_lint.py)
 lint: $(STAMP)
-	$(BIN)/ruff check harness mock_server conformance dshkit_view tests bench
+	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
 
 clean:
