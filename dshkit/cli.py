@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from importlib import import_module, metadata
+from importlib import import_module
 
 __all__ = ["COMMANDS", "build_parser", "main", "package_version"]
 
@@ -33,10 +33,25 @@ COMMANDS: dict[str, str] = {
 def package_version() -> str:
     """The installed dshkit version, from the package metadata (the one source of truth: the
     version in pyproject.toml, as installed); `unknown` when run from a tree never installed."""
+    from importlib import metadata  # read only for --version: its import costs a cold start ~25 ms
+
     try:
         return metadata.version("dshkit")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: prints the package version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"dshkit {package_version()}")  # on stdout, as argparse's own version action does
+        parser.exit()
 
 
 _EPILOG = """\
@@ -62,7 +77,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"dshkit {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in [only] if only is not None else COMMANDS:
         import_module(COMMANDS[name]).register(sub)
