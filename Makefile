@@ -42,7 +42,7 @@ bench: $(STAMP)
 ## lint: ruff and mypy --strict; its own CI step (.ci/run runs it after `make test`; the suite
 ## itself runs only ruff, since mypy would double its time)
 lint: $(STAMP)
-	$(BIN)/ruff check harness mock_server conformance dshkit_view tests bench
+	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
 
 clean:

@@ -1,4 +1,4 @@
-"""`dshkit decode`: run a wire capture through the real decoder, translator and assembler.
+"""What `dshkit decode` does: run a wire capture through the real decoder, translator and assembler.
 
 A capture is a raw SSE body, JSONL with one chunk object per line, a JSON array of chunk
 objects, or an HTTP error body. JSONL and JSON are framed as SSE and closed with `[DONE]` so
@@ -12,17 +12,16 @@ Two other JSONL files a user is likely to hand it are recognised by their first 
 than misread as chunk lines: a cassette (`{"type": "cassette"}`) decodes exchange by
 exchange (each recorded body through the same path, an error status as the adapter maps it),
 and a session log (`{"type": "session"}`) decodes model call by model call (its logged chunks
-folded by the assembler, each checked against the step's logged `assistant/message`).
+folded by the assembler, each checked against the step's logged `assistant/message`). Reading a
+cassette needs the mock server's cassette format, so that part and the command itself live in the
+application layer (`dshkit.decode`).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from harness.llm import (
@@ -46,17 +45,19 @@ from harness.providers.deepseek import StreamDecoder, failure_from_http
 
 __all__ = [
     "CaptureError",
+    "DOCUMENT_FORMATS",
     "DecodeResult",
     "decode_capture",
-    "decode_cassette",
     "decode_session_log",
     "detect_format",
     "detect_protocol",
-    "register",
+    "document_format",
+    "render_document",
+    "render_pretty",
 ]
 
 Format = Literal["sse", "jsonl", "json", "error", "cassette", "session"]
-_DOCUMENTS = ("cassette", "session")
+DOCUMENT_FORMATS: tuple[Format, ...] = ("cassette", "session")
 """Formats that are whole recorded documents, not one response."""
 Protocol = Literal["chat", "anthropic"]
 _ANTHROPIC_EVENTS = (b'"message_start"', b'"content_block_start"', b'"content_block_delta"', b'"message_delta"')
@@ -91,6 +92,13 @@ class DecodeResult:
 
 def _is_error_body(value: Any) -> bool:
     return isinstance(value, dict) and "error" in value and "choices" not in value
+
+
+def document_format(data: bytes) -> Format | None:
+    """`cassette` or `session` when the data's first line says it is that whole recorded
+    document (read document by document, not as one response); None otherwise."""
+    kind = _first_line_type(data)
+    return kind if kind in DOCUMENT_FORMATS else None
 
 
 def _first_line_type(data: bytes) -> Any:
@@ -194,7 +202,7 @@ def decode_capture(
         format = "error"
     proto = protocol or detect_protocol(data)
     fmt = format or detect_format(data)
-    if fmt in _DOCUMENTS:
+    if fmt in DOCUMENT_FORMATS:
         raise CaptureError(f"a {fmt} holds many responses; decode it with decode_{fmt}")
     chunks: list[StreamChunk]
     if fmt == "error":
@@ -237,28 +245,6 @@ def decode_capture(
     assembler = BlockAssembler().feed_all(chunks)
     digest = hashlib.sha256(data).hexdigest()[:24]
     return DecodeResult(chunks=chunks, assembler=assembler, message_id=f"msg-{digest}", format=fmt, protocol=proto)
-
-
-def decode_cassette(data: bytes, *, source: str = "<cassette>") -> dict[str, Any]:
-    """Each exchange of a cassette decoded as the adapter would have read it."""
-    from mock_server.cassette import CassetteError, parse_cassette
-
-    try:
-        cassette = parse_cassette(data.decode("utf-8"), source=source)
-    except (CassetteError, UnicodeDecodeError) as exc:
-        raise CaptureError(f"not a readable cassette: {exc}") from None
-    exchanges: list[dict[str, Any]] = []
-    for x in cassette.exchanges:
-        body = b"".join(r.data for r in x.reads)
-        entry: dict[str, Any] = {"request": {"method": x.request.method, "path": x.request.path}, "status": x.status}
-        if not body.strip():
-            entry["decoded"] = None  # a recorded response with no body bytes
-        elif 200 <= x.status < 300:
-            entry["decoded"] = decode_capture(body).to_json()
-        else:
-            entry["decoded"] = decode_capture(body, format="error", status=x.status).to_json()
-        exchanges.append(entry)
-    return {"format": "cassette", "upstream": cassette.meta.get("upstream"), "exchanges": exchanges}
 
 
 def decode_session_log(data: bytes, *, source: str = "<session log>") -> dict[str, Any]:
@@ -391,71 +377,3 @@ def render_pretty(result: DecodeResult) -> str:
     if facts:
         lines.append(" · ".join(facts))
     return "\n".join(lines)
-
-
-def _document_format(data: bytes) -> Format | None:
-    kind = _first_line_type(data)
-    return kind if kind in _DOCUMENTS else None
-
-
-def _run(args: argparse.Namespace) -> int:
-    path: str = args.file
-    try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    try:
-        fmt = args.format or (None if args.status is not None else _document_format(data))
-        if fmt in _DOCUMENTS:
-            decode = decode_cassette if fmt == "cassette" else decode_session_log
-            doc = decode(data, source=path)
-            print(render_document(doc) if args.pretty else json.dumps(doc, ensure_ascii=False, indent=2))
-            return 0
-        result = decode_capture(data, format=args.format, status=args.status, protocol=args.protocol)
-    except CaptureError as exc:
-        print(f"dshkit decode: {path}: {exc}", file=sys.stderr)
-        return 2
-    if args.pretty:
-        print(render_pretty(result))
-    else:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    return 0
-
-
-_DECODE_EPILOG = """\
-examples:
-  dshkit decode examples/seed-walk.sse               SSE bytes: chunks, assembled message, usage, finish
-  dshkit decode capture.sse --pretty                 indented JSON instead of one line per chunk
-  dshkit decode error.json --format error --status 429
-                                                     an HTTP error body as the adapter maps it
-  curl -sN ... | tee capture.sse && dshkit decode capture.sse
-"""
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "decode",
-        help="decode a wire capture into chunks, message, usage and finish",
-        description=(
-            "Run a wire capture through the real SSE decoder, translator and assembler. "
-            "Format detection when --format is absent: a first line {\"type\": \"cassette\"} is a "
-            "cassette and {\"type\": \"session\"} a session log (decoded exchange by exchange or "
-            "model call by model call); a leading '[' is json; a JSON object "
-            "with 'error' and no 'choices' is an HTTP error body; every non-empty line a JSON "
-            "object is jsonl; anything else is sse. Anthropic Messages captures (events such as "
-            "message_start, or a Message body) are recognised by their payloads unless "
-            "--protocol says. Exit 0 whenever the capture was read "
-            "(even if it decodes to an error finish), 2 when it is missing, empty or "
-            "undetectable."
-        ),
-        epilog=_DECODE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("file", help="the capture file, or - for stdin")
-    p.add_argument("--format", choices=["sse", "jsonl", "json", "error", *_DOCUMENTS], help="skip detection")
-    p.add_argument("--status", type=int, help="treat the file as an HTTP error body with this status (default 400)")
-    p.add_argument("--protocol", choices=["chat", "anthropic"],
-                   help="the wire: Chat Completions chunks or Anthropic Messages events (default: detected)")
-    p.add_argument("--pretty", action="store_true", help="print a readable view instead of JSON")
-    p.set_defaults(func=_run)

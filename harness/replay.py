@@ -1,4 +1,4 @@
-"""Loop-level replay of session logs: `ReplayAdapter`, `replay_session` and `dshkit replay`.
+"""Loop-level replay of session logs: `ReplayAdapter` and `replay_session`.
 
 The replay scripts (one entry per logged model call, override sidecars, the logs of subagents,
 `{{fromRequest:REGEX}}` placeholders; dsh-testing.md §2) are derived by `harness.session`
@@ -7,16 +7,16 @@ parses the same entries. `ReplayAdapter` feeds them to the agent loop as `Stream
 each live session to the next unclaimed script on its first call; `replay_session` re-runs a
 log's prompts through the loop and compares the result with the log. This module's top level
 imports only `harness.llm` and `harness.session`; the loop is imported when a replay runs.
+The `dshkit replay` command and the wire mode (the mock server serving the calls as SSE) live in
+the application layer, `dshkit.replay`, so this library never imports the mock server.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,6 @@ from harness.llm import (
     Finish,
     FinishReason,
     GenerateOptions,
-    HarnessError,
     LlmFailure,
     StreamChunk,
     TextBlock,
@@ -53,9 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReplayAdapter",
+    "ReplayAdapterSource",
     "ReplayReport",
     "logged_tool_runtime",
-    "register",
     "replay_diff",
     "replay_session",
     "turn_inputs",
@@ -279,10 +278,18 @@ class ReplayReport:
         return self.logged_results == self.replayed_results
 
 
+ReplayAdapterSource = Callable[
+    [Sequence[SessionScript], Path, Callable[[], None]], contextlib.AbstractAsyncContextManager[Any]
+]
+"""Opens the adapter a replay talks to: given the log's scripts, the workspace (where hang ready
+files go) and a callback to call when each model call is requested, an async context manager
+yielding the adapter; closing it closes whatever serves the calls."""
+
+
 async def replay_session(
     path: str | Path,
     *,
-    wire: bool = False,
+    adapter: ReplayAdapterSource | None = None,
     workspace: Path | None = None,
     tools: Literal["logged", "builtin"] = "logged",
     out: Session | None = None,
@@ -292,8 +299,9 @@ async def replay_session(
     """Re-run a log's turns (each opened by its logged inbox input, see `turn_inputs`) through
     the agent loop against its recorded calls.
 
-    The calls are fed straight into the loop (`ReplayAdapter`) or, with `wire`, served as SSE by
-    the mock server and parsed by the real `DeepSeekAdapter`. With `tools="builtin"` the logged
+    The calls are fed straight into the loop (`ReplayAdapter`) or, with `adapter`, through the
+    adapter that source opens over them (`dshkit.replay.wire_adapter` serves them as SSE from the
+    mock server to the real `DeepSeekAdapter`; this library does not import the mock server). With `tools="builtin"` the logged
     calls run for real in `workspace`, under the same approval policy as `dshkit run`: a log is
     untrusted input, so `bash` asks `approver` (default `terminal_approver()`: ask on a TTY,
     deny without one); pass `auto_approver` to allow everything, as `--yes` does.
@@ -328,27 +336,15 @@ async def replay_session(
     model = "deepseek-v4-flash"
     watcher = _CancelAtHang(scripts[0].entries if scripts else ())
     async with contextlib.AsyncExitStack() as stack:
-        if wire:
-            from harness.providers.deepseek import DeepSeekAdapter
-            from mock_server import MockServer
-            from mock_server.replay import session_scripts_to_mock
-
-            def on_server_event(event: dict[str, Any]) -> None:
-                if event.get("type") == "request":
-                    watcher.call_started()
-
-            server = await stack.enter_async_context(
-                MockServer(*session_scripts_to_mock(scripts, ready_dir=ws), on_event=on_server_event)
-            )
-            adapter: Any = DeepSeekAdapter(server.base_url, "sk-dshkit-replay", idle_timeout_s=30)
-            stack.push_async_callback(adapter.aclose)
+        if adapter is None:
+            model_adapter: Any = ReplayAdapter(scripts, ready_dir=ws, on_call=watcher.call_started)
         else:
-            adapter = ReplayAdapter(scripts, ready_dir=ws, on_call=watcher.call_started)
+            model_adapter = await stack.enter_async_context(adapter(scripts, ws, watcher.call_started))
 
         async def no_wait(_: float) -> None:
             return None
 
-        agent = Agent(session, adapter, AgentOptions(model=model), tools=runtime, sleep=no_wait)
+        agent = Agent(session, model_adapter, AgentOptions(model=model), tools=runtime, sleep=no_wait)
         watcher.agent = agent
         agent.subscribe(watcher)
         ends: list[str] = []
@@ -421,53 +417,6 @@ class _CancelAtHang:
             self._fire()
 
 
-def _replay_command(args: argparse.Namespace) -> int:
-    workspace = Path(args.workspace) if args.workspace else None
-    if workspace is not None and not workspace.is_dir():
-        print(f"dshkit replay: --workspace {args.workspace} is not a directory", file=sys.stderr)
-        return 2
-    from harness.tools import terminal_approver
-
-    try:
-        report, session = asyncio.run(
-            replay_session(
-                args.session, wire=args.wire, workspace=workspace, tools=args.tools,
-                approver=terminal_approver(yes=args.yes), tool_timeout=args.tool_timeout,
-            )
-        )
-    except (HarnessError, OSError) as exc:
-        print(f"dshkit replay: {exc}", file=sys.stderr)
-        return 2
-    if not report.logged_messages:
-        ends = ", ".join(report.turn_ends) or "no turn"
-        print(
-            f"dshkit replay: {args.session} records no assistant message to replay (turn ends: {ends}; "
-            "a run cancelled before the model's first chunk logs none); replay a log with an answer",
-            file=sys.stderr,
-        )
-        return 2
-    if args.out:
-        from harness.session import save_session
-
-        save_session(session, args.out)
-    result = {
-        "type": "replay",
-        "session": args.session,
-        "mode": "wire" if args.wire else "chunks",
-        "turns": report.turn_ends,
-        "assistant_messages": len(report.logged_messages),
-        "messages_equal": report.messages_equal,
-        "tool_results_equal": report.results_equal,
-    }
-    print(json.dumps(result, ensure_ascii=False))
-    diff = replay_diff("assistant message", report.logged_messages, report.replayed_messages)
-    diff += replay_diff("tool result", report.logged_results, report.replayed_results)
-    if diff:
-        print("\n".join(diff), file=sys.stderr)
-        return 1
-    return 0
-
-
 def replay_diff(what: str, logged: Sequence[Any], replayed: Sequence[Any]) -> list[str]:
     """A unified diff (indented JSON) of each logged/replayed pair that differs, and a line for a
     count that differs; empty when both lists are equal."""
@@ -484,46 +433,3 @@ def replay_diff(what: str, logged: Sequence[Any], replayed: Sequence[Any]) -> li
             out.extend(difflib.unified_diff(left, right, fromfile=f"logged {what} {i + 1}",
                                             tofile=f"replayed {what} {i + 1}", lineterm=""))
     return out
-
-
-_REPLAY_EPILOG = """\
-examples:
-  dshkit replay .dshkit/sessions/ID.jsonl            recorded chunks straight into the agent loop
-  dshkit replay SESSION.jsonl --wire                 the same calls as SSE through the mock server
-                                                     and the real DeepSeek adapter
-  dshkit replay SESSION.jsonl --tools builtin --workspace DIR
-                                                     run the real tools again in DIR; a tool result
-                                                     that changed shows as a diff (exit 1)
-  dshkit replay SESSION.jsonl --out replayed.jsonl && dshkit view replayed.jsonl
-"""
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `dshkit replay`."""
-    from harness.cli import positive_float
-
-    p = sub.add_parser(
-        "replay",
-        help="re-run a session log's prompts against its recorded model calls",
-        description="Replay a session JSONL (ours or upstream DSH's, packed rows and override "
-        "sidecars included): its user prompts go through the agent loop again, each model call is "
-        "answered by the recorded chunks, and the replayed assistant messages are compared with "
-        "the logged ones (and the tool results with them). Exit 0 when they are equal; 1 when not, "
-        "after printing a unified diff of each message or result that differs to stderr; 2 on bad input.",
-        epilog=_REPLAY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("session", help="the session JSONL (children NAME.N.jsonl and the sidecar are found beside it)")
-    p.add_argument("--wire", action="store_true", help="serve the calls as DeepSeek SSE through the mock server and the real adapter")
-    p.add_argument("--workspace", help="workspace for builtin tools and hang ready files (default: .)")
-    p.add_argument("--tools", choices=("logged", "builtin"), default="logged",
-                   help="answer tool calls from the log (default) or run the builtin tools in --workspace")
-    p.add_argument("--yes", action="store_true",
-                   help="with --tools builtin: approve tool calls that ask (bash); without it a TTY "
-                   "asks and no TTY denies, as in dshkit run")
-    p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
-                   help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
-                   "abandoned with a TIMEOUT error (default: 30)")
-    p.add_argument("--out", help="write the replayed session JSONL here")
-    p.set_defaults(func=_replay_command)
-

@@ -24,6 +24,7 @@ from mock_server.cassette import (
     script_to_cassette,
 )
 from mock_server.chunk_wire import WirePlan, wire_plan, wire_usage
+from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.faults import FAULTS, FaultInfo
 from mock_server.generate import (
     QUIRKS,
@@ -45,7 +46,6 @@ from mock_server.generate import (
     split_text,
 )
 from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
-from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.record import Recorder
 from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
 from mock_server.routing import SESSION_HEADER, Decision, RequestView, Router, session_of

@@ -14,6 +14,10 @@ or xdist workers. After a passing test, `mock_deepseek` checks that every script
 The marker takes script files (relative to the test file) and inline scripts alike: a `Script`
 (`Script.of(...)`), a list of steps, or a script mapping with `steps`.
 
+The factories' types (`MockServerFactory`, ...) live in :mod:`mock_server.factories`, so that
+`import mock_server` never imports pytest; pytest, pytest-asyncio and syrupy come with the
+`pytest` extra (`pip install dshkit[pytest]`).
+
 Record mode (`dshkit_cassette`, `--dshkit-record none|once|new_episodes|all`) replays a cassette
 named after the test id, or records it through the recording proxy; see `mock_server.record_mode`.
 """
@@ -25,11 +29,12 @@ import inspect
 import os
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.scripts import Script, ScriptError, parse_script
 from mock_server.server import MockServer, ScriptSource
 
@@ -51,34 +56,6 @@ __all__ = [
 MARKER = "dshkit_script"
 CASSETTE_MARKER = "dshkit_cassette"
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
-
-
-class MockServerFactory(Protocol):
-    """Starts a :class:`MockServer` with `MockServer`'s arguments; closed at teardown."""
-
-    async def __call__(self, *scripts: ScriptSource, **options: Any) -> MockServer: ...
-
-
-class SyncMockServerFactory(Protocol):
-    """Starts a :class:`MockServer` on its own thread, with `MockServer`'s arguments; closed at
-    teardown. For sync tests: `server = dshkit_mock_server_sync(script)` (no `await`)."""
-
-    def __call__(self, *scripts: ScriptSource, **options: Any) -> MockServer: ...
-
-
-class ReplayServerFactory(Protocol):
-    """Starts a :class:`MockServer` replaying a cassette or session log; closed at teardown."""
-
-    async def __call__(
-        self,
-        path: str | Path,
-        *,
-        speed: float = 0.0,
-        resplit: int | None = None,
-        match: str = "sequence",
-        check_consumed: bool = True,
-        **options: Any,
-    ) -> MockServer: ...
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

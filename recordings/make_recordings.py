@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from dshkit.run import BUNDLED_SCRIPT  # noqa: E402
 from harness.llm import GenerateOptions, StreamChunk, UserMessage  # noqa: E402
 from harness.loop import Agent, AgentOptions  # noqa: E402
 from harness.providers.deepseek import DeepSeekAdapter  # noqa: E402
-from harness.run import BUNDLED_SCRIPT  # noqa: E402
 from harness.session import Session, SessionHeader  # noqa: E402
 from harness.tools import ToolRuntime, auto_approver, builtin_tools  # noqa: E402
 from mock_server import MockServer, Recorder, Script, parse_script  # noqa: E402

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from harness.cli import build_parser
+from dshkit.cli import build_parser
 
 COMMANDS = ["run", "decode", "serve", "record", "replay", "conformance", "view"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser
+from dshkit.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "recordings" / "README.md"]

@@ -22,7 +22,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    result = _run("ruff", "check", "harness", "mock_server", "conformance", "dshkit_view", "tests", "bench")
+    result = _run("ruff", "check", "dshkit", "harness", "mock_server", "conformance", "dshkit_view", "tests", "bench")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -31,6 +31,6 @@ def test_wheel_builds_without_setuptools_warnings(tmp_path: Path) -> None:
     assert warnings == []
     (wheel,) = (tmp_path / "dist").glob("dshkit-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for package in ("harness", "mock_server", "conformance", "dshkit_view"):
+    for package in ("dshkit", "harness", "mock_server", "conformance", "dshkit_view"):
         assert f"{package}/__init__.py" in names
     assert "harness/data/seed_walk.yaml" in names and not any(n.startswith("tests/") for n in names)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance import run_anthropic_checks
-from harness.cli import main
+from dshkit.cli import main
 from mock_server import MockServer
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.report import to_junit
 from conformance.runner import ScenarioResult
-from harness.cli import main
+from dshkit.cli import main
 from mock_server import MockServer
 
 BROKEN = "tests.conformance.broken:LosesUsageAdapter"

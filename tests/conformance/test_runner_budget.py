@@ -60,7 +60,7 @@ async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check() -> N
 def test_the_cli_exits_despite_tasks_that_ignore_cancellation(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     code = (
-        "import sys; from harness.cli import main; "
+        "import sys; from dshkit.cli import main; "
         "sys.exit(main(['conformance', '--adapter', 'tests.conformance.broken:SwallowsCancelAdapter', "
         f"'--only', 'net-cancel-propagates', '--json', {str(report)!r}]))"
     )

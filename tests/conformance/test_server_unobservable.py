@@ -84,7 +84,7 @@ async def test_a_check_that_outlives_its_budget_fails(black_hole: str) -> None:
 
 @pytest.mark.parametrize("url", ["notaurl", "ftp://example.com", "http://", "127.0.0.1:8000"])
 def test_server_that_is_not_a_url_is_a_usage_error(url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from dshkit.cli import main
 
     assert main(["conformance", "--server", url]) == 2
     err = capsys.readouterr().err

@@ -1,8 +1,8 @@
 """`dshkit run`: the live view, `--json`, the session file and the exit codes.
 
-In-process runs call `harness.cli.main([...])` (which runs its own event loop), so these tests
+In-process runs call `dshkit.cli.main([...])` (which runs its own event loop), so these tests
 are sync and any mock server of ours runs on a background thread (`with MockServer(...)`).
-One test goes through a real subprocess (`python -m harness.cli`).
+One test goes through a real subprocess (`python -m dshkit.cli`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-import harness.run
-from harness.cli import main
+import dshkit.run
+from dshkit.cli import main
 from harness.loop import Agent, PreStep, PreStepDecision, Reject
 from harness.session import load_session
 from mock_server import MockServer
@@ -89,7 +89,7 @@ def test_run_exit_3_when_blocked(workspace: Path, tmp_path: Path, capsys: pytest
         def __init__(self, *args: Any, **kw: Any) -> None:
             super().__init__(*args, **kw, pre_step=[reject])
 
-    monkeypatch.setattr(harness.run, "Agent", RejectingAgent)
+    monkeypatch.setattr(dshkit.run, "Agent", RejectingAgent)
     code, out = _run(["run", PROMPT, "--workspace", str(workspace), "--session", str(tmp_path / "s.jsonl")], capsys)
     assert code == 3
     assert "■ turn 1 blocked" in out
@@ -106,7 +106,7 @@ def test_run_exit_4_at_max_steps(workspace: Path, tmp_path: Path, capsys: pytest
 
 def test_run_as_a_subprocess(workspace: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", PROMPT, "--json", "--workspace", str(workspace), "--session", str(tmp_path / "s.jsonl")],
+        [sys.executable, "-m", "dshkit.cli", "run", PROMPT, "--json", "--workspace", str(workspace), "--session", str(tmp_path / "s.jsonl")],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -122,7 +122,7 @@ def test_run_ctrl_c_aborts_with_130_and_a_well_formed_log(workspace: Path, tmp_p
     session_path = tmp_path / "s.jsonl"
     stall = script({"fault": "stall_after", "after_events": 2, "text": "half an answer"})
     with MockServer(stall) as server, subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "hi", "--json", "--base-url", server.base_url,
+        [sys.executable, "-m", "dshkit.cli", "run", "hi", "--json", "--base-url", server.base_url,
          "--api-key", API_KEY, "--workspace", str(workspace), "--session", str(session_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     ) as proc:

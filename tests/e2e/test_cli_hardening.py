@@ -2,7 +2,7 @@
 status and a clear message instead of a traceback, a hang, a loop without end, a leaked key or a
 command run without approval.
 
-Usage errors go through `harness.cli.main` (argparse exits 2 via `SystemExit`); Ctrl-C goes
+Usage errors go through `dshkit.cli.main` (argparse exits 2 via `SystemExit`); Ctrl-C goes
 through a real subprocess, since only a real SIGINT shows whether the event loop can still
 react to it.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
+from dshkit.cli import main
 from harness.session import load_session, save_session
 from mock_server import MockServer
 
@@ -110,7 +110,7 @@ def test_ctrl_c_during_a_catastrophic_grep_exits_130_with_a_well_formed_log(work
     session_path = tmp_path / "s.jsonl"
     steps = script(reply(calls=[call("grep", {"pattern": CATASTROPHIC}, "call_grep")]), reply("never reached"))
     with MockServer(steps) as server, subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "find it", "--json", "--base-url", server.base_url,
+        [sys.executable, "-m", "dshkit.cli", "run", "find it", "--json", "--base-url", server.base_url,
          "--api-key", API_KEY, "--workspace", str(workspace), "--session", str(session_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     ) as proc:
@@ -205,7 +205,7 @@ def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(wire: bool
             requested.set()
 
     with MockServer(steps, on_event=on_event) as server, subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "hi", "--json", "--base-url", server.base_url,
+        [sys.executable, "-m", "dshkit.cli", "run", "hi", "--json", "--base-url", server.base_url,
          "--api-key", API_KEY, "--workspace", str(workspace), "--session", str(log)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
     ) as proc:
@@ -219,7 +219,7 @@ def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(wire: bool
     chunks = [e.data["chunk"] for e in load_session(log).events if e.type == "assistant/chunk"]
     assert [c["type"] for c in chunks] == ["finish"] and chunks[0]["reason"]["kind"] == "aborted"
     replay = subprocess.run(  # a subprocess, so that a hang fails the test instead of stalling it
-        [sys.executable, "-m", "harness.cli", "replay", str(log), "--workspace", str(workspace), *(["--wire"] if wire else [])],
+        [sys.executable, "-m", "dshkit.cli", "replay", str(log), "--workspace", str(workspace), *(["--wire"] if wire else [])],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
     )
     assert replay.returncode == 2

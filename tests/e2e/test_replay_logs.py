@@ -17,6 +17,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from dshkit.replay import replay_session
+from dshkit.run import run_command
 from harness.llm import (
     BlockEnd,
     Finish,
@@ -28,8 +30,7 @@ from harness.llm import (
     UserMessage,
 )
 from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import ReplayAdapter, replay_session, turn_inputs
-from harness.run import run_command
+from harness.replay import ReplayAdapter, turn_inputs
 from harness.session import (
     ReplayError,
     SessionScript,
@@ -40,8 +41,12 @@ from harness.session import (
     parse_override,
     save_session,
 )
-from mock_server import load_cassette, session_scripts_to_mock
-from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
+from mock_server import (
+    MockServerFactory,
+    ReplayServerFactory,
+    load_cassette,
+    session_scripts_to_mock,
+)
 
 from .conftest import Normalizer, RigFactory, call, reply
 
@@ -298,7 +303,7 @@ async def test_dshkit_run_replays_the_readme_walk(workspace: Path) -> None:
 def test_replay_of_a_log_without_model_calls_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from dshkit.cli import main
 
     log = tmp_path / "empty.jsonl"
     log.write_text('{"type":"session","version":0,"id":"e","createdAt":1,"delegationDepth":0}\n')

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.run import DEFAULT_PACE_MS, _pace_ms, _paced
+from dshkit.cli import build_parser, main
+from dshkit.run import DEFAULT_PACE_MS, _pace_ms, _paced
 from mock_server import MockServer, Script
 
 from .conftest import API_KEY
@@ -75,7 +75,7 @@ def test_pace_defaults_to_visible_on_a_terminal_only() -> None:
 
 
 def test_paced_script_sets_the_delay_between_writes() -> None:
-    from harness.run import BUNDLED_SCRIPT
+    from dshkit.run import BUNDLED_SCRIPT
 
     (script,) = _paced([BUNDLED_SCRIPT], 30)
     assert [step.timing.chunk_delay_ms for step in script.steps] == [30, 30]

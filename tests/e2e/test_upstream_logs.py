@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from dshkit.replay import replay_session
 from harness.llm import (
     BlockAssembler,
     Finish,
@@ -34,7 +35,7 @@ from harness.llm import (
     message_to_json,
 )
 from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import replay_session, turn_inputs
+from harness.replay import turn_inputs
 from harness.session import (
     LoadedLog,
     ReplayEntry,

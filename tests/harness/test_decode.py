@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from dshkit.cli import main
 from harness.decode import CaptureError, decode_capture, detect_format
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_seed_walk_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_output_is_deterministic(tmp_path: Path) -> None:
     runs = [
-        subprocess.run([sys.executable, "-m", "harness.cli", "decode", str(SEED)], capture_output=True, check=True, cwd=REPO).stdout
+        subprocess.run([sys.executable, "-m", "dshkit.cli", "decode", str(SEED)], capture_output=True, check=True, cwd=REPO).stdout
         for _ in range(2)
     ]
     assert runs[0] == runs[1] and runs[0]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
+from dshkit.cli import main
 from harness.decode import decode_capture, detect_protocol
 from tests.harness.providers.anthropic.conftest import corpus_sidecars
 

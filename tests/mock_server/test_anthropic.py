@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_server import MockServer, Reply, Script, SplitPlan, ToolCall
+from mock_server import MockServer, MockServerFactory, Reply, Script, SplitPlan, ToolCall
 from mock_server.anthropic import PASSBACK_MESSAGE, encode_events, validate_messages
 from mock_server.generate import FragmentPlan
-from mock_server.pytest_plugin import MockServerFactory
 from mock_server.validation import Rejection
 
 from .wire import parse_sse

@@ -12,9 +12,8 @@ from typing import Any
 import anthropic
 import pytest
 
-from mock_server import MockServer, Script
+from mock_server import MockServer, MockServerFactory, Script
 from mock_server.anthropic import PASSBACK_MESSAGE
-from mock_server.pytest_plugin import MockServerFactory
 from tests.conftest import SHARED
 
 KEY = "sk-ant-sdk-test"

@@ -6,8 +6,7 @@ import asyncio
 
 import aiohttp
 
-from mock_server import SESSION_HEADER, Script
-from mock_server.pytest_plugin import MockServerFactory
+from mock_server import SESSION_HEADER, MockServerFactory, Script
 
 from .wire import chat, parse_sse, reassemble
 

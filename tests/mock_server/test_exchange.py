@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from mock_server import Script
-from mock_server.pytest_plugin import MockServerFactory
+from mock_server import MockServerFactory, Script
 
 from .wire import chat, parse_sse
 

@@ -15,9 +15,8 @@ import aiohttp
 import httpx
 import pytest
 
-from mock_server import FAULTS, MockServer
+from mock_server import FAULTS, MockServer, MockServerFactory
 from mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
-from mock_server.pytest_plugin import MockServerFactory
 
 from .wire import chat, parse_sse, reassemble
 

@@ -19,8 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_server import MockServer
-from mock_server.pytest_plugin import MockServerFactory
+from mock_server import MockServer, MockServerFactory
 
 from .cli_process import ServeProcess
 

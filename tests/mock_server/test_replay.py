@@ -12,8 +12,7 @@ import httpx
 import openai
 import pytest
 
-from mock_server import Script, frame_jsonl
-from mock_server.pytest_plugin import MockServerFactory
+from mock_server import MockServerFactory, Script, frame_jsonl
 
 from .wire import chat, parse_sse, reassemble
 

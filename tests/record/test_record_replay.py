@@ -24,14 +24,15 @@ from harness.llm import Finish, GenerateOptions, StreamChunk, UserMessage
 from harness.providers.deepseek import DeepSeekAdapter
 from mock_server import (
     CassetteError,
+    MockServerFactory,
     Recorder,
+    ReplayServerFactory,
     Script,
     cassette_to_scripts,
     load_cassette,
     parse_script,
     script_to_cassette,
 )
-from mock_server.pytest_plugin import MockServerFactory, ReplayServerFactory
 
 KEY = "sk-live-SECRET-0123456789abcdef"
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
@@ -324,7 +325,7 @@ async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
 def test_record_refuses_an_upstream_that_is_not_an_http_url(
     upstream: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from dshkit.cli import main
 
     assert main(["record", "--upstream", upstream, "--out", str(tmp_path / "x")]) == 2
     assert "is not an http(s) URL" in capsys.readouterr().err

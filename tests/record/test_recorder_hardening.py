@@ -23,8 +23,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from mock_server import CassetteError, Recorder, load_cassette
-from mock_server.pytest_plugin import ReplayServerFactory
+from mock_server import CassetteError, Recorder, ReplayServerFactory, load_cassette
 
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -187,7 +186,7 @@ async def test_restart_appends_and_overwrite_starts_afresh(tmp_path: Path) -> No
 
 
 def test_record_refuses_an_out_that_is_not_a_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from dshkit.cli import main
 
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"my": "data"}\n')

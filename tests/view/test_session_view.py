@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from dshkit.cli import main
 from dshkit_view import ViewError, build_session_view, detect_kind, render_paths
-from harness.cli import main
 from harness.session import parse_session_log
 
 from .conftest import ARGUMENTS, FRAGMENT_POINTS, Walk
@@ -110,7 +110,7 @@ def test_a_file_it_cannot_show_is_a_clear_error(tmp_path: Path, capsys: pytest.C
 def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path) -> None:
     out = tmp_path / "v" / "walk.html"
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)],
+        [sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stderr
@@ -176,7 +176,7 @@ def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
     recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
     out = tmp_path / "page.html"
     env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "view", str(walk.log), "-o", str(out), "--open"],
+    result = subprocess.run([sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "-o", str(out), "--open"],
                             capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 0, result.stderr
     assert opened.read_text() == out.resolve().as_uri()

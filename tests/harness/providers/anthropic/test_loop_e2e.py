@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
+from dshkit.cli import main
 from harness.llm import ErrorCode, GenerateOptions, UserMessage
 from harness.loop import Agent, AgentOptions, rebuild_requests
 from harness.providers.anthropic import AnthropicAdapter, encode_body, serialize

@@ -20,7 +20,8 @@ from typing import Any, TextIO
 
 import httpx
 
-from harness.cli import http_url, positive_float, positive_int
+import harness
+from dshkit.args import http_url, positive_float, positive_int
 from harness.llm import Adapter, HarnessError
 from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from harness.providers.deepseek import DeepSeekAdapter
@@ -29,7 +30,7 @@ from harness.tools import TOOL_TIMEOUT, LocalShell, ToolRuntime, builtin_tools, 
 
 __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 
-BUNDLED_SCRIPT = Path(__file__).parent / "data" / "seed_walk.yaml"
+BUNDLED_SCRIPT = Path(harness.__file__).parent / "data" / "seed_walk.yaml"
 BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
 API_KEY_ENV = "DEEPSEEK_API_KEY"
 """Read for the key, and hidden from `bash` commands (their output is scrubbed of it too)."""

@@ -1,0 +1,158 @@
+"""`dshkit replay`, and the wire mode of a replay: a session log's recorded model calls served
+as DeepSeek SSE by the mock server and parsed by the real `DeepSeekAdapter`.
+
+The replay itself (`ReplayAdapter`, `replay_session`, the comparison with the log) is the
+library `harness.replay`; it takes the adapter as an injected dependency so that `harness`
+never imports the mock server. This module, in the application layer, supplies the wire one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from harness.llm import HarnessError
+from harness.replay import ReplayReport, replay_diff
+from harness.replay import replay_session as replay_with
+
+if TYPE_CHECKING:
+    from harness.session import Session, SessionScript
+    from harness.tools import Approver
+
+__all__ = ["register", "replay_session", "wire_adapter"]
+
+
+@contextlib.asynccontextmanager
+async def wire_adapter(
+    scripts: Sequence[SessionScript], ready_dir: Path, on_call: Callable[[], None]
+) -> AsyncIterator[Any]:
+    """A `DeepSeekAdapter` talking to a mock server on loopback that serves `scripts` as SSE;
+    `on_call` runs when the server receives each request. Both are closed on exit."""
+    from harness.providers.deepseek import DeepSeekAdapter
+    from mock_server import MockServer
+    from mock_server.replay import session_scripts_to_mock
+
+    def on_server_event(event: dict[str, Any]) -> None:
+        if event.get("type") == "request":
+            on_call()
+
+    async with MockServer(*session_scripts_to_mock(scripts, ready_dir=ready_dir), on_event=on_server_event) as server:
+        adapter = DeepSeekAdapter(server.base_url, "sk-dshkit-replay", idle_timeout_s=30)
+        try:
+            yield adapter
+        finally:
+            await adapter.aclose()
+
+
+async def replay_session(
+    path: str | Path,
+    *,
+    wire: bool = False,
+    workspace: Path | None = None,
+    tools: Literal["logged", "builtin"] = "logged",
+    out: Session | None = None,
+    approver: Approver | None = None,
+    tool_timeout: float | None = None,
+) -> tuple[ReplayReport, Session]:
+    """`harness.replay.replay_session`, with `wire` choosing `wire_adapter` over feeding the
+    recorded chunks straight into the loop."""
+    return await replay_with(
+        path, adapter=wire_adapter if wire else None, workspace=workspace, tools=tools, out=out,
+        approver=approver, tool_timeout=tool_timeout,
+    )
+
+
+def _replay_command(args: argparse.Namespace) -> int:
+    workspace = Path(args.workspace) if args.workspace else None
+    if workspace is not None and not workspace.is_dir():
+        print(f"dshkit replay: --workspace {args.workspace} is not a directory", file=sys.stderr)
+        return 2
+    from harness.tools import terminal_approver
+
+    try:
+        report, session = asyncio.run(
+            replay_session(
+                args.session, wire=args.wire, workspace=workspace, tools=args.tools,
+                approver=terminal_approver(yes=args.yes), tool_timeout=args.tool_timeout,
+            )
+        )
+    except (HarnessError, OSError) as exc:
+        print(f"dshkit replay: {exc}", file=sys.stderr)
+        return 2
+    if not report.logged_messages:
+        ends = ", ".join(report.turn_ends) or "no turn"
+        print(
+            f"dshkit replay: {args.session} records no assistant message to replay (turn ends: {ends}; "
+            "a run cancelled before the model's first chunk logs none); replay a log with an answer",
+            file=sys.stderr,
+        )
+        return 2
+    if args.out:
+        from harness.session import save_session
+
+        save_session(session, args.out)
+    result = {
+        "type": "replay",
+        "session": args.session,
+        "mode": "wire" if args.wire else "chunks",
+        "turns": report.turn_ends,
+        "assistant_messages": len(report.logged_messages),
+        "messages_equal": report.messages_equal,
+        "tool_results_equal": report.results_equal,
+    }
+    print(json.dumps(result, ensure_ascii=False))
+    diff = replay_diff("assistant message", report.logged_messages, report.replayed_messages)
+    diff += replay_diff("tool result", report.logged_results, report.replayed_results)
+    if diff:
+        print("\n".join(diff), file=sys.stderr)
+        return 1
+    return 0
+
+
+_REPLAY_EPILOG = """\
+examples:
+  dshkit replay .dshkit/sessions/ID.jsonl            recorded chunks straight into the agent loop
+  dshkit replay SESSION.jsonl --wire                 the same calls as SSE through the mock server
+                                                     and the real DeepSeek adapter
+  dshkit replay SESSION.jsonl --tools builtin --workspace DIR
+                                                     run the real tools again in DIR; a tool result
+                                                     that changed shows as a diff (exit 1)
+  dshkit replay SESSION.jsonl --out replayed.jsonl && dshkit view replayed.jsonl
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `dshkit replay`."""
+    from dshkit.args import positive_float
+
+    p = sub.add_parser(
+        "replay",
+        help="re-run a session log's prompts against its recorded model calls",
+        description="Replay a session JSONL (ours or upstream DSH's, packed rows and override "
+        "sidecars included): its user prompts go through the agent loop again, each model call is "
+        "answered by the recorded chunks, and the replayed assistant messages are compared with "
+        "the logged ones (and the tool results with them). Exit 0 when they are equal; 1 when not, "
+        "after printing a unified diff of each message or result that differs to stderr; 2 on bad input.",
+        epilog=_REPLAY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("session", help="the session JSONL (children NAME.N.jsonl and the sidecar are found beside it)")
+    p.add_argument("--wire", action="store_true", help="serve the calls as DeepSeek SSE through the mock server and the real adapter")
+    p.add_argument("--workspace", help="workspace for builtin tools and hang ready files (default: .)")
+    p.add_argument("--tools", choices=("logged", "builtin"), default="logged",
+                   help="answer tool calls from the log (default) or run the builtin tools in --workspace")
+    p.add_argument("--yes", action="store_true",
+                   help="with --tools builtin: approve tool calls that ask (bash); without it a TTY "
+                   "asks and no TTY denies, as in dshkit run")
+    p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
+                   help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
+                   "abandoned with a TIMEOUT error (default: 30)")
+    p.add_argument("--out", help="write the replayed session JSONL here")
+    p.set_defaults(func=_replay_command)
+
