@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from harness.llm import (
     BlockAssembler,
+    CaptureError,
     Finish,
     FinishMeta,
     FinishReason,
@@ -60,10 +61,6 @@ _DOCUMENTS = ("cassette", "session")
 """Formats that are whole recorded documents, not one response."""
 Protocol = Literal["chat", "anthropic"]
 _ANTHROPIC_EVENTS = (b'"message_start"', b'"content_block_start"', b'"content_block_delta"', b'"message_delta"')
-
-
-class CaptureError(ValueError):
-    """The capture cannot be read as any wire format."""
 
 
 @dataclass(frozen=True, slots=True)
