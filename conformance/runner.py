@@ -37,6 +37,7 @@ from harness.llm import (
     ModelSource,
     StreamChunk,
     ToolResultMessage,
+    UsageError,
     UserMessage,
 )
 from mock_server import MockServer, Script, session_of
@@ -80,8 +81,11 @@ Status = Literal["pass", "fail", "n/a"]
 AdapterFactory = Callable[..., Any]
 
 
-class FactoryError(ValueError):
+class FactoryError(UsageError, ValueError):
     """The adapter factory path cannot be used: says what was wrong and what to write."""
+
+    def __init__(self, message: str, code: str = "BAD_FACTORY") -> None:
+        super().__init__(message, code)
 
 
 def load_factory(spec: str) -> AdapterFactory:

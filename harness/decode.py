@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from harness.llm import (
     BlockAssembler,
+    CaptureError,
     Finish,
     FinishMeta,
     FinishReason,
@@ -61,10 +62,6 @@ DOCUMENT_FORMATS: tuple[Format, ...] = ("cassette", "session")
 """Formats that are whole recorded documents, not one response."""
 Protocol = Literal["chat", "anthropic"]
 _ANTHROPIC_EVENTS = (b'"message_start"', b'"content_block_start"', b'"content_block_delta"', b'"message_delta"')
-
-
-class CaptureError(ValueError):
-    """The capture cannot be read as any wire format."""
 
 
 @dataclass(frozen=True, slots=True)

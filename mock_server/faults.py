@@ -19,7 +19,7 @@ import json
 import math
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mock_server.anthropic import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
@@ -29,7 +29,7 @@ from mock_server.generate import Reply, ToolCall, WritePlan, plan_writes
 from mock_server.scripts import FaultStep, SplitSpec, StreamSpec
 from mock_server.validation import PASSBACK_MESSAGE
 
-__all__ = ["FAULTS", "Fault", "FaultInfo", "pick_random"]
+__all__ = ["FAULTS", "HTTP_FAULTS", "Fault", "FaultInfo", "HttpFault", "pick_random"]
 
 Fault = Callable[[Exchange, FaultStep], Awaitable[str]]
 
@@ -342,82 +342,100 @@ async def _f_split_writes(x: Exchange, p: FaultStep) -> str:
 # -- HTTP errors with DeepSeek's envelope ----------------------------------------------------
 
 
-@_fault("http", "400 invalid_request_error, code `invalid_request`")
-async def _f_invalid_request(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 400, "Invalid request (mock fault)", "invalid_request_error",
-                       "invalid_request")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpFault:
+    """One row of the HTTP-error table: what the response carries before a step overrides it.
+
+    A step's `status`, `message`, `type`, `code` and `request_id` fields win over the row.
+    """
+
+    status: int
+    type: str
+    code: str | None
+    message: str
+    client_sees: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    anthropic_message: str | None = None
+    """The wording on the Anthropic surface when it differs (each surface words S7 its own way)."""
+    retry_after: bool = False
+    """Send `Retry-After`: the step's `retry_after` rounded up to whole seconds (1 by default)."""
 
 
-@_fault("http", "400 `This model's maximum context length is …`, code "
-        "`context_length_exceeded`")
-async def _f_context_overflow(x: Exchange, p: FaultStep) -> str:
-    msg = ("This model's maximum context length is 1048576 tokens. However, you requested "
-           "1056768 tokens (1048576 in the messages, 8192 in the completion). Please reduce the "
-           "length of the messages or completion.")
-    return await _http(x, p, 400, msg, "invalid_request_error", "context_length_exceeded")
+_CONTEXT_MESSAGE = (
+    "This model's maximum context length is 1048576 tokens. However, you requested 1056768 "
+    "tokens (1048576 in the messages, 8192 in the completion). Please reduce the length of the "
+    "messages or completion."
+)
+
+#: The HTTP faults, in catalogue order: name → what the error response carries.
+HTTP_FAULTS: dict[str, HttpFault] = {
+    "invalid_request": HttpFault(
+        status=400, type="invalid_request_error", code="invalid_request",
+        message="Invalid request (mock fault)",
+        client_sees="400 invalid_request_error, code `invalid_request`"),
+    "context_overflow": HttpFault(
+        status=400, type="invalid_request_error", code="context_length_exceeded",
+        message=_CONTEXT_MESSAGE,
+        client_sees="400 `This model's maximum context length is …`, code `context_length_exceeded`"),
+    "reasoning_passback": HttpFault(
+        status=400, type="invalid_request_error", code="invalid_request_error",
+        message=PASSBACK_MESSAGE, anthropic_message=ANTHROPIC_PASSBACK,
+        client_sees="400 `The reasoning_content in the thinking mode must be passed back to the "
+        "API.` (the real S7 body)"),
+    "model_not_exist": HttpFault(
+        status=400, type="invalid_request_error", code="invalid_request_error",
+        message="Model Not Exist", client_sees="400 `Model Not Exist` (ds18)"),
+    "auth_error": HttpFault(
+        status=401, type="authentication_error", code="invalid_api_key",
+        message="Authentication Fails, Your api key is invalid",
+        client_sees="401 authentication_error, code `invalid_api_key`"),
+    "insufficient_balance": HttpFault(
+        status=402, type="unknown_error", code="invalid_request_error",
+        message="Insufficient Balance",
+        client_sees="402 `Insufficient Balance` (openai: plain APIStatusError)"),
+    "invalid_parameters": HttpFault(
+        status=422, type="invalid_request_error", code="invalid_parameters",
+        message="Invalid Parameters", client_sees="422 `Invalid Parameters`"),
+    "rate_limit": HttpFault(
+        status=429, type="rate_limit_error", code="rate_limit",
+        message="Rate limit reached for requests", retry_after=True,
+        client_sees="429 code `rate_limit` with `Retry-After: <retry_after, 1> s`"),
+    "quota_exceeded": HttpFault(
+        status=429, type="insufficient_quota", code="insufficient_quota",
+        message="You exceeded your current quota",
+        client_sees="429 code `insufficient_quota`, no Retry-After"),
+    "server_error": HttpFault(
+        status=500, type="server_error", code="server_error",
+        message="Internal server error (mock fault)", client_sees="500 code `server_error`"),
+    "service_unavailable": HttpFault(
+        status=503, type="service_unavailable", code="service_unavailable",
+        message="Server overloaded, please try again later",
+        client_sees="503 code `service_unavailable`"),
+    "overloaded": HttpFault(
+        status=529, type="overloaded_error", code="overloaded_error", message="Overloaded",
+        client_sees="529 `overloaded_error` (Anthropic's overloaded status; the anthropic SDK "
+        "retries it)"),
+}
 
 
-@_fault("http", "400 `The reasoning_content in the thinking mode must be passed back to the "
-        "API.` (the real S7 body)")
-async def _f_reasoning_passback(x: Exchange, p: FaultStep) -> str:
-    # Each surface has its own wording of the rule (corpus ds01 on the Anthropic surface).
-    message = ANTHROPIC_PASSBACK if x.surface == "anthropic" else PASSBACK_MESSAGE
-    return await _http(x, p, 400, message, "invalid_request_error", "invalid_request_error")
+def _http_fault(row: HttpFault) -> Fault:
+    """The fault function serving one table row."""
+
+    async def run(x: Exchange, p: FaultStep) -> str:
+        headers = dict(row.headers)
+        if row.retry_after:
+            after = p.retry_after if p.retry_after is not None else 1.0
+            headers["Retry-After"] = str(math.ceil(after))
+        message = row.message
+        if x.surface == "anthropic" and row.anthropic_message is not None:
+            message = row.anthropic_message
+        return await _http(x, p, row.status, message, row.type, row.code, headers)
+
+    return run
 
 
-@_fault("http", "400 `Model Not Exist` (ds18)")
-async def _f_model_not_exist(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 400, "Model Not Exist", "invalid_request_error",
-                       "invalid_request_error")
-
-
-@_fault("http", "401 authentication_error, code `invalid_api_key`")
-async def _f_auth_error(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 401, "Authentication Fails, Your api key is invalid",
-                       "authentication_error", "invalid_api_key")
-
-
-@_fault("http", "402 `Insufficient Balance` (openai: plain APIStatusError)")
-async def _f_insufficient_balance(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 402, "Insufficient Balance", "unknown_error",
-                       "invalid_request_error")
-
-
-@_fault("http", "422 `Invalid Parameters`")
-async def _f_invalid_parameters(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 422, "Invalid Parameters", "invalid_request_error",
-                       "invalid_parameters")
-
-
-@_fault("http", "429 code `rate_limit` with `Retry-After: <retry_after, 1> s`")
-async def _f_rate_limit(x: Exchange, p: FaultStep) -> str:
-    after = p.retry_after if p.retry_after is not None else 1.0
-    return await _http(x, p, 429, "Rate limit reached for requests", "rate_limit_error",
-                       "rate_limit", {"Retry-After": str(math.ceil(after))})
-
-
-@_fault("http", "429 code `insufficient_quota`, no Retry-After")
-async def _f_quota_exceeded(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 429, "You exceeded your current quota", "insufficient_quota",
-                       "insufficient_quota")
-
-
-@_fault("http", "500 code `server_error`")
-async def _f_server_error(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 500, "Internal server error (mock fault)", "server_error",
-                       "server_error")
-
-
-@_fault("http", "503 code `service_unavailable`")
-async def _f_service_unavailable(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 503, "Server overloaded, please try again later",
-                       "service_unavailable", "service_unavailable")
-
-
-@_fault("http", "529 `overloaded_error` (Anthropic's overloaded status; the anthropic SDK "
-        "retries it)")
-async def _f_overloaded(x: Exchange, p: FaultStep) -> str:
-    return await _http(x, p, 529, "Overloaded", "overloaded_error", "overloaded_error")
+for _name, _row in HTTP_FAULTS.items():
+    FAULTS[_name] = FaultInfo(_name, _http_fault(_row), "http", _row.client_sees)
 
 
 # -- finish reasons --------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.llm.errors import JsonShapeError
+
 __all__ = [
     "DEFAULT_KEEP",
     "REDACTED",
@@ -76,8 +78,9 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-class NestingTooDeep(ValueError):
-    """A body nests arrays/objects deeper than the `max_depth` given to :func:`redact_body`."""
+NestingTooDeep = JsonShapeError
+"""Raised when a body nests arrays/objects deeper than the `max_depth` given to
+:func:`redact_body`: a JSON-shape problem, so the one :class:`JsonShapeError` class."""
 
 
 def redact_body(body: Any, *, max_depth: int = 512) -> Any:
@@ -92,14 +95,14 @@ def redact_body(body: Any, *, max_depth: int = 512) -> Any:
 def _redact(body: Any, left: int) -> Any:
     if isinstance(body, dict):
         if not left:
-            raise NestingTooDeep("nesting deeper than the limit")
+            raise NestingTooDeep("", "nesting deeper than the limit")
         return {
             k: (REDACTED if k in SECRET_FIELDS and v is not None else _redact(v, left - 1))
             for k, v in body.items()
         }
     if isinstance(body, list):
         if not left:
-            raise NestingTooDeep("nesting deeper than the limit")
+            raise NestingTooDeep("", "nesting deeper than the limit")
         return [_redact(v, left - 1) for v in body]
     return body
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 import aiohttp
 from aiohttp import web
 
+from harness.llm.errors import UsageError
 from mock_server.cassette import CASSETTE_SUFFIX, cassette_path, cassette_to_scripts, load_cassette
 from mock_server.record import Recorder
 from mock_server.server import MockServer
@@ -157,7 +158,7 @@ class _Dispatcher:
         return resp
 
 
-class CassetteMissing(LookupError):
+class CassetteMissing(UsageError, LookupError):
     """Mode `none` and no cassette: nothing to replay and recording is off."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from mock_server.routing import RequestView
 __all__ = [
     "MAX_DEPTH",
     "MODELS",
+    "RULES",
     "ChatRequest",
     "Rejection",
     "check_auth",
@@ -385,6 +386,359 @@ def _check_strict_object(schema: dict[str, Any], where: str) -> str | None:
     return None
 
 
+@dataclass(slots=True)
+class _Draft:
+    """What the rules learn about a request as they run; each rule reads and adds to it."""
+
+    body: dict[str, Any]
+    era: Era
+    model: str = ""
+    messages: list[Any] = field(default_factory=list)
+    text_total: int = 0
+    last_user: str = ""
+    tool_results: set[str] = field(default_factory=set)
+    reasoning_missing: int | None = None
+    """The index of the first assistant turn with tool calls but no `reasoning_content`."""
+    thinking: bool = False
+    max_tokens: int | None = None
+    top_logprobs: int | None = None
+    stop: tuple[str, ...] = ()
+    functions: list[Mapping[str, Any]] = field(default_factory=list)
+    forced: str | None = None
+    json_mode: bool = False
+    prompt_tokens: int = 0
+
+
+Rule = Callable[[_Draft], None]
+
+
+def _rule_body_is_object(d: _Draft) -> None:
+    if not isinstance(d.body, dict):
+        raise _bad("", f"invalid type: {_kind(d.body)}, expected struct ChatCompletionRequest")
+
+
+def _rule_model_field(d: _Draft) -> None:
+    if "model" not in d.body:
+        raise _bad("", "missing field `model`")
+    model = d.body["model"]
+    if not isinstance(model, str):
+        raise _bad("model", f"invalid type: {_kind(model)}, expected a string")
+    d.model = model
+
+
+def _rule_messages_field(d: _Draft) -> None:
+    if "messages" not in d.body:
+        raise _bad("", "missing field `messages`")
+    messages = d.body["messages"]
+    if not isinstance(messages, list):
+        raise _bad("messages", f"invalid type: {_kind(messages)}, expected a sequence")
+    if not messages:
+        raise _bad("messages", "invalid length 0, expected at least one message")
+    d.messages = messages
+
+
+def _rule_messages(d: _Draft) -> None:
+    """Each message's shape, in order; a tool call must be answered before the next turn."""
+    call_ids: set[str] = set()
+    pending: list[str] = []
+    for i, msg in enumerate(d.messages):
+        where = f"messages[{i}]"
+        role = _message_role(msg, where)
+        if role != "tool" and pending:
+            # ds17: an assistant tool call must be answered before the conversation moves on.
+            raise Rejection(400, f"No tool output found for tool call {pending[0]}.")
+        if role in ("system", "user", "tool"):
+            if "content" not in msg:
+                raise _bad(where, "missing field `content`")
+            text = _text_of(msg["content"], f"{where}.content", allow_null=False)
+            d.text_total += len(text)
+            if role == "user":
+                d.last_user = text
+        if role == "tool":
+            _tool_result(d, msg, where, call_ids, pending)
+        if role == "assistant":
+            _assistant_turn(d, msg, i, call_ids, pending)
+
+
+def _message_role(msg: Any, where: str) -> str:
+    if not isinstance(msg, dict):
+        raise _bad(where, f"invalid type: {_kind(msg)}, expected a message object")
+    if "role" not in msg:
+        raise _bad(where, "missing field `role`")
+    role = msg["role"]
+    if role not in _ROLES:
+        raise _bad(
+            where,
+            f"unknown variant `{role}`, expected one of `system`, `user`, `assistant`, `tool`",
+        )
+    return str(role)
+
+
+def _tool_result(
+    d: _Draft, msg: dict[str, Any], where: str, call_ids: set[str], pending: list[str]
+) -> None:
+    tcid = msg.get("tool_call_id")
+    if not isinstance(tcid, str):
+        raise _bad(where, "missing field `tool_call_id`")
+    if tcid not in call_ids:
+        raise Rejection(
+            400,
+            f"{where}: tool_call_id `{tcid}` does not answer any tool call of an "
+            "earlier assistant message",
+        )
+    if tcid in pending:
+        pending.remove(tcid)
+    d.tool_results.add(tcid)
+
+
+def _assistant_turn(
+    d: _Draft, msg: dict[str, Any], i: int, call_ids: set[str], pending: list[str]
+) -> None:
+    where = f"messages[{i}]"
+    d.text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=True))
+    calls = msg.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise _bad(f"{where}.tool_calls", f"invalid type: {_kind(calls)}, expected a sequence")
+    for j, call in enumerate(calls):
+        cw = f"{where}.tool_calls[{j}]"
+        if not isinstance(call, dict):
+            raise _bad(cw, f"invalid type: {_kind(call)}, expected a tool call")
+        if not isinstance(call.get("id"), str):
+            raise _bad(cw, "missing field `id`")
+        fn = call.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise _bad(cw, "missing field `function.name`")
+        args = fn.get("arguments")
+        if not isinstance(args, str):
+            raise _bad(f"{cw}.function.arguments", f"invalid type: {_kind(args)}, expected a string")
+        d.text_total += len(args)
+        call_ids.add(call["id"])
+        pending.append(call["id"])
+    if calls and msg.get("reasoning_content") is None and d.reasoning_missing is None:
+        d.reasoning_missing = i
+
+
+def _rule_model_exists(d: _Draft) -> None:
+    if d.model not in MODELS:
+        raise Rejection(400, "Model Not Exist")
+    d.thinking = d.model != "deepseek-chat"
+
+
+def _rule_field_types(d: _Draft) -> None:
+    _check_types(d.body)
+
+
+def _rule_reasoning_effort(d: _Draft) -> None:
+    effort = d.body.get("reasoning_effort")
+    if effort is None:
+        return
+    if not isinstance(effort, str):
+        raise _bad("reasoning_effort", f"invalid type: {_kind(effort)}, expected a string")
+    if effort not in _EFFORTS:
+        raise _bad(
+            "reasoning_effort",
+            f"unknown variant `{effort}`, expected one of `low`, `high`, `max`",
+        )
+    if effort == "none":
+        d.thinking = False  # observed in rq02
+
+
+def _rule_thinking(d: _Draft) -> None:
+    th = d.body.get("thinking")
+    if th is None:
+        return
+    if not isinstance(th, dict) or th.get("type") not in ("enabled", "disabled"):
+        got = th.get("type") if isinstance(th, dict) else th
+        raise _bad("thinking.type", f"unknown variant `{got}`, expected `enabled` or `disabled`")
+    d.thinking = th["type"] == "enabled"
+
+
+def _rule_max_tokens(d: _Draft) -> None:
+    max_tokens = d.body.get("max_tokens")
+    if max_tokens is None:
+        return
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise _bad("max_tokens", f"invalid type: {_kind(max_tokens)}, expected an integer")
+    ceiling, _ = _limits(d.model, d.era)
+    if not 1 <= max_tokens <= ceiling:
+        raise Rejection(
+            400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {ceiling}]"
+        )
+    d.max_tokens = max_tokens
+
+
+#: Sampling fields with their range: (field, low, high, low end open).
+_SAMPLING_RANGES = (
+    ("temperature", 0.0, 2.0, False),
+    ("top_p", 0.0, 1.0, True),
+    ("presence_penalty", -2.0, 2.0, False),
+    ("frequency_penalty", -2.0, 2.0, False),
+)
+
+
+def _rule_sampling(d: _Draft) -> None:
+    for name, lo, hi, lo_open in _SAMPLING_RANGES:
+        # The type is checked always (deserialization comes first); the range only with
+        # thinking off (S10: ignored, not even range-checked, in thinking mode).
+        v = _number(d.body, name)
+        if not d.thinking and v is not None and (v > hi or v < lo or (lo_open and v == lo)):
+            rng = f"({lo:g}, {hi:g}]" if lo_open else f"[{lo:g}, {hi:g}]"
+            raise _invalid(f"`{name}` must be in {rng}, got {v:g}")
+
+
+def _rule_logprobs(d: _Draft) -> None:
+    top = d.body.get("top_logprobs")
+    if top is None:
+        return
+    if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
+        raise _invalid(f"`top_logprobs` must be an integer in [0, 20], got {top!r}")
+    if d.body.get("logprobs") is not True:
+        raise _invalid("`top_logprobs` needs `logprobs: true`")
+    d.top_logprobs = top
+
+
+def _rule_stop(d: _Draft) -> None:
+    stop_raw = d.body.get("stop")
+    if isinstance(stop_raw, str):
+        d.stop = (stop_raw,)
+    elif isinstance(stop_raw, list):
+        if len(stop_raw) > 16:
+            raise _invalid(f"`stop` takes at most 16 strings, got {len(stop_raw)}")
+        if not all(isinstance(s, str) for s in stop_raw):
+            raise _bad("stop", "invalid type, expected a string or a sequence of strings")
+        d.stop = tuple(stop_raw)
+    elif stop_raw is not None:
+        raise _bad("stop", f"invalid type: {_kind(stop_raw)}, expected a string or a sequence")
+
+
+_EMPTY_PARAMETERS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+
+def _rule_tools(d: _Draft) -> None:
+    tools_raw = d.body.get("tools")
+    if tools_raw is None:
+        return
+    if not isinstance(tools_raw, list):
+        raise _bad("tools", f"invalid type: {_kind(tools_raw)}, expected a sequence")
+    if len(tools_raw) > 128:
+        raise _invalid(f"at most 128 tools are allowed, got {len(tools_raw)}")
+    for j, tool in enumerate(tools_raw):
+        tw = f"tools[{j}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
+            raise _bad(tw, "missing field `function`")
+        fn = tool["function"]
+        name = fn.get("name")
+        if not isinstance(name, str):
+            raise _bad(f"{tw}.function", "missing field `name`")
+        if not _TOOL_NAME.match(name):
+            raise _invalid(f"{tw}.function.name {name!r} must match [a-zA-Z0-9_-]{{1,64}}")
+        if fn.get("strict") is True:
+            problem = _check_strict_schema(fn.get("parameters", _EMPTY_PARAMETERS), "parameters")
+            if problem:
+                raise Rejection(400, f"Invalid schema for function '{name}': {problem}")
+        d.functions.append(fn)
+
+
+def _rule_tool_choice(d: _Draft) -> None:
+    choice = d.body.get("tool_choice")
+    if choice is None:
+        return
+    if choice == "required":
+        if not d.functions:
+            raise Rejection(400, "tool_choice `required` needs at least one tool in `tools`")
+        d.forced = str(d.functions[0]["name"])
+    elif isinstance(choice, dict):
+        chosen = choice.get("function")
+        choice_name = chosen.get("name") if isinstance(chosen, dict) else None
+        if choice.get("type") != "function" or not isinstance(choice_name, str):
+            raise _bad("tool_choice", "expected `{\"type\": \"function\", \"function\": {\"name\": ...}}`")
+        if choice_name not in {f["name"] for f in d.functions}:
+            raise Rejection(400, f"tool_choice names function `{choice_name}`, which is not in `tools`")
+        d.forced = choice_name
+    elif choice not in ("none", "auto"):
+        raise _bad(
+            "tool_choice",
+            f"unknown variant `{choice}`, expected `none`, `auto`, `required` or an object",
+        )
+
+
+def _rule_forced_tool_without_thinking(d: _Draft) -> None:
+    if d.forced is not None and d.thinking:
+        raise Rejection(400, "Thinking mode does not support tool_choice")  # S9
+
+
+def _rule_reasoning_passback(d: _Draft) -> None:
+    if d.reasoning_missing is not None and d.thinking:
+        raise Rejection(400, PASSBACK_MESSAGE)  # S7; "" counts as present
+
+
+def _rule_response_format(d: _Draft) -> None:
+    fmt = d.body.get("response_format")
+    if fmt is None:
+        return
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object"):
+        got = fmt.get("type") if isinstance(fmt, dict) else fmt
+        raise _bad("response_format.type", f"unknown variant `{got}`, expected `text` or `json_object`")
+    d.json_mode = fmt["type"] == "json_object"
+    if not d.json_mode:
+        return
+    prompt_text = " ".join(
+        _text_of(m.get("content"), "", allow_null=True)
+        for m in d.messages
+        if m.get("role") in ("system", "user")
+    )
+    if "json" not in prompt_text.lower():
+        # S37 MAY: DeepSeek's docs say the prompt must contain the word "json".
+        raise Rejection(
+            400,
+            "Prompt must contain the word 'json' in some form to use 'response_format' "
+            "of type 'json_object'.",
+        )
+
+
+def _rule_context_length(d: _Draft) -> None:
+    d.prompt_tokens = max(
+        1, d.text_total // 4 + 4 * len(d.messages) + len(json.dumps(d.functions)) // 8
+    )
+    _, context = _limits(d.model, d.era)
+    completion = d.max_tokens or 0
+    if d.prompt_tokens + completion > context:
+        raise Rejection(
+            400,
+            f"This model's maximum context length is {context} tokens. However, you requested "
+            f"{d.prompt_tokens + completion} tokens ({d.prompt_tokens} in the messages, "
+            f"{completion} in the completion). Please reduce the length of the messages or "
+            "completion.",
+        )
+
+
+#: The checks, in the order DeepSeek makes them: the first rule that fails is the answer.
+#: Deserialization (shape and types) comes first, then the model, then value ranges, then the
+#: rules that relate fields to each other, and the context length last.
+RULES: tuple[Rule, ...] = (
+    _rule_body_is_object,
+    _rule_model_field,
+    _rule_messages_field,
+    _rule_messages,
+    _rule_model_exists,
+    _rule_field_types,
+    _rule_reasoning_effort,
+    _rule_thinking,
+    _rule_max_tokens,
+    _rule_sampling,
+    _rule_logprobs,
+    _rule_stop,
+    _rule_tools,
+    _rule_tool_choice,
+    _rule_forced_tool_without_thinking,
+    _rule_reasoning_passback,
+    _rule_response_format,
+    _rule_context_length,
+)
+
+
 def validate_chat(
     raw: bytes,
     *,
@@ -392,266 +746,46 @@ def validate_chat(
     headers: Mapping[str, str],
     era: Era = "v4",
 ) -> ChatRequest:
-    """Validate a chat-completion request body; raise :class:`Rejection` on the first problem."""
+    """Validate a chat-completion request body; raise :class:`Rejection` on the first problem.
+
+    The body is parsed, then :data:`RULES` run in order over one draft of what is known so far.
+    """
     body, redacted = parse_body(raw)
-    if not isinstance(body, dict):
-        raise _bad("", f"invalid type: {_kind(body)}, expected struct ChatCompletionRequest")
-    if "model" not in body:
-        raise _bad("", "missing field `model`")
-    model = body["model"]
-    if not isinstance(model, str):
-        raise _bad("model", f"invalid type: {_kind(model)}, expected a string")
-    if "messages" not in body:
-        raise _bad("", "missing field `messages`")
-    messages = body["messages"]
-    if not isinstance(messages, list):
-        raise _bad("messages", f"invalid type: {_kind(messages)}, expected a sequence")
-    if not messages:
-        raise _bad("messages", "invalid length 0, expected at least one message")
+    d = _Draft(body=body, era=era)
+    for rule in RULES:
+        rule(d)
+    return _chat_request(d, redacted, path, headers)
 
-    text_total = 0
-    last_user = ""
-    tool_results: set[str] = set()
-    call_ids: set[str] = set()
-    pending_calls: list[str] = []
-    reasoning_missing: int | None = None
-    for i, msg in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(msg, dict):
-            raise _bad(where, f"invalid type: {_kind(msg)}, expected a message object")
-        if "role" not in msg:
-            raise _bad(where, "missing field `role`")
-        role = msg["role"]
-        if role not in _ROLES:
-            raise _bad(
-                where,
-                f"unknown variant `{role}`, expected one of `system`, `user`, `assistant`, `tool`",
-            )
-        if role != "tool" and pending_calls:
-            # ds17: an assistant tool call must be answered before the conversation moves on.
-            raise Rejection(400, f"No tool output found for tool call {pending_calls[0]}.")
-        if role in ("system", "user", "tool"):
-            if "content" not in msg:
-                raise _bad(where, "missing field `content`")
-            text = _text_of(msg["content"], f"{where}.content", allow_null=False)
-            text_total += len(text)
-            if role == "user":
-                last_user = text
-        if role == "tool":
-            tcid = msg.get("tool_call_id")
-            if not isinstance(tcid, str):
-                raise _bad(where, "missing field `tool_call_id`")
-            if tcid not in call_ids:
-                raise Rejection(
-                    400,
-                    f"{where}: tool_call_id `{tcid}` does not answer any tool call of an "
-                    "earlier assistant message",
-                )
-            if tcid in pending_calls:
-                pending_calls.remove(tcid)
-            tool_results.add(tcid)
-        if role == "assistant":
-            text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=True))
-            calls = msg.get("tool_calls")
-            if calls is not None:
-                if not isinstance(calls, list):
-                    raise _bad(f"{where}.tool_calls", f"invalid type: {_kind(calls)}, expected a sequence")
-                for j, call in enumerate(calls):
-                    cw = f"{where}.tool_calls[{j}]"
-                    if not isinstance(call, dict):
-                        raise _bad(cw, f"invalid type: {_kind(call)}, expected a tool call")
-                    if not isinstance(call.get("id"), str):
-                        raise _bad(cw, "missing field `id`")
-                    fn = call.get("function")
-                    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                        raise _bad(cw, "missing field `function.name`")
-                    args = fn.get("arguments")
-                    if not isinstance(args, str):
-                        raise _bad(f"{cw}.function.arguments", f"invalid type: {_kind(args)}, expected a string")
-                    text_total += len(args)
-                    call_ids.add(call["id"])
-                    pending_calls.append(call["id"])
-                if calls and msg.get("reasoning_content") is None and reasoning_missing is None:
-                    reasoning_missing = i
 
-    if model not in MODELS:
-        raise Rejection(400, "Model Not Exist")
-
-    thinking = model != "deepseek-chat"
-    _check_types(body)
-    effort = body.get("reasoning_effort")
-    if effort is not None:
-        if not isinstance(effort, str):
-            raise _bad("reasoning_effort", f"invalid type: {_kind(effort)}, expected a string")
-        if effort not in _EFFORTS:
-            raise _bad(
-                "reasoning_effort",
-                f"unknown variant `{effort}`, expected one of `low`, `high`, `max`",
-            )
-        if effort == "none":
-            thinking = False  # observed in rq02
-    th = body.get("thinking")
-    if th is not None:
-        if not isinstance(th, dict) or th.get("type") not in ("enabled", "disabled"):
-            got = th.get("type") if isinstance(th, dict) else th
-            raise _bad("thinking.type", f"unknown variant `{got}`, expected `enabled` or `disabled`")
-        thinking = th["type"] == "enabled"
-
-    ceiling, context = _limits(model, era)
-    max_tokens = body.get("max_tokens")
-    if max_tokens is not None:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise _bad("max_tokens", f"invalid type: {_kind(max_tokens)}, expected an integer")
-        if not 1 <= max_tokens <= ceiling:
-            raise Rejection(
-                400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {ceiling}]"
-            )
-
-    for name, lo, hi, lo_open in (
-        ("temperature", 0.0, 2.0, False),
-        ("top_p", 0.0, 1.0, True),
-        ("presence_penalty", -2.0, 2.0, False),
-        ("frequency_penalty", -2.0, 2.0, False),
-    ):
-        # The type is checked always (deserialization comes first); the range only with
-        # thinking off (S10: ignored, not even range-checked, in thinking mode).
-        v = _number(body, name)
-        if not thinking and v is not None and (v > hi or v < lo or (lo_open and v == lo)):
-            rng = f"({lo:g}, {hi:g}]" if lo_open else f"[{lo:g}, {hi:g}]"
-            raise _invalid(f"`{name}` must be in {rng}, got {v:g}")
-
-    logprobs_on = body.get("logprobs") is True
-    top = body.get("top_logprobs")
-    if top is not None:
-        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
-            raise _invalid(f"`top_logprobs` must be an integer in [0, 20], got {top!r}")
-        if not logprobs_on:
-            raise _invalid("`top_logprobs` needs `logprobs: true`")
-
-    stop_raw = body.get("stop")
-    stop: tuple[str, ...] = ()
-    if isinstance(stop_raw, str):
-        stop = (stop_raw,)
-    elif isinstance(stop_raw, list):
-        if len(stop_raw) > 16:
-            raise _invalid(f"`stop` takes at most 16 strings, got {len(stop_raw)}")
-        if not all(isinstance(s, str) for s in stop_raw):
-            raise _bad("stop", "invalid type, expected a string or a sequence of strings")
-        stop = tuple(stop_raw)
-    elif stop_raw is not None:
-        raise _bad("stop", f"invalid type: {_kind(stop_raw)}, expected a string or a sequence")
-
-    tools_raw = body.get("tools")
-    functions: list[Mapping[str, Any]] = []
-    if tools_raw is not None:
-        if not isinstance(tools_raw, list):
-            raise _bad("tools", f"invalid type: {_kind(tools_raw)}, expected a sequence")
-        if len(tools_raw) > 128:
-            raise _invalid(f"at most 128 tools are allowed, got {len(tools_raw)}")
-        for j, tool in enumerate(tools_raw):
-            tw = f"tools[{j}]"
-            if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
-                raise _bad(tw, "missing field `function`")
-            fn = tool["function"]
-            name = fn.get("name")
-            if not isinstance(name, str):
-                raise _bad(f"{tw}.function", "missing field `name`")
-            if not _TOOL_NAME.match(name):
-                raise _invalid(f"{tw}.function.name {name!r} must match [a-zA-Z0-9_-]{{1,64}}")
-            if fn.get("strict") is True:
-                problem = _check_strict_schema(
-                    fn.get("parameters", {"type": "object", "properties": {}, "required": [],
-                                          "additionalProperties": False}),
-                    "parameters",
-                )
-                if problem:
-                    raise Rejection(400, f"Invalid schema for function '{name}': {problem}")
-            functions.append(fn)
-
-    forced: str | None = None
-    choice = body.get("tool_choice")
-    if choice is not None:
-        if choice == "required":
-            if not functions:
-                raise Rejection(400, "tool_choice `required` needs at least one tool in `tools`")
-            forced = str(functions[0]["name"])
-        elif isinstance(choice, dict):
-            chosen = choice.get("function")
-            choice_name = chosen.get("name") if isinstance(chosen, dict) else None
-            if choice.get("type") != "function" or not isinstance(choice_name, str):
-                raise _bad("tool_choice", "expected `{\"type\": \"function\", \"function\": {\"name\": ...}}`")
-            if choice_name not in {f["name"] for f in functions}:
-                raise Rejection(400, f"tool_choice names function `{choice_name}`, which is not in `tools`")
-            forced = choice_name
-        elif choice not in ("none", "auto"):
-            raise _bad(
-                "tool_choice",
-                f"unknown variant `{choice}`, expected `none`, `auto`, `required` or an object",
-            )
-    if forced is not None and thinking:
-        raise Rejection(400, "Thinking mode does not support tool_choice")  # S9
-
-    if reasoning_missing is not None and thinking:
-        raise Rejection(400, PASSBACK_MESSAGE)  # S7; "" counts as present
-
-    fmt = body.get("response_format")
-    json_mode = False
-    if fmt is not None:
-        if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object"):
-            got = fmt.get("type") if isinstance(fmt, dict) else fmt
-            raise _bad("response_format.type", f"unknown variant `{got}`, expected `text` or `json_object`")
-        json_mode = fmt["type"] == "json_object"
-        if json_mode:
-            prompt_text = " ".join(
-                _text_of(m.get("content"), "", allow_null=True)
-                for m in messages
-                if m.get("role") in ("system", "user")
-            )
-            if "json" not in prompt_text.lower():
-                # S37 MAY: DeepSeek's docs say the prompt must contain the word "json".
-                raise Rejection(
-                    400,
-                    "Prompt must contain the word 'json' in some form to use 'response_format' "
-                    "of type 'json_object'.",
-                )
-
+def _chat_request(
+    d: _Draft, redacted: Any, path: str, headers: Mapping[str, str]
+) -> ChatRequest:
+    last = d.messages[-1]
     prefix = None
-    last = messages[-1]
     if last.get("role") == "assistant" and last.get("prefix") is True:
         prefix = _text_of(last.get("content"), "", allow_null=True)
-
-    prompt_tokens = max(1, text_total // 4 + 4 * len(messages) + len(json.dumps(functions)) // 8)
-    if prompt_tokens + (max_tokens or 0) > context:
-        raise Rejection(
-            400,
-            f"This model's maximum context length is {context} tokens. However, you requested "
-            f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, "
-            f"{max_tokens or 0} in the completion). Please reduce the length of the messages or "
-            "completion.",
-        )
-
-    stream = body.get("stream") is True
+    logprobs_on = d.body.get("logprobs") is True
     return ChatRequest(
-        body=body,
+        body=d.body,
         redacted=redacted,
-        model=model,
-        response_model=resolve_model(model, era),
-        thinking=thinking,
-        stream=stream,
+        model=d.model,
+        response_model=resolve_model(d.model, d.era),
+        thinking=d.thinking,
+        stream=d.body.get("stream") is True,
         beta=path.startswith("/beta/"),
-        max_tokens=max_tokens,
-        logprobs=(top or 0) if logprobs_on else None,
-        stop=stop,
-        tools=tuple(functions),
-        forced_tool=forced,
-        json_mode=json_mode,
+        max_tokens=d.max_tokens,
+        logprobs=(d.top_logprobs or 0) if logprobs_on else None,
+        stop=d.stop,
+        tools=tuple(d.functions),
+        forced_tool=d.forced,
+        json_mode=d.json_mode,
         prefix=prefix,
-        prompt_tokens=prompt_tokens,
+        prompt_tokens=d.prompt_tokens,
         view=RequestView(
-            last_user=last_user,
-            tool_results=frozenset(tool_results),
-            model=model,
+            last_user=d.last_user,
+            tool_results=frozenset(d.tool_results),
+            model=d.model,
             headers=redact_headers(headers),
-            body=body,
+            body=d.body,
         ),
     )

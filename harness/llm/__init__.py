@@ -43,9 +43,11 @@ from .codec import (
     usage_to_json,
 )
 from .errors import (
+    CaptureError,
     ErrorCode,
     HarnessError,
     InputError,
+    JsonShapeError,
     LlmError,
     SessionError,
     ToolArgsError,
@@ -96,6 +98,7 @@ __all__ = [
     "BlockEnd",
     "BlockStart",
     "BlockType",
+    "CaptureError",
     "CodecError",
     "ContentBlock",
     "DEFAULT_RETRYABLE_CODES",
@@ -109,6 +112,7 @@ __all__ = [
     "ImageAttachment",
     "ImageBlock",
     "InputError",
+    "JsonShapeError",
     "LlmError",
     "LlmFailure",
     "MAX_TIMER_DELAY_MS",

@@ -26,6 +26,7 @@ from .chunks import (
     ToolCallDelta,
     Usage,
 )
+from .errors import JsonShapeError
 from .messages import (
     AssistantMessage,
     ContentBlock,
@@ -73,16 +74,8 @@ __all__ = [
 Json = Any
 
 
-class CodecError(ValueError):
-    """A JSON value that does not have the shape of the type asked for."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.problem))
+CodecError = JsonShapeError
+"""The codec's name for :class:`JsonShapeError` (kept so existing imports and `except`s work)."""
 
 
 def _obj(value: Json, path: str) -> Mapping[str, Json]:

@@ -7,10 +7,16 @@ HarnessError(message, code)
 │   ├── ToolArgsError       INVALID_ARGS
 │   └── ToolNotFoundError   UNKNOWN_TOOL
 ├── SessionError        invalid events, corrupt or unsupported logs
+├── JsonShapeError      a JSON value without the shape asked for: `path: problem` (the codec's
+│                       and the session's lossless-JSON checks, the mock server's nesting limit)
+├── CaptureError        bytes that `dshkit decode` cannot read as any wire format
 ├── InputError          a file a person wrote is invalid: where (source, line, field) and a hint
 │                       (the mock server's ScriptError, the conformance suite's ScenarioError)
-└── UsageError          misuse of the API by the caller
+└── UsageError          misuse of the API by the caller (the conformance suite's FactoryError,
+                        the mock server's CassetteMissing)
 ```
+Errors that callers used to catch as `ValueError` (`JsonShapeError`, `CaptureError`,
+`FactoryError`) or `LookupError` (`CassetteMissing`) still are one, so older `except` clauses work.
 Inside a stream, provider and transport failures are data: an adapter ends with a `finish` chunk
 of kind `error` carrying an `LlmFailure`. These exceptions are for everything else.
 """
@@ -24,9 +30,11 @@ from typing import Any
 from .chunks import LlmFailure
 
 __all__ = [
+    "CaptureError",
     "ErrorCode",
     "HarnessError",
     "InputError",
+    "JsonShapeError",
     "LlmError",
     "SessionError",
     "ToolArgsError",
@@ -110,6 +118,29 @@ class ToolNotFoundError(ToolError):
 
 class SessionError(HarnessError):
     """An event or log that breaks the session rules."""
+
+
+class JsonShapeError(HarnessError, ValueError):
+    """A JSON value that does not have the shape asked for; `path` names where (`data.content[0]`).
+
+    The one class for JSON-shape problems: the codec (`CodecError`) and the session's lossless
+    JSON check (`LosslessJsonError`) are names for it. `str()` reads `path: problem`.
+    """
+
+    def __init__(self, path: str, problem: str, code: str = "JSON_SHAPE") -> None:
+        super().__init__(f"{path}: {problem}" if path else problem, code)
+        self.path = path
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.problem, self.code))
+
+
+class CaptureError(HarnessError, ValueError):
+    """Bytes that cannot be read as any wire format (`dshkit decode`); says what to pass instead."""
+
+    def __init__(self, message: str, code: str = "INVALID_CAPTURE") -> None:
+        super().__init__(message, code)
 
 
 class InputError(HarnessError):

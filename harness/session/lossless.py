@@ -14,22 +14,16 @@ import math
 from collections.abc import Iterable
 from typing import Any, NoReturn, SupportsIndex
 
+from harness.llm.errors import JsonShapeError
+
 __all__ = ["FrozenDict", "FrozenList", "JsonValue", "LosslessJsonError", "freeze_json", "thaw_json"]
 
 JsonValue = Any
 """A plain JSON value (kept as `Any`: recursive aliases cost more than they give here)."""
 
 
-class LosslessJsonError(ValueError):
-    """A value that is not plain, lossless JSON; `path` names where (e.g. `data.content[0]`)."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.problem))
+LosslessJsonError = JsonShapeError
+"""The session's name for :class:`JsonShapeError` (kept so existing imports and `except`s work)."""
 
 
 def _refuse(*_: Any, **__: Any) -> NoReturn:

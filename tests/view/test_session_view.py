@@ -157,7 +157,7 @@ def test_upstream_dsh_logs_render_even_when_requests_cannot_be_rebuilt(dsh_sessi
         html, kind = render_paths([log])
         assert kind == "session" and 'class="turn"' in html, log.name
     html, _ = render_paths([dsh_sessions / "empty-response-retry--session.jsonl"])
-    assert "request not rebuilt: CodecError" in html and 'class="retry"' in html
+    assert "request not rebuilt: JsonShapeError" in html and 'class="retry"' in html
 
 
 def test_a_journal_of_several_sessions_is_matched_by_session_id(walk: Walk, tmp_path: Path) -> None:
