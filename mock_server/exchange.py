@@ -58,6 +58,9 @@ SSE_HEADERS: Mapping[str, str] = {
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 KEEP_ALIVE = b": keep-alive\n\n"
 _PER_EVENT = WriteSpec()
+#: The most bytes one coalesced transport write carries (and the write buffer may hold before
+#: the writer waits for the client to read).
+BATCH_BYTES = 0x10000
 
 #: Test pressure, not production incidence (upstream's defaults, dsh-testing.md §1.6).
 DEFAULT_WEIGHTS: Mapping[str, float] = {
@@ -138,6 +141,25 @@ class Runtime:
                 log.debug("on_event observer failed", exc_info=True)
 
 
+def _batches(pieces: Sequence[bytes], limit: int | None = None) -> list[bytes]:
+    """`pieces` joined into consecutive batches of at most `limit` bytes (default
+    :data:`BATCH_BYTES`); a piece longer than that is a batch of its own. Empty pieces vanish:
+    joined, they add nothing to the body."""
+    limit = BATCH_BYTES if limit is None else limit
+    out: list[bytes] = []
+    run: list[bytes] = []
+    size = 0
+    for p in pieces:
+        if size + len(p) > limit and run:
+            out.append(b"".join(run))
+            run, size = [], 0
+        run.append(p)
+        size += len(p)
+    if size:
+        out.append(b"".join(run))
+    return out
+
+
 def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any] | None:
     """The transport and writer behind a prepared chunked response, if it is safe to write to
     the transport directly (no compression, chunked framing); else None."""
@@ -202,29 +224,43 @@ class Exchange:
         self.entry.writes.append(Write(time.monotonic(), data))
         await self.resp.write(data)
 
-    async def write_all(self, writes: Sequence[bytes], delay: float = 0.0) -> bool:
-        """Write each piece, waiting `delay` seconds after each; False if the server closed."""
+    async def write_all(
+        self, writes: Sequence[bytes], delay: float = 0.0, *, coalesce: bool = False
+    ) -> bool:
+        """Write each piece, waiting `delay` seconds after each; False if the server closed.
+
+        With `coalesce` (a stream with neither a write plan nor pacing) consecutive pieces are
+        joined into batches of up to :data:`BATCH_BYTES`, one transport write and one journal
+        entry each: a typical reply then costs one `send()` instead of one per SSE event. The
+        loop gets a turn between batches so a long stream cannot delay other streams' first
+        bytes. Without `coalesce` every piece stays its own write (split and write plans,
+        replayed reads).
+        """
         resp = self.resp
         assert resp is not None, "start() must be called before write_all()"
+        if coalesce and not delay:
+            writes = _batches(writes)
         log = self.entry.writes
         mono = time.monotonic
         if not delay:
             fast = _chunked_transport(resp)
             if fast is not None:
-                # The hot path: one transport.write (one send) per planned write, framed as
+                # The hot path: one transport.write (one send) per write or batch, framed as
                 # HTTP chunks here instead of through aiohttp's per-write machinery.
                 transport, writer = fast
                 send_headers = getattr(writer, "send_headers", None)
                 if send_headers is not None:
                     send_headers()  # aiohttp may still hold them for the first payload write
-                for data in writes:
+                for i, data in enumerate(writes):
                     if transport.is_closing():
                         raise ConnectionResetError("the client closed the connection")
                     log.append(Write(mono(), data))
                     if data:  # an empty chunk would be the chunked terminator, ending the body
                         transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-                    if transport.get_write_buffer_size() > 0x10000:
+                    if transport.get_write_buffer_size() > BATCH_BYTES:
                         await writer.drain()
+                    elif coalesce and i + 1 < len(writes):
+                        await asyncio.sleep(0)  # let other streams write between batches
                 return True
         for data in writes:
             log.append(Write(mono(), data))
@@ -415,13 +451,20 @@ class Exchange:
         return plan_writes(b"".join(events), spec.to_plan(self.seed))
 
     async def _stream(
-        self, writes: Sequence[bytes], headers: Mapping[str, str], timing: Timing
+        self,
+        writes: Sequence[bytes],
+        headers: Mapping[str, str],
+        timing: Timing,
+        plan: WriteSpec,
     ) -> str | None:
-        """Headers, keep-alives, then `writes`; "reset" when the server closed on the way."""
+        """Headers, keep-alives, then `writes`; "reset" when the server closed on the way.
+        Unless the script gave a write plan (even `events_per_write: 1`) the events are
+        coalesced into batches."""
         await self.start(200, headers)
         if not await self.keep_alive_phase(timing):
             return self.reset()
-        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
+        coalesce = not plan.model_fields_set  # a script that wrote any `writes` gets exactly those
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000, coalesce=coalesce):
             return self.reset()
         return None
 
@@ -452,7 +495,7 @@ class Exchange:
             await self.write(body)
             return await self.end()
         writes = self._writes(self.events(reply, spec, logprobs=logprobs), spec.writes)
-        return await self._stream(writes, SSE_HEADERS, timing) or await self.end()
+        return await self._stream(writes, SSE_HEADERS, timing, spec.writes) or await self.end()
 
     async def serve_raw(self, raw: RawSpec, timing: Timing) -> str:
         """Serve bytes exactly as scripted (S35)."""
@@ -511,7 +554,8 @@ class Exchange:
             events.append(anthropic.error_event(plan.error_type or "api_error", plan.message, spec.framing))
         if plan.end == "reset" and not events:
             return self.reset()
-        stopped = await self._stream(self._writes(events, spec.writes), SSE_HEADERS, timing)
+        writes = self._writes(events, spec.writes)
+        stopped = await self._stream(writes, SSE_HEADERS, timing, spec.writes)
         if stopped is not None:
             return stopped
         if plan.end == "hold":
@@ -554,7 +598,7 @@ class Exchange:
         if plan.end == "reset" and not plan.events:
             return self.reset()
         writes = self._writes(plan.events, spec.writes)
-        stopped = await self._stream(writes, {**SSE_HEADERS, **plan.headers}, timing)
+        stopped = await self._stream(writes, {**SSE_HEADERS, **plan.headers}, timing, spec.writes)
         if stopped is not None:
             return stopped
         if plan.end == "hold":
