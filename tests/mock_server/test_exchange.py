@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -53,7 +55,7 @@ async def test_a_default_stream_costs_few_writes_and_a_write_plan_its_own(
     # per batch of up to BATCH_BYTES, not one per SSE event; the body is unchanged.
     short = "w " * 100
     long = "x" * 40 + " " + "y " * 60_000  # well over BATCH_BYTES of SSE
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"reply": {"content": short}},
         {"reply": {"content": long}},
         {"reply": {"content": short}, "stream": {"writes": {"events_per_write": 1}}},
