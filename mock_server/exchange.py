@@ -3,8 +3,10 @@
 An :class:`Exchange` wraps the aiohttp request, its journal entry and the server runtime. It
 sends headers, writes pre-encoded bytes (each write journaled with a monotonic timestamp),
 waits in ways that end early when the server closes, holds a stream open, and resets a
-connection with a TCP RST. Replies are generated and encoded once, before the first write, so
-the write loop only moves bytes (the hot path in `bench/server.py`).
+connection with a TCP RST. Replies are generated and encoded once, before the first write
+(and a reply served again is filled in from a cached template), so the write loop only moves
+bytes; without a write plan or pacing it moves them in a few large batches rather than one
+`send()` per SSE event (the hot path in `bench/server.py`).
 """
 
 from __future__ import annotations
@@ -113,6 +115,49 @@ class ServerConfig:
     """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
 
 
+class _EncodedStreams:
+    """Encoded SSE streams of recent replies, so a step served again is not generated again.
+
+    Generation is deterministic given the reply, the step's stream settings and the request's
+    generator arguments, except for the two envelope fields that differ per response: the
+    completion id and `created`. A stream is therefore stored once as a template with
+    placeholders in those two fields and filled in per response. A template is kept only after
+    it proved to fill in to exactly the stream encoded the normal way (else that key is marked
+    uncacheable), so a quirk that reshapes the envelope can never be served wrong.
+    """
+
+    _ID = "dshkit-cached-stream-id"
+    _CREATED = 9_876_543_210_123
+    SIZE = 32
+
+    def __init__(self) -> None:
+        self._templates: dict[str, list[bytes] | None] = {}
+
+    def encode(self, key: str, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]) -> list[bytes]:
+        """The events `encode(meta)` returns, from the template stored under `key` if any."""
+        fill = self._filler(meta)
+        if key in self._templates:
+            template = self._templates[key]
+            if template is not None:
+                return [fill(e) for e in template]
+            return encode(meta)
+        events = encode(meta)
+        template = encode(dataclasses.replace(meta, id=self._ID, created=self._CREATED))
+        if len(self._templates) >= self.SIZE:
+            del self._templates[next(iter(self._templates))]  # the oldest
+        self._templates[key] = template if [fill(e) for e in template] == events else None
+        return events
+
+    def _filler(self, meta: StreamMeta) -> Callable[[bytes], bytes]:
+        # Quoted as JSON keys: inside a string value the quotes would be escaped, so content
+        # can never match.
+        id_from = b'"id":"%s"' % self._ID.encode()
+        id_to = b'"id":%s' % json.dumps(meta.id).encode()
+        created_from = b'"created":%d' % self._CREATED
+        created_to = b'"created":%d' % meta.created
+        return lambda e: e.replace(id_from, id_to).replace(created_from, created_to)
+
+
 class Runtime:
     """Server-wide state the handlers share; lives on the server's event loop."""
 
@@ -123,6 +168,7 @@ class Runtime:
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
         self._served: dict[tuple[str, int | None], int] = {}
+        self.encoded = _EncodedStreams()
 
     def repeat_of(self, session: str, step: int | None) -> int:
         """How many times `step` (None: the default reply) already answered `session`; counts
@@ -418,16 +464,23 @@ class Exchange:
                 framing=spec.framing, done=done,
             )
         options = self._chat().body.get("stream_options")
-        return encode_stream(
-            self._prepare(reply, spec),
-            quirks=spec.quirks,
-            framing=spec.framing,
-            done=done,
-            # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
-            # `include_usage: false` leaves it out, as OpenAI-style servers do.
-            include_usage=not (isinstance(options, dict) and options.get("include_usage") is False),
-            **self._generator_args(spec, logprobs),
-        )
+        # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
+        # `include_usage: false` leaves it out, as OpenAI-style servers do.
+        include_usage = not (isinstance(options, dict) and options.get("include_usage") is False)
+        prepared = self._prepare(reply, spec)
+        args = self._generator_args(spec, logprobs)
+        meta = args["meta"]
+        rest: dict[str, Any] = {k: v for k, v in args.items() if k != "meta"}
+        key = repr((prepared, spec.quirks, spec.framing, done, include_usage, sorted(rest.items()),
+                    meta.model, meta.system_fingerprint))
+
+        def encode(m: StreamMeta) -> list[bytes]:
+            return encode_stream(
+                prepared, quirks=spec.quirks, framing=spec.framing, done=done,
+                include_usage=include_usage, meta=m, **rest,
+            )
+
+        return self.runtime.encoded.encode(key, meta, encode)
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""

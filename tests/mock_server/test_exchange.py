@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 
-from mock_server import Script
-from mock_server.exchange import BATCH_BYTES
+from mock_server import Reply, Script, encode_stream
+from mock_server.exchange import BATCH_BYTES, _EncodedStreams
+from mock_server.generate import StreamMeta, make_meta
 from mock_server.pytest_plugin import MockServerFactory
 
 from .wire import chat, parse_sse, reassemble
@@ -81,3 +83,33 @@ async def test_a_default_stream_costs_few_writes_and_a_write_plan_its_own(
     assert planned.write_count == len(parse_sse(bodies[2]).events) and planned.data == bodies[2]
     assert all(len(w.data) <= 16 for w in sized.writes) and sized.write_count >= len(bodies[3]) // 16
     assert sized.data == bodies[3] and content(bodies[3]) == short
+
+
+def test_an_encoded_stream_is_reused_with_this_responses_id_and_created() -> None:
+    cache = _EncodedStreams()
+    calls: list[StreamMeta] = []
+    reply = Reply(content='say "id":"x" and "created":1 ' * 20)
+
+    def encode(meta: StreamMeta) -> list[bytes]:
+        calls.append(meta)
+        return encode_stream(reply, model="deepseek-v4-flash", thinking=False, seed=5, meta=meta)
+
+    first = make_meta("deepseek-v4-flash", seed=5, created=1_700_000_000)
+    again = make_meta("deepseek-v4-flash", seed=5, created=1_700_000_007, repeat=1)
+    assert cache.encode("k", first, encode) == encode_stream(
+        reply, model="deepseek-v4-flash", thinking=False, seed=5, meta=first
+    )
+    n = len(calls)
+    expected = encode_stream(reply, model="deepseek-v4-flash", thinking=False, seed=5, meta=again)
+    assert cache.encode("k", again, encode) == expected and len(calls) == n  # not generated again
+    assert first.id != again.id and again.id.encode() in expected[0]
+
+    # An envelope the placeholders cannot fill in (here: spaced JSON) is never served from a
+    # template: that key is encoded anew every time, still exactly.
+    def spaced(meta: StreamMeta) -> list[bytes]:
+        calls.append(meta)
+        return [json.dumps({"id": meta.id, "created": meta.created}).encode()]
+
+    assert cache.encode("s", first, spaced) == spaced(first)
+    n = len(calls)
+    assert cache.encode("s", again, spaced) == spaced(again) and len(calls) == n + 2
