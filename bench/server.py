@@ -1,14 +1,18 @@
 """Mock server throughput against the physical limit on this machine (loopback only).
 
 The limit is a minimal raw asyncio server that answers every request with the same pre-encoded
-SSE bytes, one `transport.write` per event. The mock server (`python -m mock_server serve`)
-answers with a scripted reply it generates and encodes per request (its normal path) and, for
-comparison, with a raw step serving the identical bytes. Each server runs in its own process;
-this process is the client: raw sockets, one request per connection, counting `data: ` events.
-For 1, 64 and 512 concurrent streams it prints chunks per second and the median time to the
-first event, then the ratios, and as its last line one JSON object with the chunks/s ratios.
+SSE bytes in ONE `transport.write` per stream (headers and body together): no framework, no
+generation, one `send()`. The mock server (`python -m mock_server serve`) answers with a
+scripted reply it generates and encodes per request (its normal path) and, for comparison, with
+a raw step serving the identical bytes. Each server runs in its own process; this process is the
+client: raw sockets, one request per connection, counting `data: ` events.
 
-    python bench/server.py [--chunks 200] [--seconds-per-level 4]
+Contenders are interleaved round by round (every round runs each level against each server in
+turn), so a slow spell of the shared machine hits all of them alike. For 1, 64 and 512
+concurrent streams it prints chunks per second, p50/p99 time to the first event and each
+server's peak RSS, then the ratios; the last line is one JSON object with the figures.
+
+    python bench/server.py [--chunks 200] [--rounds 3] [--seconds 1] [--mock-root DIR]
 """
 
 from __future__ import annotations
@@ -17,25 +21,28 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mock_server import Reply, encode_stream
 
+ROOT = Path(__file__).resolve().parent.parent
+
 LEVELS = (1, 64, 512)
 
 LIMIT_SERVER = r"""
 import asyncio, sys
-events = [bytes.fromhex(h) for h in sys.stdin.read().split()]
-head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-        b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n")
+body = bytes.fromhex(sys.stdin.read())
+reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+         b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n") + body
 
 class Limit(asyncio.Protocol):
     def connection_made(self, transport):
@@ -53,9 +60,7 @@ class Limit(asyncio.Protocol):
         if len(self.buf) < end + 4 + length:
             return
         self.buf = b""
-        self.t.write(head)
-        for e in events:
-            self.t.write(e)
+        self.t.write(reply)  # the whole stream in one write
         self.t.close()
 
 async def main():
@@ -66,6 +71,23 @@ async def main():
 
 asyncio.run(main())
 """
+
+
+@dataclass
+class Tally:
+    """One contender at one level, summed over rounds."""
+
+    events: int = 0
+    seconds: float = 0.0
+    firsts: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+    def ttfb_ms(self, q: float) -> float:
+        xs = sorted(self.firsts)
+        return 1000 * xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
 def request_bytes(port: int) -> bytes:
@@ -100,36 +122,45 @@ async def one_stream(port: int, req: bytes) -> tuple[int, float]:
     return events, first
 
 
-async def level(port: int, concurrency: int, budget: float) -> tuple[float, float]:
-    """Run batches of `concurrency` streams for about `budget` seconds; (chunks/s, median TTFB)."""
+async def level(port: int, concurrency: int, budget: float, tally: Tally) -> None:
+    """Batches of `concurrency` streams for about `budget` seconds, added to `tally`."""
     req = request_bytes(port)
-    total = 0
-    firsts: list[float] = []
     start = time.perf_counter()
     while True:
         results = await asyncio.gather(*(one_stream(port, req) for _ in range(concurrency)))
-        total += sum(r[0] for r in results)
-        firsts += [r[1] for r in results]
+        tally.events += sum(r[0] for r in results)
+        tally.firsts += [r[1] for r in results]
         if time.perf_counter() - start >= budget:
             break
-    return total / (time.perf_counter() - start), statistics.median(firsts)
+    tally.seconds += time.perf_counter() - start
 
 
-def start_limit(events: list[bytes]) -> tuple[subprocess.Popen[str], int]:
+def rss_mb(pid: int) -> float:
+    """The process's resident set now (Linux /proc), in MB; 0 where /proc is missing."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def start_limit(body: bytes) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [sys.executable, "-c", LIMIT_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(" ".join(e.hex() for e in events))
+    proc.stdin.write(body.hex())
     proc.stdin.close()
     return proc, int(proc.stdout.readline())
 
 
-def start_mock(script: Path) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+def start_mock(script: Path, root: Path) -> tuple[subprocess.Popen[str], int]:
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mock_server", "serve", "--script", str(script), "--seed", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=root,
     )
     assert proc.stdout is not None
     ready = json.loads(proc.stdout.readline())
@@ -138,55 +169,67 @@ def start_mock(script: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, int(ready["port"])
 
 
-def measure(name: str, port: int, budget: float) -> dict[int, tuple[float, float]]:
-    out = {}
-    for c in LEVELS:
-        out[c] = asyncio.run(level(port, c, budget))
-        print(f"  {name:>14} c={c:<4} {out[c][0]:>10,.0f} chunks/s   TTFB p50 {out[c][1] * 1000:7.2f} ms",
-              flush=True)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chunks", type=int, default=200, help="content fragments per stream")
-    ap.add_argument("--seconds-per-level", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; each runs every contender once per level")
+    ap.add_argument("--seconds", type=float, default=1.0, help="seconds per contender, level and round")
+    ap.add_argument("--mock-root", type=Path, default=ROOT,
+                    help="checkout whose mock_server to run (e.g. an older one, for a before/after)")
     args = ap.parse_args()
 
     text = " ".join(f"w{i}" for i in range(args.chunks))
     events = encode_stream(Reply(content=text), thinking=False, seed=1)
+    body = b"".join(events)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        (d / "body.sse").write_bytes(b"".join(events))
+        (d / "body.sse").write_bytes(body)
         (d / "gen.json").write_text(json.dumps(
             {"repeat_last": True, "steps": [{"reply": {"content": text}}]}))
         (d / "raw.json").write_text(json.dumps(
-            {"repeat_last": True, "steps": [{"raw": {"file": "body.sse"}}]}))
-        print(f"{len(events)} events per stream, {sum(map(len, events))} bytes; "
-              f"{args.seconds_per_level:g} s per level; cpus={os.cpu_count()}")
-        results = {}
-        for name, starter in (
-            ("limit", lambda: start_limit(events)),
-            ("mock generated", lambda: start_mock(d / "gen.json")),
-            ("mock raw step", lambda: start_mock(d / "raw.json")),
-        ):
-            proc, port = starter()
-            try:
-                results[name] = measure(name, port, args.seconds_per_level)
-            finally:
+            {"repeat_last": True, "steps": [{"raw": {"file": str(d / "body.sse")}}]}))
+        print(f"{len(events)} events per stream, {len(body)} bytes; {args.rounds} rounds of "
+              f"{args.seconds:g} s per contender and level; cpus={os.cpu_count()}")
+        starters: dict[str, Callable[[], tuple[subprocess.Popen[str], int]]] = {
+            "limit": lambda: start_limit(body),
+            "mock generated": lambda: start_mock(d / "gen.json", args.mock_root),
+            "mock raw step": lambda: start_mock(d / "raw.json", args.mock_root),
+        }
+        servers = {name: start() for name, start in starters.items()}
+        tallies = {(n, c): Tally() for n in servers for c in LEVELS}
+        peak = dict.fromkeys(servers, 0.0)
+        try:
+            for _ in range(args.rounds):
+                for c in LEVELS:
+                    for name, (proc, port) in servers.items():
+                        asyncio.run(level(port, c, args.seconds, tallies[name, c]))
+                        peak[name] = max(peak[name], rss_mb(proc.pid))
+        finally:
+            for proc, _ in servers.values():
                 proc.terminate()
                 proc.wait()
-    limit = results["limit"]
-    ratios = {}
-    for name in ("mock generated", "mock raw step"):
+    for c in LEVELS:
+        for name in servers:
+            t = tallies[name, c]
+            print(f"  {name:>14} c={c:<4} {t.rate:>10,.0f} chunks/s   TTFB p50 {t.ttfb_ms(0.5):7.2f} ms"
+                  f"  p99 {t.ttfb_ms(0.99):7.2f} ms")
+    print("  peak RSS MB: " + "   ".join(f"{n} {peak[n]:.1f}" for n in servers))
+    out: dict[str, float] = {}
+    for name, key in (("mock generated", "vs_limit"), ("mock raw step", "raw_vs_limit")):
         parts = []
         for c in LEVELS:
-            r = results[name][c][0] / limit[c][0]
+            r = tallies[name, c].rate / tallies["limit", c].rate
             parts.append(f"c={c}: {r:.2f}")
-            if name == "mock generated":
-                ratios[f"vs_limit_{c}"] = round(r, 3)
+            out[f"{key}_{c}"] = round(r, 3)
         print(f"ratio {name:>14} / limit   " + "   ".join(parts))
-    print(json.dumps(ratios))
+    for c in LEVELS:
+        g = tallies["mock generated", c]
+        out[f"chunks_per_s_{c}"] = round(g.rate)
+        out[f"ttfb_p50_ms_{c}"] = round(g.ttfb_ms(0.5), 2)
+        out[f"ttfb_p99_ms_{c}"] = round(g.ttfb_ms(0.99), 2)
+        out[f"limit_ttfb_p99_ms_{c}"] = round(tallies["limit", c].ttfb_ms(0.99), 2)
+    out["rss_mb"] = round(max(peak["mock generated"], peak["mock raw step"]), 1)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 An :class:`Exchange` wraps the aiohttp request, its journal entry and the server runtime. It
 sends headers, writes pre-encoded bytes (each write journaled with a monotonic timestamp),
 waits in ways that end early when the server closes, holds a stream open, and resets a
-connection with a TCP RST. Replies are generated and encoded once, before the first write, so
-the write loop only moves bytes (the hot path in `bench/server.py`).
+connection with a TCP RST. Replies are generated and encoded once, before the first write
+(and a reply served again is filled in from a cached template), so the write loop only moves
+bytes; without a write plan or pacing it moves them in a few large batches rather than one
+`send()` per SSE event (the hot path in `bench/server.py`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ SSE_HEADERS: Mapping[str, str] = {
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 KEEP_ALIVE = b": keep-alive\n\n"
 _PER_EVENT = WriteSpec()
+#: The most bytes one coalesced transport write carries (and the write buffer may hold before
+#: the writer waits for the client to read).
+BATCH_BYTES = 0x10000
 
 #: Test pressure, not production incidence (upstream's defaults, dsh-testing.md §1.6).
 DEFAULT_WEIGHTS: Mapping[str, float] = {
@@ -110,6 +115,49 @@ class ServerConfig:
     """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
 
 
+class _EncodedStreams:
+    """Encoded SSE streams of recent replies, so a step served again is not generated again.
+
+    Generation is deterministic given the reply, the step's stream settings and the request's
+    generator arguments, except for the two envelope fields that differ per response: the
+    completion id and `created`. A stream is therefore stored once as a template with
+    placeholders in those two fields and filled in per response. A template is kept only after
+    it proved to fill in to exactly the stream encoded the normal way (else that key is marked
+    uncacheable), so a quirk that reshapes the envelope can never be served wrong.
+    """
+
+    _ID = "dshkit-cached-stream-id"
+    _CREATED = 9_876_543_210_123
+    SIZE = 32
+
+    def __init__(self) -> None:
+        self._templates: dict[str, list[bytes] | None] = {}
+
+    def encode(self, key: str, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]) -> list[bytes]:
+        """The events `encode(meta)` returns, from the template stored under `key` if any."""
+        fill = self._filler(meta)
+        if key in self._templates:
+            template = self._templates[key]
+            if template is not None:
+                return [fill(e) for e in template]
+            return encode(meta)
+        events = encode(meta)
+        template = encode(dataclasses.replace(meta, id=self._ID, created=self._CREATED))
+        if len(self._templates) >= self.SIZE:
+            del self._templates[next(iter(self._templates))]  # the oldest
+        self._templates[key] = template if [fill(e) for e in template] == events else None
+        return events
+
+    def _filler(self, meta: StreamMeta) -> Callable[[bytes], bytes]:
+        # Quoted as JSON keys: inside a string value the quotes would be escaped, so content
+        # can never match.
+        id_from = b'"id":"%s"' % self._ID.encode()
+        id_to = b'"id":%s' % json.dumps(meta.id).encode()
+        created_from = b'"created":%d' % self._CREATED
+        created_to = b'"created":%d' % meta.created
+        return lambda e: e.replace(id_from, id_to).replace(created_from, created_to)
+
+
 class Runtime:
     """Server-wide state the handlers share; lives on the server's event loop."""
 
@@ -120,6 +168,7 @@ class Runtime:
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
         self._served: dict[tuple[str, int | None], int] = {}
+        self.encoded = _EncodedStreams()
 
     def repeat_of(self, session: str, step: int | None) -> int:
         """How many times `step` (None: the default reply) already answered `session`; counts
@@ -136,6 +185,25 @@ class Runtime:
                 self.config.on_event(event)
             except Exception:  # telemetry must not break serving
                 log.debug("on_event observer failed", exc_info=True)
+
+
+def _batches(pieces: Sequence[bytes], limit: int | None = None) -> list[bytes]:
+    """`pieces` joined into consecutive batches of at most `limit` bytes (default
+    :data:`BATCH_BYTES`); a piece longer than that is a batch of its own. Empty pieces vanish:
+    joined, they add nothing to the body."""
+    limit = BATCH_BYTES if limit is None else limit
+    out: list[bytes] = []
+    run: list[bytes] = []
+    size = 0
+    for p in pieces:
+        if size + len(p) > limit and run:
+            out.append(b"".join(run))
+            run, size = [], 0
+        run.append(p)
+        size += len(p)
+    if size:
+        out.append(b"".join(run))
+    return out
 
 
 def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any] | None:
@@ -202,29 +270,43 @@ class Exchange:
         self.entry.writes.append(Write(time.monotonic(), data))
         await self.resp.write(data)
 
-    async def write_all(self, writes: Sequence[bytes], delay: float = 0.0) -> bool:
-        """Write each piece, waiting `delay` seconds after each; False if the server closed."""
+    async def write_all(
+        self, writes: Sequence[bytes], delay: float = 0.0, *, coalesce: bool = False
+    ) -> bool:
+        """Write each piece, waiting `delay` seconds after each; False if the server closed.
+
+        With `coalesce` (a stream with neither a write plan nor pacing) consecutive pieces are
+        joined into batches of up to :data:`BATCH_BYTES`, one transport write and one journal
+        entry each: a typical reply then costs one `send()` instead of one per SSE event. The
+        loop gets a turn between batches so a long stream cannot delay other streams' first
+        bytes. Without `coalesce` every piece stays its own write (split and write plans,
+        replayed reads).
+        """
         resp = self.resp
         assert resp is not None, "start() must be called before write_all()"
+        if coalesce and not delay:
+            writes = _batches(writes)
         log = self.entry.writes
         mono = time.monotonic
         if not delay:
             fast = _chunked_transport(resp)
             if fast is not None:
-                # The hot path: one transport.write (one send) per planned write, framed as
+                # The hot path: one transport.write (one send) per write or batch, framed as
                 # HTTP chunks here instead of through aiohttp's per-write machinery.
                 transport, writer = fast
                 send_headers = getattr(writer, "send_headers", None)
                 if send_headers is not None:
                     send_headers()  # aiohttp may still hold them for the first payload write
-                for data in writes:
+                for i, data in enumerate(writes):
                     if transport.is_closing():
                         raise ConnectionResetError("the client closed the connection")
                     log.append(Write(mono(), data))
                     if data:  # an empty chunk would be the chunked terminator, ending the body
                         transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-                    if transport.get_write_buffer_size() > 0x10000:
+                    if transport.get_write_buffer_size() > BATCH_BYTES:
                         await writer.drain()
+                    elif coalesce and i + 1 < len(writes):
+                        await asyncio.sleep(0)  # let other streams write between batches
                 return True
         for data in writes:
             log.append(Write(mono(), data))
@@ -382,16 +464,23 @@ class Exchange:
                 framing=spec.framing, done=done,
             )
         options = self._chat().body.get("stream_options")
-        return encode_stream(
-            self._prepare(reply, spec),
-            quirks=spec.quirks,
-            framing=spec.framing,
-            done=done,
-            # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
-            # `include_usage: false` leaves it out, as OpenAI-style servers do.
-            include_usage=not (isinstance(options, dict) and options.get("include_usage") is False),
-            **self._generator_args(spec, logprobs),
-        )
+        # DeepSeek sends usage whether or not it was asked for (ds16); only an explicit
+        # `include_usage: false` leaves it out, as OpenAI-style servers do.
+        include_usage = not (isinstance(options, dict) and options.get("include_usage") is False)
+        prepared = self._prepare(reply, spec)
+        args = self._generator_args(spec, logprobs)
+        meta = args["meta"]
+        rest: dict[str, Any] = {k: v for k, v in args.items() if k != "meta"}
+        key = repr((prepared, spec.quirks, spec.framing, done, include_usage, sorted(rest.items()),
+                    meta.model, meta.system_fingerprint))
+
+        def encode(m: StreamMeta) -> list[bytes]:
+            return encode_stream(
+                prepared, quirks=spec.quirks, framing=spec.framing, done=done,
+                include_usage=include_usage, meta=m, **rest,
+            )
+
+        return self.runtime.encoded.encode(key, meta, encode)
 
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
@@ -415,13 +504,20 @@ class Exchange:
         return plan_writes(b"".join(events), spec.to_plan(self.seed))
 
     async def _stream(
-        self, writes: Sequence[bytes], headers: Mapping[str, str], timing: Timing
+        self,
+        writes: Sequence[bytes],
+        headers: Mapping[str, str],
+        timing: Timing,
+        plan: WriteSpec,
     ) -> str | None:
-        """Headers, keep-alives, then `writes`; "reset" when the server closed on the way."""
+        """Headers, keep-alives, then `writes`; "reset" when the server closed on the way.
+        Unless the script gave a write plan (even `events_per_write: 1`) the events are
+        coalesced into batches."""
         await self.start(200, headers)
         if not await self.keep_alive_phase(timing):
             return self.reset()
-        if not await self.write_all(writes, timing.chunk_delay_ms / 1000):
+        coalesce = not plan.model_fields_set  # a script that wrote any `writes` gets exactly those
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000, coalesce=coalesce):
             return self.reset()
         return None
 
@@ -452,7 +548,7 @@ class Exchange:
             await self.write(body)
             return await self.end()
         writes = self._writes(self.events(reply, spec, logprobs=logprobs), spec.writes)
-        return await self._stream(writes, SSE_HEADERS, timing) or await self.end()
+        return await self._stream(writes, SSE_HEADERS, timing, spec.writes) or await self.end()
 
     async def serve_raw(self, raw: RawSpec, timing: Timing) -> str:
         """Serve bytes exactly as scripted (S35)."""
@@ -511,7 +607,8 @@ class Exchange:
             events.append(anthropic.error_event(plan.error_type or "api_error", plan.message, spec.framing))
         if plan.end == "reset" and not events:
             return self.reset()
-        stopped = await self._stream(self._writes(events, spec.writes), SSE_HEADERS, timing)
+        writes = self._writes(events, spec.writes)
+        stopped = await self._stream(writes, SSE_HEADERS, timing, spec.writes)
         if stopped is not None:
             return stopped
         if plan.end == "hold":
@@ -554,7 +651,7 @@ class Exchange:
         if plan.end == "reset" and not plan.events:
             return self.reset()
         writes = self._writes(plan.events, spec.writes)
-        stopped = await self._stream(writes, {**SSE_HEADERS, **plan.headers}, timing)
+        stopped = await self._stream(writes, {**SSE_HEADERS, **plan.headers}, timing, spec.writes)
         if stopped is not None:
             return stopped
         if plan.end == "hold":
