@@ -622,7 +622,8 @@ class Exchange:
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from harness.llm import LlmFailure, chunk_from_json
-        from harness.session import fill_from_request, request_strings
+        from harness.session import fill_from_request
+        from harness.session.replay_scripts import request_strings
 
         chat = self._chat()
         messages = chat.body.get("messages")
