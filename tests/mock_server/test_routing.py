@@ -16,6 +16,15 @@ def test_session_key_order_and_no_key_leak() -> None:
     assert session_of({}) == "anonymous"
 
 
+def test_one_key_is_one_session_whichever_header_carries_it() -> None:
+    """An Anthropic-SDK client sends `x-api-key`, an OpenAI one `Authorization: Bearer`: the same
+    key must claim the same script, not two."""
+    bearer = session_of({"Authorization": "Bearer sk-same"})
+    assert session_of({"x-api-key": "sk-same"}) == bearer
+    assert session_of({"Authorization": "bearer  sk-same "}) == bearer
+    assert session_of({"x-api-key": "sk-other"}) != bearer
+
+
 def test_each_new_session_claims_the_next_script_or_its_own() -> None:
     r = Router([Script.replies("a", name="A"), Script.replies("b", name="B")])
     r.add(Script.replies("mine", name="M"), session="s-mine")
