@@ -88,6 +88,7 @@ from .retry import (
     is_retryable,
     retry_delay_ms,
 )
+from .stream_state import BlockState, StreamState
 
 __all__ = [
     "Adapter",
@@ -97,6 +98,7 @@ __all__ = [
     "BlockAssembler",
     "BlockEnd",
     "BlockStart",
+    "BlockState",
     "BlockType",
     "CaptureError",
     "CodecError",
@@ -129,6 +131,7 @@ __all__ = [
     "SessionError",
     "SignalAborted",
     "StreamChunk",
+    "StreamState",
     "SystemMessage",
     "TextBlock",
     "TextDelta",
