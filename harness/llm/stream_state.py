@@ -79,6 +79,7 @@ class BlockState:
 # time. Only used while the classes have exactly the fields written here; otherwise (a field
 # added to `chunks`), the ordinary constructor runs and nothing can be left unset.
 _new = object.__new__
+_UNKEYED: Any = object()
 
 
 def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
@@ -127,11 +128,12 @@ class StreamState:
 
     # --- blocks ----------------------------------------------------------------------------
 
-    def open_block(self, block: BlockState, out: list[StreamChunk], key: Hashable = None) -> BlockState:
-        """Give `block` the next index, emit its `BlockStart`, and file it under `key` if any."""
+    def open_block(self, block: BlockState, out: list[StreamChunk], key: Hashable = _UNKEYED) -> BlockState:
+        """Give `block` the next index, emit its `BlockStart`, and file it under `key` if one is
+        given (`None` is a key like any other: a tool call the SDK gave no index)."""
         block.index = len(self.blocks)
         self.blocks.append(block)
-        if key is not None:
+        if key is not _UNKEYED:
             self.keyed[key] = block
         out.append(BlockStart(index=block.index, block_type=block.kind))
         return block

@@ -68,6 +68,18 @@ def test_blocks_get_indices_in_opening_order_and_deltas_name_them() -> None:
     ]
 
 
+def test_none_is_a_tool_call_key_like_any_other() -> None:
+    """An SDK gives a tool-call fragment without an index as `index=None`: all such fragments
+    are one call, not one call each."""
+    state = StreamState()
+    out: list[StreamChunk] = []
+    assert state.tool_call(None, out) is state.tool_call(None, out)
+    assert state.tool_call(0, out) is not state.keyed[None]
+    assert [c for c in out if isinstance(c, BlockStart)] == [
+        BlockStart(index=0, block_type="tool-call"), BlockStart(index=1, block_type="tool-call")
+    ]
+
+
 def test_a_reason_closes_every_block_in_order_then_usage_then_finish() -> None:
     state, _ = _interleaved()
     state.usage = TokenUsage(input_tokens=3, output_tokens=5)
