@@ -105,7 +105,7 @@ class StreamState:
         "keyed",
         "reasoning",
         "text",
-        "usage",
+        "token_usage",
         "id",
         "model",
         "system_fingerprint",
@@ -118,7 +118,7 @@ class StreamState:
         self.keyed: dict[Any, BlockState] = {}
         self.reasoning: BlockState | None = None
         self.text: BlockState | None = None
-        self.usage: TokenUsage | None = None
+        self.token_usage: TokenUsage | None = None
         """The usage to report before the finish (the last one the provider sent)."""
         self.id: str | None = None
         self.model: str | None = None
@@ -236,8 +236,8 @@ class StreamState:
         first (billed work, such as a provider's in-band error that came with usage)."""
         self.finished = True
         finish = Finish(reason=FinishReason(kind="error", failure=failure), meta=self.meta(done_missing))
-        if keep_usage and self.usage is not None:
-            return [Usage(usage=self.usage), finish]
+        if keep_usage and self.token_usage is not None:
+            return [Usage(usage=self.token_usage), finish]
         return [finish]
 
     def finish(
@@ -264,8 +264,8 @@ class StreamState:
         out: list[StreamChunk] = []
         for block in self.blocks:
             self.close_block(block, out)
-        if self.usage is not None:
-            out.append(Usage(usage=self.usage))
+        if self.token_usage is not None:
+            out.append(Usage(usage=self.token_usage))
         if reason.kind == "stop" and not self.blocks:
             reason = FinishReason(kind="error", failure=LlmFailure(message=empty_message, code=ErrorCode.EMPTY_RESPONSE))
         state = replay_state() if replay_state is not None and reason.ok else None

@@ -57,7 +57,7 @@ class _LosesUsageTranslator(Translator):
     def feed_into(self, chunk: Any, out: list[StreamChunk]) -> None:
         super().feed_into(chunk, out)
         if isinstance(chunk, dict) and "usage" in chunk and chunk["usage"] is None:
-            self.usage = None
+            self.token_usage = None
 
 
 class _DropsErrorUsageTranslator(Translator):

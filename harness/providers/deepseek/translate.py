@@ -108,7 +108,7 @@ class Translator(StreamState):
             # Usage on the error chunk itself (OpenRouter's oc05 shape) is billed work: keep it.
             usage = chunk.get("usage")
             if usage and isinstance(usage, dict):
-                self.usage = map_usage(usage)
+                self.token_usage = map_usage(usage)
             out += self._terminate(failure_from_error_object(error), keep_usage=True)
             return
         choices = chunk.get("choices")
@@ -138,7 +138,7 @@ class Translator(StreamState):
                     self.finish_reason = reason
         usage = chunk.get("usage")
         if usage and isinstance(usage, dict):
-            self.usage = map_usage(usage)
+            self.token_usage = map_usage(usage)
 
     def feed_delta(self, delta: dict[str, Any], out: list[StreamChunk]) -> None:
         """Apply one `choices[0].delta` object: reasoning, then content, then tool calls."""

@@ -175,7 +175,7 @@ class OpenAICompatAdapter:
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
                     if chunk.usage is not None:
-                        state.usage = map_usage(chunk.usage.model_dump())
+                        state.token_usage = map_usage(chunk.usage.model_dump())
                 except (AttributeError, TypeError) as exc:
                     # The SDK builds chunk models without validation, so a payload of the wrong
                     # shape (`choices: [null]`) surfaces here; it must end the stream as data.

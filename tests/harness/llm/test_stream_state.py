@@ -82,7 +82,7 @@ def test_none_is_a_tool_call_key_like_any_other() -> None:
 
 def test_a_reason_closes_every_block_in_order_then_usage_then_finish() -> None:
     state, _ = _interleaved()
-    state.usage = TokenUsage(input_tokens=3, output_tokens=5)
+    state.token_usage = TokenUsage(input_tokens=3, output_tokens=5)
     state.id, state.model = "r1", "m"
     end = state.finish(FinishReason(kind="tool-calls"), unfinished=CLOSED, done_missing=True)
     assert end == [
@@ -99,7 +99,7 @@ def test_a_reason_closes_every_block_in_order_then_usage_then_finish() -> None:
 
 def test_no_reason_is_the_unfinished_failure_and_leaves_blocks_open() -> None:
     state, _ = _interleaved()
-    state.usage = TokenUsage(input_tokens=1, output_tokens=1)
+    state.token_usage = TokenUsage(input_tokens=1, output_tokens=1)
     end = state.finish(None, unfinished=CLOSED, done_missing=True)
     assert end == [Finish.failed(CLOSED, meta=FinishMeta(done_missing=True))]
     assert not any(block.closed for block in state.blocks)
@@ -127,13 +127,13 @@ def test_replay_state_rides_only_on_a_successful_finish() -> None:
 
 def test_fail_keeps_billed_usage_only_when_asked() -> None:
     state = StreamState()
-    state.usage = TokenUsage(input_tokens=2, output_tokens=0)
+    state.token_usage = TokenUsage(input_tokens=2, output_tokens=0)
     failure = LlmFailure(message="boom", code=ErrorCode.SERVER)
     assert state.fail(failure) == [Finish.failed(failure, meta=FinishMeta())]
     assert StreamState().fail(failure, keep_usage=True) == [Finish.failed(failure, meta=FinishMeta())]
     state = StreamState()
-    state.usage = TokenUsage(input_tokens=2, output_tokens=0)
-    assert state.fail(failure, keep_usage=True) == [Usage(usage=state.usage), Finish.failed(failure, meta=FinishMeta())]
+    state.token_usage = TokenUsage(input_tokens=2, output_tokens=0)
+    assert state.fail(failure, keep_usage=True) == [Usage(usage=state.token_usage), Finish.failed(failure, meta=FinishMeta())]
 
 
 def test_a_closed_block_ends_once_and_a_subclass_builds_its_own_block() -> None:
