@@ -143,14 +143,34 @@ class StreamState:
         block = self.reasoning
         if block is None:
             block = self.reasoning = self.open_block(BlockState("reasoning"), out)
-        self.append_reasoning(block, text, out)
+        # `append_reasoning`, inlined: this runs once per wire delta and a call costs as much
+        # as building the chunk.
+        block.parts.append(text)
+        if _REASONING is None:
+            out.append(ReasoningDelta(index=block.index, text=text))
+            return
+        chunk: ReasoningDelta = _new(ReasoningDelta)
+        set_index, set_text, set_type = _REASONING
+        set_index(chunk, block.index)
+        set_text(chunk, text)
+        set_type(chunk, "reasoning-delta")
+        out.append(chunk)
 
     def add_text(self, text: str, out: list[StreamChunk]) -> None:
         """Append to the text block (opened on first use) and emit the delta."""
         block = self.text
         if block is None:
             block = self.text = self.open_block(BlockState("text"), out)
-        self.append_text(block, text, out)
+        block.parts.append(text)  # `append_text`, inlined (see `add_reasoning`)
+        if _TEXT is None:
+            out.append(TextDelta(index=block.index, text=text))
+            return
+        chunk: TextDelta = _new(TextDelta)
+        set_index, set_text, set_type = _TEXT
+        set_index(chunk, block.index)
+        set_text(chunk, text)
+        set_type(chunk, "text-delta")
+        out.append(chunk)
 
     def append_reasoning(self, block: BlockState, text: str, out: list[StreamChunk]) -> None:
         """Append `text` to `block` and emit its `ReasoningDelta`."""
@@ -191,12 +211,23 @@ class StreamState:
         """Append an arguments fragment to a tool call and emit its `ToolCallDelta`.
 
         The id and the name come from the first delta that carries them: a repeated or
-        changed one neither concatenates nor replaces (wire.md A5)."""
+        changed one neither concatenates nor replaces."""
         if id_ and not call.id:
             call.id = id_
         if name and not call.name:
             call.name = name
-        self.append_arguments(call, fragment, out)
+        call.parts.append(fragment)  # `append_arguments`, inlined (see `add_reasoning`)
+        if _TOOL is None:
+            out.append(ToolCallDelta(index=call.index, id=call.id, name=call.name or None, arguments_delta=fragment))
+            return
+        chunk: ToolCallDelta = _new(ToolCallDelta)
+        set_index, set_id, set_arguments, set_name, set_type = _TOOL
+        set_index(chunk, call.index)
+        set_id(chunk, call.id)
+        set_arguments(chunk, fragment)
+        set_name(chunk, call.name or None)
+        set_type(chunk, "tool-call-delta")
+        out.append(chunk)
 
     def append_arguments(self, call: BlockState, fragment: str, out: list[StreamChunk]) -> None:
         """Append `fragment` to `call`'s arguments and emit its `ToolCallDelta`."""

@@ -183,30 +183,31 @@ class Translator(StreamState):
                 wire_index = next(k for k, v in self.keyed.items() if v is last)
             else:
                 wire_index = max(self.keyed, default=-1) + 1
-        call = self._last_tool = self.tool_call(wire_index, out)
+        call = self.keyed.get(wire_index)
+        if call is None:
+            call = self.tool_call(wire_index, out)
+        self._last_tool = call
         # A later `"id": ""` or a repeated type never starts a new call.
+        if id_ and not isinstance(id_, str):
+            id_ = None
         function = entry.get("function")
         name: Any = None
         fragment = ""
         if function:
             if not isinstance(function, dict):
-                if id_ and isinstance(id_, str) and not call.id:
+                if id_ and not call.id:
                     call.id = id_
                 return _malformed(f"`function` is not an object: {_clip(entry)}")
             name = function.get("name")
+            if name and not isinstance(name, str):
+                name = None
             args = function.get("arguments")
             if isinstance(args, str):
                 fragment = args
             elif args is not None:
                 # A few servers send an object; keep it as compact JSON text.
                 fragment = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-        self.add_tool_delta(
-            call,
-            id_ if isinstance(id_, str) else None,
-            name if isinstance(name, str) else None,
-            fragment,
-            out,
-        )
+        self.add_tool_delta(call, id_, name, fragment, out)
         return None
 
     def _terminate(self, failure: LlmFailure, *, keep_usage: bool = False) -> list[StreamChunk]:
