@@ -5,11 +5,11 @@ contract as `AnthropicAdapter`.
 It exists so the conformance suite's Anthropic scenarios are shown to judge behaviour, not one
 implementation: the SDK does its own HTTP, SSE parsing and event models, and this module only
 maps the SDK's typed events to `StreamChunk`s (the blocks and end rules are the shared
-`harness.llm.StreamState`) and the SDK's
-exceptions to `LlmFailure`s. The request body comes from the Anthropic serializer (the message
-format is the same); fields the SDK does not type travel in `extra_body`. Known differences,
-visible in a conformance run: the SDK drops events that have no `event:` line (AN43) and raises on
-an `error` event, so the partial blocks before it are not closed.
+`harness.llm.StreamState`) and the SDK's exceptions to `LlmFailure`s. The request body comes
+from the Anthropic serializer (the message format is the same); fields the SDK does not type
+travel in `extra_body`. Known differences, visible in a conformance run: the SDK drops events
+that have no `event:` line (AN43) and raises on an `error` event, so the partial blocks before
+it are not closed.
 """
 
 from __future__ import annotations
