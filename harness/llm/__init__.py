@@ -81,6 +81,7 @@ from .messages import (
 )
 from .options import GenerateOptions, ToolChoice, ToolSchema
 from .retry import DEFAULT_RETRYABLE_CODES, Backoff, RetryPolicy, is_retryable, retry_delay_ms
+from .stream_state import BlockState, StreamState
 
 __all__ = [
     "Adapter",
@@ -90,6 +91,7 @@ __all__ = [
     "BlockAssembler",
     "BlockEnd",
     "BlockStart",
+    "BlockState",
     "BlockType",
     "CaptureError",
     "CodecError",
@@ -121,6 +123,7 @@ __all__ = [
     "SessionError",
     "SignalAborted",
     "StreamChunk",
+    "StreamState",
     "SystemMessage",
     "TextBlock",
     "TextDelta",

@@ -54,8 +54,8 @@ class StreamDecoder:
 
     __slots__ = ("_sse", "translator", "done", "comments", "_head", "_tail", "_learn")
 
-    def __init__(self, translator: Translator | None = None) -> None:
-        self._sse = SSEDecoder()
+    def __init__(self, translator: Translator | None = None, sse: SSEDecoder | None = None) -> None:
+        self._sse = sse or SSEDecoder()
         self.translator = translator or Translator()
         self.done = False
         """`data: [DONE]` was dispatched."""
