@@ -80,16 +80,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mock_server.defaults import apply_stop
-from mock_server.generate import (
-    Era,
-    FragmentPlan,
-    Framing,
-    Reply,
-    ReplyPieces,
-    SplitPlan,
-    ToolCall,
-    cut_reply,
-)
+from mock_server.generate.encode import Framing
+from mock_server.generate.reply import Era, Reply, ToolCall, compute_usage
+from mock_server.generate.split import FragmentPlan, ReplyPieces, SplitPlan, cut_reply
 from mock_server.journal import redact_headers
 from mock_server.routing import RequestView
 from mock_server.validation import (
@@ -630,8 +623,6 @@ def _input_object(arguments: str) -> Any:
 
 
 def _pieces_usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
-    from mock_server.generate import compute_usage
-
     if reply.usage is not None:
         return anthropic_usage(reply.usage)
     return anthropic_usage(

@@ -30,17 +30,11 @@ from aiohttp import web
 
 from mock_server.chunk_wire import wire_plan
 from mock_server.defaults import apply_stop
-from mock_server.generate import (
-    Era,
-    FragmentPlan,
-    Reply,
-    StreamMeta,
-    build_completion,
-    encode_stream,
-    make_meta,
-    plan_writes,
-    tool_call_id,
-)
+from mock_server.generate.completion import build_completion
+from mock_server.generate.encode import encode_stream
+from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta, tool_call_id
+from mock_server.generate.split import FragmentPlan
+from mock_server.generate.writes import plan_writes
 from mock_server.journal import Journal, JournalEntry, Write
 from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body

@@ -31,16 +31,10 @@ from pydantic import (
 )
 
 from harness.llm import InputError
-from mock_server.generate import (
-    FragmentPlan,
-    Framing,
-    Reply,
-    SplitPlan,
-    ToolCall,
-    WritePlan,
-    frame_jsonl,
-    plan_writes,
-)
+from mock_server.generate.encode import Framing, frame_jsonl
+from mock_server.generate.reply import Reply, ToolCall
+from mock_server.generate.split import FragmentPlan, SplitPlan
+from mock_server.generate.writes import WritePlan, plan_writes
 from mock_server.locate import field_path, yaml_line_of
 
 __all__ = [

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mock_server import MockServer, MockServerFactory, Reply, Script, SplitPlan, ToolCall
 from mock_server.anthropic import PASSBACK_MESSAGE, encode_events, validate_messages
-from mock_server.generate import FragmentPlan
+from mock_server.generate.split import FragmentPlan
 from mock_server.validation import Rejection
 
 from .wire import parse_sse
