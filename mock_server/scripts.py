@@ -129,7 +129,7 @@ QuirkName = Literal[
     "finish_repeated",
     "comments",
     "data_no_space",
-    # The Anthropic surface's (mock_server.anthropic.ANTHROPIC_QUIRKS); each surface ignores
+    # The Anthropic surface's (mock_server.anthropic.render.ANTHROPIC_QUIRKS); each surface ignores
     # the other's names.
     "thinking_start_signature",
     "no_pings",
