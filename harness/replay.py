@@ -44,8 +44,8 @@ from harness.session import (
     load_log_session,
     load_session_scripts,
     logged_message,
-    request_strings,
 )
+from harness.session.replay_scripts import request_strings
 
 if TYPE_CHECKING:
     from harness.tools import Approver, ToolRuntime

@@ -617,13 +617,19 @@ class Exchange:
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from harness.llm import LlmFailure, chunk_from_json
-        from harness.session import fill_from_request, request_strings
+        from harness.session import ReplayError, fill_from_request
+        from harness.session.replay_scripts import request_strings
 
         chat = self._chat()
         messages = chat.body.get("messages")
         chunks_json: Any = spec.chunks
         if "{{fromRequest:" in json.dumps(chunks_json, ensure_ascii=False):
-            chunks_json = fill_from_request(chunks_json, request_strings(messages))
+            try:
+                chunks_json = fill_from_request(chunks_json, request_strings(messages))
+            except ReplayError as exc:
+                # The request drifted from the recording: a mock-side answer a harness must not
+                # retry into, like a script that ran dry.
+                return await self.error(418, f"replay: {exc}", "mock_error", "mock_replay_placeholder")
         chunks = [chunk_from_json(c, f"chunks[{i}]") for i, c in enumerate(chunks_json)]
         failure = None
         if spec.kind == "throw":

@@ -80,14 +80,7 @@ from .messages import (
     new_message_id,
 )
 from .options import GenerateOptions, ToolChoice, ToolSchema
-from .retry import (
-    DEFAULT_RETRYABLE_CODES,
-    MAX_TIMER_DELAY_MS,
-    Backoff,
-    RetryPolicy,
-    is_retryable,
-    retry_delay_ms,
-)
+from .retry import DEFAULT_RETRYABLE_CODES, Backoff, RetryPolicy, is_retryable, retry_delay_ms
 
 __all__ = [
     "Adapter",
@@ -115,7 +108,6 @@ __all__ = [
     "JsonShapeError",
     "LlmError",
     "LlmFailure",
-    "MAX_TIMER_DELAY_MS",
     "Message",
     "MessageSource",
     "ModelSource",

@@ -7,46 +7,28 @@ the chunk dicts, tool-call emission, logprobs, dialect quirks), encoding (:mod:`
 framing and the template fast path), write plans (:mod:`.writes`: where bytes are cut into
 network writes) and the non-streaming completion (:mod:`.completion`). Every function is pure:
 the same arguments and seed give the same output, so the conformance suite and the recorder
-reuse it without a server. This package re-exports each module's public names.
+reuse it without a server. The package exports the names `mock_server` exports from it; the
+rest (`Era`, `Framing`, `ReplyPieces`, `cut_reply`, `tool_call_id`, `ENCODE_QUIRKS`, …) is
+imported from its own module.
 """
 
 from mock_server.generate.chunks import QUIRKS, generate_chunks
 from mock_server.generate.completion import build_completion
-from mock_server.generate.encode import (
-    ENCODE_QUIRKS,
-    Framing,
-    encode_events,
-    encode_sse,
-    encode_stream,
-    frame_jsonl,
-)
-from mock_server.generate.reply import (
-    Era,
-    Reply,
-    StreamMeta,
-    ToolCall,
-    compute_usage,
-    make_meta,
-    tool_call_id,
-)
-from mock_server.generate.split import FragmentPlan, ReplyPieces, SplitPlan, cut_reply, split_text
+from mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
+from mock_server.generate.split import FragmentPlan, SplitPlan, split_text
 from mock_server.generate.writes import WritePlan, plan_writes
 
 __all__ = [
-    "ENCODE_QUIRKS",
     "QUIRKS",
-    "Era",
     "FragmentPlan",
-    "Framing",
     "Reply",
-    "ReplyPieces",
     "SplitPlan",
     "StreamMeta",
     "ToolCall",
     "WritePlan",
     "build_completion",
     "compute_usage",
-    "cut_reply",
     "encode_events",
     "encode_sse",
     "encode_stream",
@@ -55,5 +37,4 @@ __all__ = [
     "make_meta",
     "plan_writes",
     "split_text",
-    "tool_call_id",
 ]

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools, number_lines
+from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
+from harness.tools.builtin import number_lines
 
 
 @pytest.fixture
