@@ -22,25 +22,12 @@ from mock_server.cassette import (
 )
 from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.faults import FAULTS, FaultInfo
-from mock_server.generate import (
-    QUIRKS,
-    FragmentPlan,
-    Reply,
-    SplitPlan,
-    StreamMeta,
-    ToolCall,
-    WritePlan,
-    build_completion,
-    compute_usage,
-    encode_events,
-    encode_sse,
-    encode_stream,
-    frame_jsonl,
-    generate_chunks,
-    make_meta,
-    plan_writes,
-    split_text,
-)
+from mock_server.generate.chunks import QUIRKS, generate_chunks
+from mock_server.generate.completion import build_completion
+from mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
+from mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from mock_server.generate.writes import WritePlan, plan_writes
 from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
 from mock_server.record import Recorder
 from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
