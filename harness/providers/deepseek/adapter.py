@@ -9,23 +9,17 @@ own: retrying is the loop's decision (dsh-core.md §3.9).
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import os
-import re
 from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-from harness.llm import (
-    AdapterCapabilities,
-    ErrorCode,
-    Finish,
-    GenerateOptions,
-    SignalAborted,
-    StreamChunk,
-    UsageError,
-    race_signal,
+from harness.llm import AdapterCapabilities, GenerateOptions, StreamChunk
+from harness.providers.http_stream import (
+    HttpWire,
+    checked_api_key,
+    harness_headers,
+    stream_response,
 )
 
 from .decoder import StreamDecoder
@@ -36,10 +30,14 @@ __all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 USER_AGENT = "dshkit/0.1 (deepseek-harness compatible)"
-_KEY_RE = re.compile(r"[\x21-\x7e]+")
 
 
-_ABORTED = "DeepSeek request aborted by caller"
+_WIRE = HttpWire(
+    name="DeepSeek",
+    failure_from_exception=failure_from_exception,
+    failure_from_response=failure_from_http,
+    request_id_of=request_id_of,
+)
 
 
 class DeepSeekAdapter:
@@ -101,99 +99,22 @@ class DeepSeekAdapter:
             "accept": "text/event-stream",
             "user-agent": USER_AGENT,
         }
-        if self.user_id:
-            headers["x-deepseek-harness-user-id"] = self.user_id
-        if options.session_id:
-            headers["x-deepseek-harness-session-id"] = options.session_id
-        if options.purpose == "compaction":
-            headers["x-deepseek-harness-compact"] = "1"
+        headers.update(harness_headers(options, self.user_id))
         return headers
 
     def build_request(self, options: GenerateOptions) -> httpx.Request:
         """The HTTP request this adapter would send (raises `UsageError` on bad options)."""
-        key = (self._api_key or "").strip()
-        if not key:
-            raise UsageError(
-                "no DeepSeek API key: pass api_key= or set DEEPSEEK_API_KEY",
-                ErrorCode.MISSING_CREDENTIAL,
-            )
-        if not _KEY_RE.fullmatch(key):
-            raise UsageError(
-                "the DeepSeek API key must be printable ASCII without spaces",
-                ErrorCode.INVALID_CREDENTIAL,
-            )
+        key = checked_api_key(self._api_key)
         body = encode_body(serialize(options, self.config))
         return self._client.build_request(
             "POST", f"{self.base_url}/chat/completions", content=body, headers=self._headers(options, key)
         )
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        """Send one request and yield its chunks, ending with exactly one `Finish`."""
-        try:
-            request = self.build_request(options)
-        except UsageError as exc:
-            yield Finish.error(exc.message, exc.code)
-            return
-        signal = options.signal
-        if signal is not None and signal.is_set():
-            yield Finish.aborted(_ABORTED)
-            return
-        waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
-        response: httpx.Response | None = None
-        request_id: str | None = None
-        streaming = False
-        try:
-            response = await race_signal(self._client.send(request, stream=True), waiter)
-            if not 200 <= response.status_code < 300:
-                body = await race_signal(response.aread(), waiter)
-                yield Finish.failed(failure_from_http(response.status_code, body, response.headers))
-                return
-            request_id = request_id_of(response.headers)
-            streaming = True
-            decoder = self._decoder()
-            received = False
-            reads = response.aiter_raw().__aiter__()
-            while True:
-                try:
-                    data = await race_signal(reads.__anext__(), waiter)
-                except StopAsyncIteration:
-                    break
-                received = received or bool(data)
-                for chunk in decoder.feed(data):
-                    yield _with_request_id(chunk, request_id)
-                if decoder.finished:
-                    return
-            if not received:
-                yield _with_request_id(
-                    Finish.error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE),
-                    request_id,
-                )
-                return
-            for chunk in decoder.close():
-                yield _with_request_id(chunk, request_id)
-        except SignalAborted:
-            yield Finish.aborted(_ABORTED)
-        except (httpx.HTTPError, OSError) as exc:
-            if signal is not None and signal.is_set():
-                yield Finish.aborted(_ABORTED)
-            else:
-                failure = failure_from_exception(exc, self.base_url, streaming=streaming)
-                yield _with_request_id(Finish.failed(failure), request_id)
-        finally:
-            if waiter is not None:
-                waiter.cancel()
-            if response is not None:
-                await response.aclose()
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """Send one request and yield its chunks, ending with exactly one `Finish`.
 
-
-def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:
-    """Stamp the response's request id on a finish: on its meta and on its failure, if any."""
-    if not request_id or not isinstance(chunk, Finish):
-        return chunk
-    if chunk.meta is not None:
-        chunk = dataclasses.replace(chunk, meta=dataclasses.replace(chunk.meta, request_id=request_id))
-    failure = chunk.reason.failure
-    if failure is not None and failure.request_id is None:
-        failure = dataclasses.replace(failure, request_id=request_id)
-        chunk = dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
-    return chunk
+        The iterator is `stream_response`'s own generator (not a wrapper around it), so closing
+        it closes the response at once."""
+        return stream_response(
+            self._client, lambda: self.build_request(options), options.signal, self._decoder, _WIRE, self.base_url
+        )
