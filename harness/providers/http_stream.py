@@ -19,11 +19,12 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from typing import ClassVar, Protocol, Self
 
 import httpx
 
 from harness.llm import (
+    AdapterCapabilities,
     ErrorCode,
     Finish,
     GenerateOptions,
@@ -34,7 +35,7 @@ from harness.llm import (
     race_signal,
 )
 
-__all__ = ["BodyDecoder", "HttpWire", "checked_api_key", "harness_headers", "stream_response"]
+__all__ = ["BodyDecoder", "HttpAdapter", "HttpWire", "checked_api_key", "harness_headers", "stream_response"]
 
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
 
@@ -163,6 +164,64 @@ async def stream_response(
             waiter.cancel()
         if response is not None:
             await response.aclose()
+
+
+class HttpAdapter:
+    """Base of the adapters on httpx: it owns (or borrows) the client, streams each call through
+    `stream_response` with the class's `wire`, and closes what it owns. A subclass adds only its
+    `build_request` (and the headers and body that go in it)."""
+
+    wire: ClassVar[HttpWire]
+    capabilities = AdapterCapabilities()
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        user_id: str | None,
+        client: httpx.AsyncClient | None,
+        transport: httpx.AsyncBaseTransport | None,
+        connect_timeout_s: float,
+        idle_timeout_s: float,
+        decoder: Callable[[], BodyDecoder],
+    ) -> None:
+        """`idle_timeout_s` bounds every wait for the next bytes (keep-alive comments and pings
+        count as progress); a `client` passed in is used as it is and never closed here."""
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.user_id = user_id
+        self._decoder = decoder
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(
+                connect=connect_timeout_s, read=idle_timeout_s, write=idle_timeout_s, pool=connect_timeout_s
+            ),
+            transport=transport,
+        )
+
+    def build_request(self, options: GenerateOptions) -> httpx.Request:
+        """The HTTP request for `options` (raises `UsageError` on bad options)."""
+        raise NotImplementedError
+
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """Send one request and yield its chunks, ending with exactly one `Finish`.
+
+        The iterator is `stream_response`'s own generator (not a wrapper around it), so closing
+        it closes the response at once."""
+        return stream_response(
+            self._client, lambda: self.build_request(options), options.signal, self._decoder, self.wire, self.base_url
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:

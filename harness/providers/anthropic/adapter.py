@@ -1,27 +1,28 @@
-"""`AnthropicAdapter`: the only module of the Anthropic-format provider that does I/O.
+"""`AnthropicAdapter`: the Anthropic-format provider's request builder on the shared HTTP life cycle.
 
 One call is one streaming POST to `{base_url}/v1/messages` (httpx; `base_url` is DeepSeek's
 `https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and run
-through `StreamDecoder`. The contract is `DeepSeekAdapter`'s: every provider or transport failure
-becomes a terminal `finish` of kind `error`; setting `options.signal` ends the stream with
-`aborted`; an `asyncio.CancelledError` closes the response and propagates; no retries of its own.
+through `StreamDecoder` by `harness.providers.http_stream`. The contract is `DeepSeekAdapter`'s:
+every provider or transport failure becomes a terminal `finish` of kind `error`; setting
+`options.signal` ends the stream with `aborted`; an `asyncio.CancelledError` closes the response
+and propagates; no retries of its own.
 The idle timeout defaults to 600 s because DeepSeek may stay silent while it thinks (AN8).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Literal
 
 import httpx
 
-from harness.llm import AdapterCapabilities, GenerateOptions, StreamChunk
+from harness.llm import GenerateOptions
 from harness.providers.http_stream import (
+    HttpAdapter,
     HttpWire,
     checked_api_key,
     harness_headers,
-    stream_response,
 )
 
 from .failures import failure_from_exception, failure_from_response, response_request_id
@@ -45,10 +46,10 @@ _WIRE = HttpWire(
 )
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(HttpAdapter):
     """Adapter for DeepSeek's Anthropic Messages surface (and servers that speak it)."""
 
-    capabilities = AdapterCapabilities()
+    wire = _WIRE
 
     def __init__(
         self,
@@ -71,35 +72,19 @@ class AnthropicAdapter:
         next bytes (pings and comments count as progress). `decoder` makes the `StreamDecoder` of
         each response: pass `lambda: StreamDecoder(MyTranslator())` to translate with another
         `Translator` (the conformance suite's deliberately broken adapters do)."""
-        self.base_url = (
-            base_url or os.environ.get("DEEPSEEK_ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        ).rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY")
+        super().__init__(
+            base_url=base_url or os.environ.get("DEEPSEEK_ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"),
+            user_id=user_id,
+            client=client,
+            transport=transport,
+            connect_timeout_s=connect_timeout_s,
+            idle_timeout_s=idle_timeout_s,
+            decoder=decoder,
+        )
         self.config = config or AnthropicConfig()
         self.auth = auth
         self.provider = provider
-        self.user_id = user_id
-        self._decoder = decoder
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s,
-                read=idle_timeout_s,
-                write=idle_timeout_s,
-                pool=connect_timeout_s,
-            ),
-            transport=transport,
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> AnthropicAdapter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def _headers(self, options: GenerateOptions, key: str) -> dict[str, str]:
         headers = {
@@ -121,13 +106,4 @@ class AnthropicAdapter:
         body = encode_body(serialize(options, self.config))
         return self._client.build_request(
             "POST", f"{self.base_url}/v1/messages", content=body, headers=self._headers(options, key)
-        )
-
-    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        """Send one request and yield its chunks, ending with exactly one `Finish`.
-
-        The iterator is `stream_response`'s own generator (not a wrapper around it), so closing
-        it closes the response at once."""
-        return stream_response(
-            self._client, lambda: self.build_request(options), options.signal, self._decoder, _WIRE, self.base_url
         )

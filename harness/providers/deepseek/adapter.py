@@ -1,7 +1,7 @@
-"""`DeepSeekAdapter`: the only module of the DeepSeek provider that does I/O.
+"""`DeepSeekAdapter`: the DeepSeek provider's request builder on the shared HTTP life cycle.
 
 One call is one streaming POST to `{base_url}/chat/completions` (httpx), its body read as it
-arrives and run through `StreamDecoder`. Every provider or transport failure becomes a terminal
+arrives and run through `StreamDecoder` by `harness.providers.http_stream`. Every provider or transport failure becomes a terminal
 `finish` chunk of kind `error`; setting `options.signal` ends the stream with `aborted`. An
 `asyncio.CancelledError` closes the response and propagates. The adapter never retries on its
 own: retrying is the loop's decision (dsh-core.md §3.9).
@@ -10,16 +10,16 @@ own: retrying is the loop's decision (dsh-core.md §3.9).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import httpx
 
-from harness.llm import AdapterCapabilities, GenerateOptions, StreamChunk
+from harness.llm import GenerateOptions
 from harness.providers.http_stream import (
+    HttpAdapter,
     HttpWire,
     checked_api_key,
     harness_headers,
-    stream_response,
 )
 
 from .decoder import StreamDecoder
@@ -40,10 +40,10 @@ _WIRE = HttpWire(
 )
 
 
-class DeepSeekAdapter:
+class DeepSeekAdapter(HttpAdapter):
     """Adapter for DeepSeek's Chat Completions API (and servers that speak it)."""
 
-    capabilities = AdapterCapabilities()
+    wire = _WIRE
 
     def __init__(
         self,
@@ -65,32 +65,18 @@ class DeepSeekAdapter:
         pass `lambda: StreamDecoder(MyTranslator())` to translate with another `Translator`
         (the conformance suite's deliberately broken adapters do), or give it another
         `SSEDecoder`."""
-        self.base_url = (base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY")
+        super().__init__(
+            base_url=base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"),
+            user_id=user_id,
+            client=client,
+            transport=transport,
+            connect_timeout_s=connect_timeout_s,
+            idle_timeout_s=idle_timeout_s,
+            decoder=decoder,
+        )
         self.config = config or DeepSeekConfig()
         self.provider = provider
-        self.user_id = user_id
-        self._decoder = decoder
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s,
-                read=idle_timeout_s,
-                write=idle_timeout_s,
-                pool=connect_timeout_s,
-            ),
-            transport=transport,
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> DeepSeekAdapter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def _headers(self, options: GenerateOptions, key: str) -> dict[str, str]:
         headers = {
@@ -108,13 +94,4 @@ class DeepSeekAdapter:
         body = encode_body(serialize(options, self.config))
         return self._client.build_request(
             "POST", f"{self.base_url}/chat/completions", content=body, headers=self._headers(options, key)
-        )
-
-    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        """Send one request and yield its chunks, ending with exactly one `Finish`.
-
-        The iterator is `stream_response`'s own generator (not a wrapper around it), so closing
-        it closes the response at once."""
-        return stream_response(
-            self._client, lambda: self.build_request(options), options.signal, self._decoder, _WIRE, self.base_url
         )
