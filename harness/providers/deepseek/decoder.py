@@ -21,9 +21,10 @@ on its own, so both give the very same chunks as SSE-decoding every event.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import repeat
-from typing import Any
+from operator import getitem
+from typing import Any, cast
 
 import msgspec
 
@@ -230,14 +231,30 @@ class StreamDecoder:
         translator = self.translator
         feed_delta = translator.feed_delta
         loads = _fast_loads
-        first, last = len(head_rest), -len(tail)
-        bulk = 0
-        for piece in pieces:
+        window = slice(len(head_rest), -len(tail))
+        done = 0  # pieces read
+        if checked:
+            # The common case, with the slicing and parsing of the whole block in C.
+            try:
+                slots = cast("Iterator[bytes]", map(getitem, pieces, repeat(window)))
+                deltas = list(map(loads, slots))
+            except _Refused:
+                deltas = []  # some slot is refused: each piece on its own below
+            for delta in deltas:
+                if type(delta) is not dict:
+                    break
+                feed_delta(delta, out)
+                done += 1
+                if translator.finished:
+                    self.bulk_events += done
+                    return None
+        bulk = done
+        for piece in pieces[done:] if done else pieces:
             if checked or (
                 b"\n" not in piece and piece.startswith(head_rest) and piece.endswith(tail) and len(piece) > size
             ):
                 try:
-                    delta = loads(piece[first:last])
+                    delta = loads(piece[window])
                 except _Refused:
                     delta = None
                 if type(delta) is dict:
