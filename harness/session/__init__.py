@@ -3,6 +3,8 @@
 Everything the model sees is first appended here and then projected by `derive_messages()`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .calls import assemble_chunk_events, split_model_calls, step_chunk_events, stream_chunks
 from .chunk_rows import (
     CHUNK_ROW_TYPES,
@@ -42,20 +44,39 @@ from .repair import (
     Closer,
     interrupted_turn_closers,
 )
-from .replay_scripts import (
-    ReplayEntry,
-    ReplayError,
-    SessionScript,
-    derive_replay_script,
-    fill_from_request,
-    load_log_session,
-    load_session_scripts,
-    parse_override,
-    request_strings,
-)
 from .session import EventLog, History, Session, SessionObserver
 from .shapes import logged_message
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
+
+if TYPE_CHECKING:
+    from .replay_scripts import (
+        ReplayEntry,
+        ReplayError,
+        SessionScript,
+        derive_replay_script,
+        fill_from_request,
+        load_log_session,
+        load_session_scripts,
+        parse_override,
+        request_strings,
+    )
+
+_LAZY = frozenset({
+    "ReplayEntry", "ReplayError", "SessionScript", "derive_replay_script", "fill_from_request",
+    "load_log_session", "load_session_scripts", "parse_override", "request_strings",
+})
+"""Names of `replay_scripts`, imported on first use: a live run never replays a log, and this
+keeps that module out of a cold `dshkit run`."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import replay_scripts
+
+        value = getattr(replay_scripts, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CHUNK_ROW_TYPES",
