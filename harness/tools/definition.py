@@ -118,7 +118,8 @@ class ToolDefinition:
     requires_approval: bool = False
     """The default policy asks for approval before each call (e.g. `bash`)."""
     _validator: Any = field(default=None, repr=False, compare=False)
-    """Built on first use (`_arguments_validator`), so defining tools needs no jsonschema."""
+    """Built by `define_tool` when it checks the schema, else at the first call
+    (`_arguments_validator`), so tools defined with `check_schema=False` need no jsonschema."""
     _output_validator: Any = field(default=None, repr=False, compare=False)
     _handler_arity: int = field(default=2, repr=False, compare=False)
 
