@@ -42,6 +42,9 @@ _fast_loads: Callable[[str | bytes], Any] = msgspec.json.Decoder().decode
 _Refused = (msgspec.DecodeError, RecursionError)
 _HEAD_IN_SEPARATOR = 16
 """How many bytes of the envelope's head `_feed_envelopes` splits on (see `_set_line_envelope`)."""
+_BULK_READ = 2048
+"""Reads shorter than this (a live stream's one or two events per read) skip the bulk path: its
+set-up per read costs more than it saves on so few events."""
 
 # The C scanner behind `json.loads`, used to find where `choices[0].delta` ends when learning
 # the envelope (msgspec cannot parse from an offset) and as the first step of the fallback.
@@ -122,7 +125,7 @@ class StreamDecoder:
                 return out
         if at:
             data = data[at:]
-        if self._line_head:
+        if self._line_head and len(data) >= _BULK_READ:
             # At an event boundary, the whole events of this read are read in bulk.
             partial = self._sse.take_partial_line()
             if partial is not None:

@@ -159,7 +159,7 @@ _framings = st.one_of(
 )
 
 
-@given(st.lists(_framings, min_size=1, max_size=30), st.booleans(), st.sampled_from([1, 5, 64, 333, 4096, 1 << 16]))
+@given(st.lists(_framings, min_size=1, max_size=30), st.booleans(), st.sampled_from([1, 64, 333, 2048, 2500, 4096, 1 << 16]))
 def test_other_framings_between_envelope_events_decode_the_same_on_both_paths(
     events: list[bytes], done: bool, step: int
 ) -> None:
@@ -175,10 +175,15 @@ def test_a_long_stream_is_read_in_bulk_and_decodes_the_same() -> None:
     events.insert(400, _raw(b'{"content":"lone \\ud800"}'))
     body = b"".join(events) + _event({}, finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 2})
     body += b"data: [DONE]\n\n"
-    for step in (97, 1000, 1 << 16):
+    for step in (2048, 5000, 1 << 16):  # reads from 2 KiB on take the bulk path
         decoder = StreamDecoder()
         for i in range(0, len(body), step):
             decoder.feed(body[i : i + step])
         assert decoder.bulk_events > 450, step  # nearly every delta skipped SSE decoding
         assert decoder.comments == 1
         assert _same(body, step)
+    small = StreamDecoder()  # a live stream's small reads keep the per-event path
+    for i in range(0, len(body), 1000):
+        small.feed(body[i : i + 1000])
+    assert small.bulk_events == 0 and small.envelope_learned
+    assert _same(body, 1000)
