@@ -6,7 +6,7 @@ over real HTTP against any adapter factory, the server checks (S1–S41), report
 
 from .anthropic_checks import ANTHROPIC_SERVER_CHECKS, run_anthropic_checks
 from .checks import CheckResult, canonical, unified
-from .report import Progress, render_table, to_json, to_junit, write_json, write_junit
+from .report import to_json, to_junit, write_json, write_junit
 from .runner import (
     DEFAULT_ADAPTER,
     DEFAULT_ANTHROPIC_ADAPTER,
@@ -16,7 +16,6 @@ from .runner import (
     load_factory,
     run_catalogue,
     run_scenario,
-    summarize,
 )
 from .scenario import (
     CAPABILITIES,
@@ -39,7 +38,6 @@ __all__ = [
     "DEFAULT_ANTHROPIC_ADAPTER",
     "FactoryError",
     "PROTOCOLS",
-    "Progress",
     "SCENARIO_DIR",
     "SERVER_CHECKS",
     "Scenario",
@@ -50,12 +48,10 @@ __all__ = [
     "load_catalogue",
     "load_factory",
     "load_scenario_file",
-    "render_table",
     "run_anthropic_checks",
     "run_catalogue",
     "run_scenario",
     "run_server_checks",
-    "summarize",
     "to_json",
     "to_junit",
     "unified",

@@ -8,19 +8,10 @@ keeps importing nothing of `mock_server` and `mock_server` nothing of the loop.
 
 from .errors import ViewError
 from .load import KINDS, detect_kind, render_paths
-from .sessions import CallView, SessionView, build_session_view, json_diff
-from .wire import WireExchange, load_journal, sse_deltas
 
 __all__ = [
     "KINDS",
-    "CallView",
-    "SessionView",
     "ViewError",
-    "WireExchange",
-    "build_session_view",
     "detect_kind",
-    "json_diff",
-    "load_journal",
     "render_paths",
-    "sse_deltas",
 ]

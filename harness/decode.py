@@ -29,7 +29,6 @@ from harness.llm import (
     CaptureError,
     Finish,
     FinishMeta,
-    FinishReason,
     ModelSource,
     ReasoningBlock,
     StreamChunk,
@@ -207,7 +206,7 @@ def decode_capture(
             failure = anthropic.failure_from_response(status or 400, data, {})
         else:
             failure = failure_from_http(status or 400, data, {})
-        chunks = [Finish(reason=FinishReason(kind="error", failure=failure))]
+        chunks = [Finish.failed(failure)]
     elif proto == "anthropic":
         objects: list[Any] | None = None
         if fmt == "json":

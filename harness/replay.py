@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.llm import (
     Finish,
-    FinishReason,
     GenerateOptions,
-    LlmFailure,
     StreamChunk,
     TextBlock,
     ToolResultMessage,
@@ -44,8 +42,8 @@ from harness.session import (
     load_log_session,
     load_session_scripts,
     logged_message,
-    request_strings,
 )
+from harness.session.replay_scripts import request_strings
 
 if TYPE_CHECKING:
     from harness.tools import Approver, ToolRuntime
@@ -64,13 +62,7 @@ __all__ = [
 # --- the replay adapter ----------------------------------------------------------------------
 
 
-def _fail(message: str, code: str) -> Finish:
-    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code)))
-
-
-def _aborted() -> Finish:
-    failure = LlmFailure(message="replayed call aborted by caller", code="ABORTED")
-    return Finish(reason=FinishReason(kind="aborted", failure=failure))
+_ABORTED = "replayed call aborted by caller"
 
 
 @dataclass(slots=True)
@@ -105,7 +97,7 @@ class ReplayAdapter:
         cursor = self._bound.get(options.session_id)
         if cursor is None:
             if not self._unclaimed:
-                yield _fail(
+                yield Finish.error(
                     f"unrecorded session #{len(self._bound) + 1} ({options.session_id}): the logs "
                     f"hold {len(self.scripts)} session(s); re-record",
                     "REPLAY_UNRECORDED_SESSION",
@@ -114,7 +106,7 @@ class ReplayAdapter:
             cursor = self._bound[options.session_id] = _Cursor(self._unclaimed.pop(0))
         entries = cursor.script.entries
         if cursor.next >= len(entries):
-            yield _fail(
+            yield Finish.error(
                 f"script exhausted — session requested model call #{cursor.next + 1} but its "
                 f"script ({cursor.script.source}) has only {len(entries)}",
                 "REPLAY_EXHAUSTED",
@@ -129,13 +121,13 @@ class ReplayAdapter:
                 lambda: request_strings([message_to_json(m) for m in options.messages])
             )
         except (ReplayError, ValueError) as exc:
-            yield _fail(str(exc), "REPLAY_INVALID")
+            yield Finish.error(str(exc), "REPLAY_INVALID")
             return
         signal = options.signal
         hang = entry.kind == "hang"
         for chunk in chunks:
             if signal is not None and signal.is_set():
-                yield _aborted()
+                yield Finish.aborted(_ABORTED)
                 return
             if isinstance(chunk, Finish) and chunk.reason.kind == "aborted":
                 hang = True  # the recorded client gave up here: wait for this one to
@@ -152,13 +144,13 @@ class ReplayAdapter:
                 await signal.wait()
             else:
                 await asyncio.Event().wait()
-            yield _aborted()
+            yield Finish.aborted(_ABORTED)
             return
         if entry.kind == "throw":
-            yield _fail(entry.message or "", entry.code or "UNKNOWN")
+            yield Finish.error(entry.message or "", entry.code or "UNKNOWN")
             return
         if not chunks or not isinstance(chunks[-1], Finish):
-            yield _fail(f"{entry.where}: the recorded call has no finish", "REPLAY_INVALID")
+            yield Finish.error(f"{entry.where}: the recorded call has no finish", "REPLAY_INVALID")
 
     async def aclose(self) -> None:
         return None

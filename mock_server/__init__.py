@@ -8,47 +8,30 @@ exchange. `dshkit serve` and the pytest plugin (`mock_deepseek`, `dshkit_mock_se
 """
 
 from mock_server.cassette import (
-    CASSETTE_SUFFIX,
-    CASSETTE_VERSION,
     Cassette,
     CassetteAppender,
     CassetteError,
     Read,
     RecordedExchange,
     RecordedRequest,
-    Scrubber,
     cassette_path,
     cassette_to_scripts,
     load_cassette,
     save_cassette,
     script_to_cassette,
 )
-from mock_server.chunk_wire import WirePlan, wire_plan, wire_usage
 from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
 from mock_server.faults import FAULTS, FaultInfo
-from mock_server.generate import (
-    QUIRKS,
-    FragmentPlan,
-    Reply,
-    SplitPlan,
-    StreamMeta,
-    ToolCall,
-    WritePlan,
-    build_completion,
-    compute_usage,
-    encode_events,
-    encode_sse,
-    encode_stream,
-    frame_jsonl,
-    generate_chunks,
-    make_meta,
-    plan_writes,
-    split_text,
-)
+from mock_server.generate.chunks import QUIRKS, generate_chunks
+from mock_server.generate.completion import build_completion
+from mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
+from mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from mock_server.generate.writes import WritePlan, plan_writes
 from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
 from mock_server.record import Recorder
 from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
-from mock_server.routing import SESSION_HEADER, Decision, RequestView, Router, session_of
+from mock_server.routing import SESSION_HEADER, session_of
 from mock_server.scripts import (
     ChunksSpec,
     ChunksStep,
@@ -84,8 +67,6 @@ CLAIMED_S_ITEMS: tuple[str, ...] = (
 )
 
 __all__ = [
-    "CASSETTE_SUFFIX",
-    "CASSETTE_VERSION",
     "CLAIMED_S_ITEMS",
     "FAULTS",
     "MODELS",
@@ -97,7 +78,6 @@ __all__ = [
     "ChatRequest",
     "ChunksSpec",
     "ChunksStep",
-    "Decision",
     "FaultInfo",
     "FaultStep",
     "FragmentPlan",
@@ -118,11 +98,8 @@ __all__ = [
     "Reply",
     "ReplySpec",
     "ReplyStep",
-    "RequestView",
-    "Router",
     "Script",
     "ScriptError",
-    "Scrubber",
     "SplitPlan",
     "SplitSpec",
     "StreamMeta",
@@ -132,7 +109,6 @@ __all__ = [
     "ToolCall",
     "ToolCallSpec",
     "UnconsumedStepsError",
-    "WirePlan",
     "Write",
     "WritePlan",
     "WriteSpec",
@@ -161,6 +137,4 @@ __all__ = [
     "session_scripts_to_mock",
     "split_text",
     "validate_chat",
-    "wire_plan",
-    "wire_usage",
 ]

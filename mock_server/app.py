@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from mock_server.anthropic import ANTHROPIC_PATHS
+from mock_server.anthropic.surface import ANTHROPIC_PATHS
 from mock_server.exchange import Runtime
 from mock_server.handlers import (
     ROUTER_KEY,

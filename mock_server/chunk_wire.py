@@ -37,7 +37,8 @@ from harness.llm import (
     Usage,
     is_context_window_exceeded,
 )
-from mock_server.generate import Framing, StreamMeta, encode_events
+from mock_server.generate.encode import Framing, encode_events
+from mock_server.generate.reply import StreamMeta
 
 __all__ = ["WirePlan", "wire_plan", "wire_usage"]
 

@@ -198,7 +198,7 @@ def run_serve(args: argparse.Namespace) -> int:
         replayed = [
             s
             for path in args.replay
-            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match)
+            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
         ]
         server = MockServer(
             *args.script,
@@ -239,6 +239,10 @@ def exit_on_signals() -> asyncio.Future[int]:
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         loop.add_signal_handler(sig, request_stop, code)
     return stop
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"dshkit serve: warning: {message}\n")
 
 
 def _fail(message: str) -> int:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mock_server.generate import Reply, ToolCall
+from mock_server.generate.reply import Reply, ToolCall
 from mock_server.validation import ChatRequest
 
 __all__ = ["apply_stop", "default_reply", "example_from_schema"]

@@ -30,17 +30,11 @@ from aiohttp import web
 
 from mock_server.chunk_wire import wire_plan
 from mock_server.defaults import apply_stop
-from mock_server.generate import (
-    Era,
-    FragmentPlan,
-    Reply,
-    StreamMeta,
-    build_completion,
-    encode_stream,
-    make_meta,
-    plan_writes,
-    tool_call_id,
-)
+from mock_server.generate.completion import build_completion
+from mock_server.generate.encode import encode_stream
+from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta, tool_call_id
+from mock_server.generate.split import FragmentPlan
+from mock_server.generate.writes import plan_writes
 from mock_server.journal import Journal, JournalEntry, Write
 from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
 from mock_server.validation import ChatRequest, error_body
@@ -374,7 +368,7 @@ class Exchange:
         headers: Mapping[str, str] | None = None,
     ) -> str:
         if self.surface == "anthropic":
-            from mock_server.anthropic import error_body_for, error_type
+            from mock_server.anthropic.surface import error_body_for, error_type
 
             envelope = self.runtime.config.anthropic_envelope
             if "anthropic_envelope" in self.quirks:
@@ -454,10 +448,10 @@ class Exchange:
     ) -> list[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
         if self.surface == "anthropic":
-            from mock_server import anthropic
+            from mock_server.anthropic import render
 
             args = self._generator_args(spec, None)
-            return anthropic.encode_events(
+            return render.encode_events(
                 reply, model=args["model"], thinking=args["thinking"], split=args["split"],
                 seed=args["seed"], prompt_tokens=args["prompt_tokens"],
                 max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
@@ -485,10 +479,10 @@ class Exchange:
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
         if self.surface == "anthropic":
-            from mock_server import anthropic
+            from mock_server.anthropic import render
 
             args = self._generator_args(spec, None)
-            message = anthropic.build_message(
+            message = render.build_message(
                 reply, model=args["model"], thinking=args["thinking"], split=args["split"],
                 seed=args["seed"], prompt_tokens=args["prompt_tokens"],
                 max_tokens=args["max_tokens"], stop=self._chat().stop, quirks=spec.quirks,
@@ -580,22 +574,23 @@ class Exchange:
         self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing
     ) -> str:
         """A logged call on the Anthropic surface: the same reply, in this protocol's events."""
-        from mock_server import anthropic
+        from mock_server.anthropic import render
+        from mock_server.anthropic.replay import chunk_replay
 
-        plan = anthropic.chunk_replay(chunks, failure, hang=spec.kind == "hang")
+        plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
         if not await self._headers_delay(timing):
             return self.reset()
         if plan.end == "http":
             return await self.error(plan.status, plan.message, plan.error_type or "server_error")
         chat = self._chat()
-        events = anthropic.encode_events(
+        events = render.encode_events(
             plan.reply, model=chat.response_model, thinking=True, split=plan.split,
             seed=self.seed, prompt_tokens=chat.prompt_tokens, framing=spec.framing,
         )
         if not chat.stream:
             if plan.end != "close":
                 return await self.error(500, plan.message or "the logged call failed", "api_error")
-            body = anthropic.build_message(
+            body = render.build_message(
                 plan.reply, model=chat.response_model, thinking=True, split=plan.split,
                 seed=self.seed, prompt_tokens=chat.prompt_tokens,
             )
@@ -604,7 +599,7 @@ class Exchange:
             # No message_delta/message_stop: the call did not finish.
             events = [e for e in events if b'"message_delta"' not in e and b'"message_stop"' not in e]
         if plan.end == "error_event":
-            events.append(anthropic.error_event(plan.error_type or "api_error", plan.message, spec.framing))
+            events.append(render.error_event(plan.error_type or "api_error", plan.message, spec.framing))
         if plan.end == "reset" and not events:
             return self.reset()
         writes = self._writes(events, spec.writes)
@@ -622,13 +617,19 @@ class Exchange:
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from harness.llm import LlmFailure, chunk_from_json
-        from harness.session import fill_from_request, request_strings
+        from harness.session import ReplayError, fill_from_request
+        from harness.session.replay_scripts import request_strings
 
         chat = self._chat()
         messages = chat.body.get("messages")
         chunks_json: Any = spec.chunks
         if "{{fromRequest:" in json.dumps(chunks_json, ensure_ascii=False):
-            chunks_json = fill_from_request(chunks_json, request_strings(messages))
+            try:
+                chunks_json = fill_from_request(chunks_json, request_strings(messages))
+            except ReplayError as exc:
+                # The request drifted from the recording: a mock-side answer a harness must not
+                # retry into, like a script that ran dry.
+                return await self.error(418, f"replay: {exc}", "mock_error", "mock_replay_placeholder")
         chunks = [chunk_from_json(c, f"chunks[{i}]") for i, c in enumerate(chunks_json)]
         failure = None
         if spec.kind == "throw":

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mock_server.anthropic import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
-from mock_server.anthropic import error_event, error_type
+from mock_server.anthropic.render import error_event
+from mock_server.anthropic.surface import error_type
+from mock_server.anthropic.validation import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
 from mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
-from mock_server.generate import Reply, ToolCall, WritePlan, plan_writes
+from mock_server.generate.reply import Reply, ToolCall
+from mock_server.generate.writes import WritePlan, plan_writes
 from mock_server.scripts import FaultStep, SplitSpec, StreamSpec
 from mock_server.validation import PASSBACK_MESSAGE
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
-from mock_server.anthropic import check_anthropic_auth, validate_messages
+from mock_server.anthropic.surface import check_anthropic_auth
+from mock_server.anthropic.validation import validate_messages
 from mock_server.defaults import default_reply
 from mock_server.exchange import Exchange, Runtime, Surface
 from mock_server.faults import FAULTS, pick_random

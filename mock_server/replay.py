@@ -9,7 +9,8 @@ and the real adapter parses what :mod:`mock_server.chunk_wire` re-encodes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.session import ReplayEntry, SessionScript, load_session_scripts
@@ -73,9 +74,13 @@ def replay_scripts(
     resplit: int | None = None,
     match: MatchMode = "sequence",
     ready_dir: Path | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Script]:
     """Scripts replaying `path`: a cassette (`NAME`, `NAME.cassette.jsonl`) served byte for byte,
-    or a session log (its header line says `"type": "session"`) served as re-encoded SSE."""
+    or a session log (its header line says `"type": "session"`) served as re-encoded SSE.
+
+    A cassette whose last line is torn (a recorder killed mid-write) still replays what it holds
+    completely; the torn line is reported through `warn` (default: a `UserWarning`)."""
     p = Path(path)
     if not p.name.endswith(CASSETTE_SUFFIX) and p.suffix == ".jsonl" and p.is_file():
         with p.open("rb") as f:
@@ -91,4 +96,15 @@ def replay_scripts(
             "no such cassette or session log", source=str(cassette_path(p)),
             hint="record one with `dshkit record --upstream URL --out NAME`",
         )
-    return cassette_to_scripts(load_cassette(p), speed=speed, resplit=resplit, match=match)
+    cassette = load_cassette(p)
+    if cassette.torn_line is not None:
+        message = (
+            f"{cassette.source}:{cassette.torn_line}: the last line is torn (the recorder stopped "
+            f"in the middle of writing it) and is not replayed; the {len(cassette.exchanges)} "
+            "complete exchange(s) before it are"
+        )
+        if warn is None:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        else:
+            warn(message)
+    return cassette_to_scripts(cassette, speed=speed, resplit=resplit, match=match)

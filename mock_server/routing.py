@@ -2,7 +2,8 @@
 
 There is no global cursor (unlike upstream's mock, `dsh-testing.md` §1.9). A request's session is
 its `X-Mock-Session` header, else its `x-deepseek-harness-session-id` header, else a hash of its
-API key (`Authorization`, else `x-api-key`), else `anonymous`. A session seen for the first time claims the script registered for
+API key (from `Authorization: Bearer`, else `x-api-key`: one key is one session whichever header
+carries it), else `anonymous`. A session seen for the first time claims the script registered for
 its id or, failing that, the next unclaimed script; parallel tests and concurrent subagents
 therefore consume their own scripts. Within a script the first unconsumed step whose `match`
 holds answers. A request no step matches, or one that finds its script used up, gets a decision
@@ -42,10 +43,14 @@ def session_of(headers: Mapping[str, str]) -> str:
         value = headers.get(name)
         if value:
             return value
-    # The Anthropic surface may carry the key in `x-api-key` instead.
-    auth = headers.get("Authorization", "") or headers.get("x-api-key", "")
-    if auth:
-        digest = hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    # The Anthropic surface may carry the key in `x-api-key` instead: the same key is the same
+    # session whichever header (and `Bearer` spelling) carries it.
+    auth = headers.get("Authorization", "").strip()
+    scheme, _, rest = auth.partition(" ")
+    key = rest.strip() if scheme.lower() == "bearer" else auth
+    key = key or headers.get("x-api-key", "").strip()
+    if key:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         return f"key-{digest}"
     return "anonymous"
 

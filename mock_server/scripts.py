@@ -31,16 +31,10 @@ from pydantic import (
 )
 
 from harness.llm import InputError
-from mock_server.generate import (
-    FragmentPlan,
-    Framing,
-    Reply,
-    SplitPlan,
-    ToolCall,
-    WritePlan,
-    frame_jsonl,
-    plan_writes,
-)
+from mock_server.generate.encode import Framing, frame_jsonl
+from mock_server.generate.reply import Reply, ToolCall
+from mock_server.generate.split import FragmentPlan, SplitPlan
+from mock_server.generate.writes import WritePlan, plan_writes
 from mock_server.locate import field_path, yaml_line_of
 
 __all__ = [
@@ -135,7 +129,7 @@ QuirkName = Literal[
     "finish_repeated",
     "comments",
     "data_no_space",
-    # The Anthropic surface's (mock_server.anthropic.ANTHROPIC_QUIRKS); each surface ignores
+    # The Anthropic surface's (mock_server.anthropic.render.ANTHROPIC_QUIRKS); each surface ignores
     # the other's names.
     "thinking_start_signature",
     "no_pings",

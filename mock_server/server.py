@@ -24,7 +24,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from mock_server.app import make_app
 from mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
-from mock_server.generate import Era
+from mock_server.generate.reply import Era
 from mock_server.journal import DEFAULT_KEEP, Journal
 from mock_server.routing import Router
 from mock_server.scripts import Script, load_scripts, parse_script

@@ -3,13 +3,16 @@
 One test for all of dshkit's packages and modules (as httpx's `test_exported_members.py` does for
 its one namespace): an `__all__` is the public surface a reader and `from x import *` rely on, so
 a stale name, a private name or a duplicate is a bug. Two orders count as sorted: plain `sorted()`
-and ruff's isort-style order (CONSTANTS, then Classes, then functions).
+and ruff's isort-style order (CONSTANTS, then Classes, then functions). A package's `__all__`
+must also equal the names docs/api.md lists for it: the documented public surface.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -57,3 +60,56 @@ def test_the_check_finds_what_it_is_for() -> None:
     assert "gone does not exist" in problems
     assert "b is listed twice" in problems
     assert any(p.startswith("not sorted") for p in problems)
+
+
+API_DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+HEADING = re.compile(r"^## `([\w.]+)`$")
+ROW = re.compile(r"^\| `(\w+)` \| .+ \|$")
+
+
+def _documented_surface(text: str) -> dict[str, list[str]]:
+    """Package → the names its section of docs/api.md lists, in order."""
+    surface: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if heading := HEADING.match(line):
+            current = surface.setdefault(heading.group(1), [])
+        elif (row := ROW.match(line)) and current is not None:
+            current.append(row.group(1))
+    return surface
+
+
+def _packages_with_a_surface() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name in _modules():
+        module = importlib.import_module(name)
+        if hasattr(module, "__path__") and getattr(module, "__all__", None):
+            found[name] = list(module.__all__)
+    return found
+
+
+def test_every_package_exports_exactly_its_documented_surface() -> None:
+    """docs/api.md is the public surface: a package's `__all__` names what its section lists,
+    no more (an internal helper leaking out) and no less (a documented name gone)."""
+    documented = _documented_surface(API_DOC.read_text())
+    exported = _packages_with_a_surface()
+    assert sorted(documented) == sorted(exported)
+    for package, names in exported.items():
+        listed = documented[package]
+        assert [n for n in names if n not in listed] == [], f"{package} exports undocumented names"
+        assert [n for n in listed if n not in names] == [], f"docs/api.md lists names {package} does not export"
+
+
+def test_package_namespaces_hold_no_public_name_outside_all() -> None:
+    """A trimmed name must leave the package's namespace too, or `from pkg import name` keeps
+    working and the surface silently grows back (submodules are the exception)."""
+    for package, names in _packages_with_a_surface().items():
+        module = importlib.import_module(package)
+        public = {n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, ModuleType)}
+        public -= {"annotations"}  # `from __future__ import annotations`
+        assert sorted(public - set(names)) == [], f"{package} holds public names outside __all__"
+
+
+def test_the_surface_check_reads_the_doc_format() -> None:
+    text = "intro\n\n## `pkg.a`\n\nwhat\n\n| name | what it is |\n| --- | --- |\n| `X` | one. |\n| `y` | two. |\n\n## `pkg.b`\n| `Z` | z. |\n"
+    assert _documented_surface(text) == {"pkg.a": ["X", "y"], "pkg.b": ["Z"]}

@@ -80,14 +80,8 @@ from .messages import (
     new_message_id,
 )
 from .options import GenerateOptions, ToolChoice, ToolSchema
-from .retry import (
-    DEFAULT_RETRYABLE_CODES,
-    MAX_TIMER_DELAY_MS,
-    Backoff,
-    RetryPolicy,
-    is_retryable,
-    retry_delay_ms,
-)
+from .retry import DEFAULT_RETRYABLE_CODES, Backoff, RetryPolicy, is_retryable, retry_delay_ms
+from .stream_state import BlockState, StreamState
 
 __all__ = [
     "Adapter",
@@ -97,6 +91,7 @@ __all__ = [
     "BlockAssembler",
     "BlockEnd",
     "BlockStart",
+    "BlockState",
     "BlockType",
     "CaptureError",
     "CodecError",
@@ -115,7 +110,6 @@ __all__ = [
     "JsonShapeError",
     "LlmError",
     "LlmFailure",
-    "MAX_TIMER_DELAY_MS",
     "Message",
     "MessageSource",
     "ModelSource",
@@ -129,6 +123,7 @@ __all__ = [
     "SessionError",
     "SignalAborted",
     "StreamChunk",
+    "StreamState",
     "SystemMessage",
     "TextBlock",
     "TextDelta",

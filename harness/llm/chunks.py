@@ -153,6 +153,25 @@ class Finish:
     meta: FinishMeta | None = None
     type: Literal["finish"] = "finish"
 
+    @classmethod
+    def error(cls, message: str, code: str, *, meta: FinishMeta | None = None, **fields: Any) -> Finish:
+        """An error finish: `fields` are the other `LlmFailure` fields (`status`,
+        `provider_retry_after_ms`, `request_id`, `provider_error`)."""
+        return cls.failed(LlmFailure(message=message, code=code, **fields), meta=meta)
+
+    @classmethod
+    def failed(cls, failure: LlmFailure, *, meta: FinishMeta | None = None) -> Finish:
+        """An error finish for a failure already made (by a provider's failure mapping)."""
+        return cls(reason=FinishReason(kind="error", failure=failure), meta=meta)
+
+    @classmethod
+    def aborted(cls, message: str = "request aborted by caller") -> Finish:
+        """The finish of a call the caller aborted (`GenerateOptions.signal` was set)."""
+        from .errors import ErrorCode  # errors builds on this module
+
+        failure = LlmFailure(message=message, code=ErrorCode.ABORTED)
+        return cls(reason=FinishReason(kind="aborted", failure=failure))
+
 
 StreamChunk: TypeAlias = (
     BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | Usage | Finish

@@ -12,28 +12,18 @@ from .assembly import (
     RenderedSection,
     SystemPrompt,
 )
-from .interpolate import VARIABLE_NAME, PromptError, interpolate
-from .runtime_context import (
-    RUNTIME_CONTEXT_CLEARED,
-    RUNTIME_CONTEXT_HEADER,
-    RUNTIME_CONTEXT_PLUGIN,
-    RuntimeContextSnapshot,
-    render_runtime_context,
-)
+from .interpolate import PromptError, interpolate
+from .runtime_context import RUNTIME_CONTEXT_PLUGIN, RuntimeContextSnapshot
 
 __all__ = [
     "Assembly",
     "HARNESS_IDENTITY",
     "PromptError",
     "PromptPlugin",
-    "RUNTIME_CONTEXT_CLEARED",
-    "RUNTIME_CONTEXT_HEADER",
     "RUNTIME_CONTEXT_PLUGIN",
     "RenderedSection",
     "RuntimeContextSnapshot",
     "SystemPrompt",
     "UNLISTED_TOOLS",
-    "VARIABLE_NAME",
     "interpolate",
-    "render_runtime_context",
 ]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness.llm import PluginSource, TextBlock, UserMessage
-from harness.session import Session, SessionEvent, SurfaceReplace
+from harness.session import Session, SessionEvent
+from harness.session.events import SurfaceReplace
 
 from .assembly import Assembly, RenderedSection
 

@@ -4,17 +4,9 @@ The loop hands the tool-call blocks of an assistant message to `run_tool_calls`,
 through the runtime's stages and reports starts and results back in model order.
 """
 
-from .blocking import TOOL_TIMEOUT, AbortError, ToolTimeoutError, run_blocking
-from .builtin import (
-    BASH_PARAMETERS,
-    GREP_PARAMETERS,
-    LIST_PARAMETERS,
-    READ_PARAMETERS,
-    WRITE_PARAMETERS,
-    builtin_tools,
-    number_lines,
-)
-from .definition import ToolDefinition, argument_violations, define_tool, to_content
+from .blocking import TOOL_TIMEOUT, AbortError, ToolTimeoutError
+from .builtin import builtin_tools
+from .definition import ToolDefinition, define_tool
 from .policy import (
     Accept,
     Allow,
@@ -44,24 +36,11 @@ from .providers import (
     ShellResult,
     WorkspaceError,
 )
-from .results import (
-    ABORTED,
-    ABORTED_BEFORE_DISPATCH,
-    INVALID_TOOL_OUTPUT,
-    ToolErrorInfo,
-    ToolResult,
-    aborted_before_dispatch_result,
-    aborted_result,
-    denied_result,
-    error_result,
-    scrub_result,
-)
-from .runtime import PreparedCall, ToolCall, ToolRuntime, parse_arguments
+from .results import ToolErrorInfo, ToolResult, error_result
+from .runtime import ToolCall, ToolRuntime
 from .scheduler import DEFAULT_MAX_PARALLEL, StepToolResults, run_tool_calls
 
 __all__ = [
-    "ABORTED",
-    "ABORTED_BEFORE_DISPATCH",
     "AbortError",
     "Accept",
     "Allow",
@@ -69,25 +48,19 @@ __all__ = [
     "ApprovalResult",
     "Approver",
     "Ask",
-    "BASH_PARAMETERS",
     "Block",
     "DEFAULT_MAX_PARALLEL",
     "Deny",
     "DirEntry",
     "ExecuteWrapper",
     "FileSystem",
-    "GREP_PARAMETERS",
     "Guard",
-    "INVALID_TOOL_OUTPUT",
-    "LIST_PARAMETERS",
     "LocalFileSystem",
     "LocalShell",
     "PostDecision",
     "PostExecute",
     "PreDecision",
     "PreExecute",
-    "PreparedCall",
-    "READ_PARAMETERS",
     "ResultObserver",
     "Shell",
     "ShellResult",
@@ -99,22 +72,12 @@ __all__ = [
     "ToolResult",
     "ToolRuntime",
     "ToolTimeoutError",
-    "WRITE_PARAMETERS",
     "WorkspaceError",
-    "aborted_before_dispatch_result",
-    "aborted_result",
-    "argument_violations",
     "auto_approver",
     "builtin_tools",
     "define_tool",
-    "denied_result",
     "error_result",
     "no_tty_approver",
-    "number_lines",
-    "parse_arguments",
-    "run_blocking",
     "run_tool_calls",
-    "scrub_result",
     "terminal_approver",
-    "to_content",
 ]

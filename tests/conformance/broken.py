@@ -1,8 +1,8 @@
 """Deliberately broken adapters: each one a small, realistic bug on top of DeepSeekAdapter.
 
-The serializer bugs rewrite the request body; the translator bugs swap in a broken `Translator`
-for streams of their own instances only (a context variable picks the decoder, so a correct
-DeepSeekAdapter running in the same process is unaffected). Each class lists the scenarios that
+The serializer bugs rewrite the request body; the translator bugs hand the adapter a decoder
+factory (its `decoder=` argument) that builds a broken `Translator` or `SSEDecoder`, so only
+their own instances decode wrongly. Each class lists the scenarios that
 must catch it in `MUST_FAIL`; the test runs the whole catalogue and expects exactly that set.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import dataclasses
 import json
 from collections import deque
@@ -19,11 +18,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-import harness.providers.deepseek.adapter as deepseek_adapter
 from harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, StreamChunk, is_retryable
 from harness.providers.deepseek import DeepSeekAdapter, SSEDecoder, StreamDecoder, Translator
-
-_BUG: contextvars.ContextVar[str | None] = contextvars.ContextVar("dshkit_broken_translator", default=None)
 
 
 class _ConcatIdsTranslator(Translator):
@@ -33,7 +29,7 @@ class _ConcatIdsTranslator(Translator):
 
     def _tool_delta(self, entry: dict[str, Any], out: list[StreamChunk]) -> Any:
         index = entry.get("index")
-        before = self._tools.get(index) if isinstance(index, int) else None
+        before = self.keyed.get(index) if isinstance(index, int) else None
         old = before.id if before is not None else ""
         result = super()._tool_delta(entry, out)
         new = entry.get("id")
@@ -61,7 +57,7 @@ class _LosesUsageTranslator(Translator):
     def feed_into(self, chunk: Any, out: list[StreamChunk]) -> None:
         super().feed_into(chunk, out)
         if isinstance(chunk, dict) and "usage" in chunk and chunk["usage"] is None:
-            self._usage = None
+            self.token_usage = None
 
 
 class _DropsErrorUsageTranslator(Translator):
@@ -80,8 +76,9 @@ class _RingBufferTranslator(Translator):
     __slots__ = ()
 
     def end(self, *, done: bool) -> list[StreamChunk]:
-        self._text_parts = list(deque(self._text_parts, maxlen=128))
-        self._reasoning_parts = list(deque(self._reasoning_parts, maxlen=128))
+        for block in self.blocks:
+            if block.kind in ("text", "reasoning"):
+                block.parts = list(deque(block.parts, maxlen=128))
         return super().end(done=done)
 
 
@@ -95,41 +92,21 @@ class _ForgetsCrSSE(SSEDecoder):
         return out
 
 
-_TRANSLATORS: dict[str, type[Translator]] = {
-    "concat_ids": _ConcatIdsTranslator,
-    "eof_success": _EofSuccessTranslator,
-    "loses_usage": _LosesUsageTranslator,
-    "drops_error_usage": _DropsErrorUsageTranslator,
-    "ring_buffer": _RingBufferTranslator,
-}
-
-
-def _decoder() -> StreamDecoder:
-    bug = _BUG.get()
-    decoder = StreamDecoder(_TRANSLATORS[bug]() if bug in _TRANSLATORS else None)
-    if bug == "forgets_cr":
-        decoder._sse = _ForgetsCrSSE()
-    return decoder
-
-
-deepseek_adapter.StreamDecoder = _decoder  # type: ignore[assignment,misc]
-
-
 class _BrokenTranslate(DeepSeekAdapter):
-    BUG: ClassVar[str]
+    """A DeepSeekAdapter decoding with `TRANSLATOR`, injected through `decoder=`."""
+
+    TRANSLATOR: ClassVar[type[Translator]] = Translator
     MUST_FAIL: ClassVar[frozenset[str]]
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        token = _BUG.set(self.BUG)
-        try:
-            async for chunk in super().stream(options):
-                yield chunk
-        finally:
-            _BUG.reset(token)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, decoder=self.decoder, **kwargs)
+
+    def decoder(self) -> StreamDecoder:
+        return StreamDecoder(self.TRANSLATOR())
 
 
 class ConcatIdsAdapter(_BrokenTranslate):
-    BUG = "concat_ids"
+    TRANSLATOR = _ConcatIdsTranslator
     MUST_FAIL = frozenset({
         "tool-repeat-identity", "tool-repeat-identity-parallel", "tool-second-opener-same-index",
         "rt-repeated-identity-not-doubled",
@@ -137,7 +114,7 @@ class ConcatIdsAdapter(_BrokenTranslate):
 
 
 class EofSuccessAdapter(_BrokenTranslate):
-    BUG = "eof_success"
+    TRANSLATOR = _EofSuccessTranslator
     MUST_FAIL = frozenset({
         "end-eof-before-finish", "end-eof-after-role-only", "end-eof-mid-event",
         "end-partial-tool-call-eof", "err-garbage-line-then-close",
@@ -145,23 +122,25 @@ class EofSuccessAdapter(_BrokenTranslate):
 
 
 class LosesUsageAdapter(_BrokenTranslate):
-    BUG = "loses_usage"
+    TRANSLATOR = _LosesUsageTranslator
     MUST_FAIL = frozenset({"finish-repeated", "usage-trailing-then-null"})
 
 
 class DropsErrorUsageAdapter(_BrokenTranslate):
-    BUG = "drops_error_usage"
+    TRANSLATOR = _DropsErrorUsageTranslator
     MUST_FAIL = frozenset({"err-inband-error-keeps-usage"})
 
 
 class RingBufferAdapter(_BrokenTranslate):
-    BUG = "ring_buffer"
+    TRANSLATOR = _RingBufferTranslator
     MUST_FAIL = frozenset({"text-many-fragments-add-up"})
 
 
 class ForgetsCrAdapter(_BrokenTranslate):
-    BUG = "forgets_cr"
     MUST_FAIL = frozenset({"sse-multiline-crlf-one-byte-reads"})
+
+    def decoder(self) -> StreamDecoder:
+        return StreamDecoder(sse=_ForgetsCrSSE())
 
 
 class RateLimitAsQuotaAdapter(DeepSeekAdapter):

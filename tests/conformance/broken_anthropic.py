@@ -1,26 +1,20 @@
 """Deliberately broken Anthropic-protocol adapters: each one a small, realistic bug on top of
 AnthropicAdapter, proving the `anthropic` scenarios can fail.
 
-The body bugs rewrite the request; the translator bugs swap in a broken `Translator` for streams
-of their own instances only (a context variable picks it, so a correct AnthropicAdapter running
-in the same process is unaffected). Each class lists the scenarios that must catch it in
+The body bugs rewrite the request; the translator bugs hand the adapter a decoder factory (its
+`decoder=` argument) that builds a broken `Translator`, so only their own instances decode wrongly. Each class lists the scenarios that must catch it in
 `MUST_FAIL`; the test runs the catalogue on the `anthropic` protocol and expects exactly that set.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
-from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import httpx
 
-import harness.providers.anthropic.adapter as anthropic_adapter
 from harness.llm import GenerateOptions, StreamChunk
 from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
-
-_BUG: contextvars.ContextVar[str | None] = contextvars.ContextVar("dshkit_broken_anthropic", default=None)
 
 
 class _AppendsSignatures(Translator):
@@ -29,12 +23,12 @@ class _AppendsSignatures(Translator):
     __slots__ = ()
 
     def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
-        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        state = self.keyed.get(event.get("index"))
         delta = event.get("delta")
-        before = state.signature if state is not None else None
+        before = getattr(state, "signature", None)
         super()._delta(event, out)
         if state is not None and isinstance(delta, dict) and delta.get("type") == "signature_delta" and before:
-            state.signature = before + str(delta.get("signature"))
+            state.signature = before + str(delta.get("signature"))  # type: ignore[attr-defined]
 
 
 class _IgnoresErrorEvents(Translator):
@@ -70,52 +64,36 @@ class _EofIsEndTurn(Translator):
         return super().close()
 
 
-_TRANSLATORS: dict[str, type[Translator]] = {
-    "appends_signatures": _AppendsSignatures,
-    "ignores_error_events": _IgnoresErrorEvents,
-    "keeps_start_usage": _KeepsStartUsage,
-    "eof_is_end_turn": _EofIsEndTurn,
-}
-
-
-def _decoder() -> StreamDecoder:
-    bug = _BUG.get()
-    return StreamDecoder(_TRANSLATORS[bug]() if bug is not None else None)
-
-
-anthropic_adapter.StreamDecoder = _decoder  # type: ignore[assignment,misc]
-
-
 class _BrokenTranslate(AnthropicAdapter):
-    BUG: ClassVar[str]
+    """An AnthropicAdapter decoding with `TRANSLATOR`, injected through `decoder=`."""
+
+    TRANSLATOR: ClassVar[type[Translator]] = Translator
     MUST_FAIL: ClassVar[frozenset[str]]
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        token = _BUG.set(self.BUG)
-        try:
-            async for chunk in super().stream(options):
-                yield chunk
-        finally:
-            _BUG.reset(token)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, decoder=self.decoder, **kwargs)
+
+    def decoder(self) -> StreamDecoder:
+        return StreamDecoder(self.TRANSLATOR())
 
 
 class AppendsSignaturesAdapter(_BrokenTranslate):
-    BUG = "appends_signatures"
+    TRANSLATOR = _AppendsSignatures
     MUST_FAIL = frozenset({"an-signature-passback"})
 
 
 class IgnoresErrorEventsAdapter(_BrokenTranslate):
-    BUG = "ignores_error_events"
+    TRANSLATOR = _IgnoresErrorEvents
     MUST_FAIL = frozenset({"an-error-event-mid-stream"})
 
 
 class KeepsStartUsageAdapter(_BrokenTranslate):
-    BUG = "keeps_start_usage"
+    TRANSLATOR = _KeepsStartUsage
     MUST_FAIL = frozenset({"an-usage-merge"})
 
 
 class EofIsEndTurnAdapter(_BrokenTranslate):
-    BUG = "eof_is_end_turn"
+    TRANSLATOR = _EofIsEndTurn
     MUST_FAIL = frozenset({"an-eof-before-stop-reason"})
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from harness.llm import GenerateOptions, UserMessage
 from harness.providers.deepseek import serialize
 from harness.session import (
-    TOOL_OUTCOME_UNKNOWN_TEXT,
     Session,
     SessionEvent,
     SessionHeader,
@@ -18,6 +17,7 @@ from harness.session import (
     load_session,
     save_session,
 )
+from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
 from harness.tools import ToolCall, define_tool
 
 from .conftest import MODEL, RigFactory, call, check_one_rule, reply

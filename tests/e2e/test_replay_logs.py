@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -28,6 +29,7 @@ from harness.llm import (
     TextBlock,
     TextDelta,
     UserMessage,
+    is_retryable,
 )
 from harness.providers.deepseek import DeepSeekAdapter
 from harness.replay import ReplayAdapter, turn_inputs
@@ -228,6 +230,39 @@ async def test_from_request_in_replayed_calls(dshkit_mock_server: MockServerFact
     finally:
         await adapter.aclose()
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "goal abc42"
+
+
+async def test_from_request_with_no_match_is_a_named_non_retryable_mock_error(
+    dshkit_mock_server: MockServerFactory,
+) -> None:
+    """Served over the wire, a placeholder the live request cannot fill is the mock's 418 naming
+    the placeholder (as a script running dry is), not a 500 a harness would retry."""
+    entry_chunks = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "goal {{fromRequest:goal=(\\w+)}}"},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    script = SessionScript(session_id="s", created_at=0, source="inline",
+                           entries=tuple(parse_override([{"kind": "chunks", "chunks": entry_chunks}], None)))
+    server = await dshkit_mock_server(*session_scripts_to_mock([script]))
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"{server.base_url}/chat/completions",
+            json={"model": "deepseek-chat", "stream": True, "messages": [{"role": "user", "content": "no id here"}]},
+            headers={"Authorization": "Bearer sk-x"},
+        )
+    assert response.status_code == 418
+    error = response.json()["error"]
+    assert error["code"] == "mock_replay_placeholder"
+    assert "goal=(\\w+)" in error["message"] and "matched nothing" in error["message"]
+    adapter = DeepSeekAdapter(server.base_url, "sk-x")
+    try:
+        chunks = [c async for c in adapter.stream(_options("still no id"))]
+    finally:
+        await adapter.aclose()
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert not is_retryable(finish.reason.failure)
 
 
 EXPECTED_FINISHES = {

@@ -17,7 +17,8 @@ import pytest
 
 from harness.llm import GenerateOptions, SessionError, StreamChunk, UserMessage
 from harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject
-from harness.prompt import RUNTIME_CONTEXT_HEADER, UNLISTED_TOOLS, SystemPrompt
+from harness.prompt import UNLISTED_TOOLS, SystemPrompt
+from harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
 from harness.providers.deepseek import DeepSeekAdapter
 from harness.providers.deepseek.serialize import DeepSeekConfig
 from harness.session import SessionEvent, SessionHeader, SessionStore

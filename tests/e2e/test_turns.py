@@ -7,12 +7,8 @@ from typing import Any
 
 from harness.llm import UserMessage
 from harness.loop import AgentOptions, Enter, PreStep, PreStepDecision, Reject
-from harness.prompt import (
-    RUNTIME_CONTEXT_CLEARED,
-    RUNTIME_CONTEXT_HEADER,
-    RUNTIME_CONTEXT_PLUGIN,
-    SystemPrompt,
-)
+from harness.prompt import RUNTIME_CONTEXT_PLUGIN, SystemPrompt
+from harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
 
 from .conftest import MODEL, RigFactory, call, reply, script
 

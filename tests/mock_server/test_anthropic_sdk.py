@@ -13,7 +13,7 @@ import anthropic
 import pytest
 
 from mock_server import MockServer, MockServerFactory, Script
-from mock_server.anthropic import PASSBACK_MESSAGE
+from mock_server.anthropic.validation import PASSBACK_MESSAGE
 from tests.conftest import SHARED
 
 KEY = "sk-ant-sdk-test"

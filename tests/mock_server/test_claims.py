@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from mock_server import CLAIMED_S_ITEMS, encode_sse, generate_chunks
-from mock_server.generate import Reply
+from mock_server.generate.reply import Reply
 
 from .cli_process import ServeProcess
 from .wire import parse_sse, reassemble

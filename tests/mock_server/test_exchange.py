@@ -10,7 +10,7 @@ import pytest
 
 from mock_server import MockServerFactory, Reply, Script, encode_stream
 from mock_server.exchange import BATCH_BYTES, _EncodedStreams
-from mock_server.generate import StreamMeta, make_meta
+from mock_server.generate.reply import StreamMeta, make_meta
 
 from .wire import chat, parse_sse, reassemble
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mock_server import RequestView, Router, Script, session_of
+from mock_server import Script, session_of
+from mock_server.routing import RequestView, Router
 
 
 def test_session_key_order_and_no_key_leak() -> None:
@@ -13,6 +14,15 @@ def test_session_key_order_and_no_key_leak() -> None:
     key = session_of({"Authorization": "Bearer sk-secret"})
     assert key.startswith("key-") and "secret" not in key
     assert session_of({}) == "anonymous"
+
+
+def test_one_key_is_one_session_whichever_header_carries_it() -> None:
+    """An Anthropic-SDK client sends `x-api-key`, an OpenAI one `Authorization: Bearer`: the same
+    key must claim the same script, not two."""
+    bearer = session_of({"Authorization": "Bearer sk-same"})
+    assert session_of({"x-api-key": "sk-same"}) == bearer
+    assert session_of({"Authorization": "bearer  sk-same "}) == bearer
+    assert session_of({"x-api-key": "sk-other"}) != bearer
 
 
 def test_each_new_session_claims_the_next_script_or_its_own() -> None:

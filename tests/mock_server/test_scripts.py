@@ -22,7 +22,7 @@ from mock_server import (
     load_scripts,
     script_json_schema,
 )
-from mock_server.anthropic import ANTHROPIC_QUIRKS
+from mock_server.anthropic.render import ANTHROPIC_QUIRKS
 from mock_server.scripts import FaultName, QuirkName
 
 SCHEMA = Path(mock_server.__file__).parent / "script.schema.json"

@@ -306,10 +306,14 @@ def test_bad_cassette_lines_are_located(tmp_path: Path, line: str, expected: str
 
 
 async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
+    """`serve --replay` serves the recorded bytes; a cassette whose last line a killed recorder
+    left torn still serves its complete exchanges, and stderr says which line was dropped."""
     from tests.mock_server.cli_process import ServeProcess
 
-    rec = Path(__file__).parents[2] / "recordings" / "plain-text"
-    proc = await asyncio.to_thread(ServeProcess, "--replay", str(rec), "--speed", "0")
+    rec = Path(__file__).parents[2] / "recordings" / "plain-text.cassette.jsonl"
+    torn = tmp_path / "torn.cassette.jsonl"
+    torn.write_bytes(rec.read_bytes() + rec.read_bytes().splitlines(keepends=True)[1][:50])
+    proc = await asyncio.to_thread(ServeProcess, "--replay", str(torn), "--speed", "0")
     try:
         async with httpx.AsyncClient(timeout=5) as c:
             status, data = await _post(c, proc.base_url)
@@ -318,6 +322,22 @@ async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
     finally:
         code, _ = await asyncio.to_thread(proc.stop)
     assert code == 130
+    lines = len(rec.read_bytes().splitlines()) + 1
+    assert f"warning: {torn}:{lines}: the last line is torn" in proc.stderr
+
+
+def test_replaying_a_torn_cassette_warns_by_default(tmp_path: Path) -> None:
+    from mock_server import replay_scripts
+
+    rec = Path(__file__).parents[2] / "recordings" / "plain-text.cassette.jsonl"
+    torn = tmp_path / "torn.cassette.jsonl"
+    torn.write_bytes(rec.read_bytes() + b'{"type": "exch')
+    with pytest.warns(UserWarning, match=r"torn\.cassette\.jsonl:\d+: the last line is torn"):
+        scripts = replay_scripts(torn)
+    assert sum(len(s.steps) for s in scripts) == len(load_cassette(rec).exchanges)
+    seen: list[str] = []
+    replay_scripts(rec, warn=seen.append)
+    assert seen == []
 
 
 

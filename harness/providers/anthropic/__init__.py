@@ -2,13 +2,7 @@
 serialize → HTTP → SSE → translate, the same walk as `harness.providers.deepseek`."""
 
 from .adapter import ANTHROPIC_VERSION, DEFAULT_BASE_URL, AnthropicAdapter
-from .failures import (
-    ERROR_TYPE_STATUS,
-    failure_from_error_event,
-    failure_from_exception,
-    failure_from_response,
-    response_request_id,
-)
+from .failures import failure_from_error_event, failure_from_exception, failure_from_response
 from .serialize import (
     ANTHROPIC_EFFORTS,
     DEFAULT_MAX_TOKENS,
@@ -17,8 +11,6 @@ from .serialize import (
     encode_body,
     resolve_thinking,
     serialize,
-    signatures_of,
-    tool_input,
 )
 from .translate import StreamDecoder, Translator, events_from_message, map_stop_reason, map_usage
 
@@ -29,7 +21,6 @@ __all__ = [
     "AnthropicConfig",
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_TOKENS",
-    "ERROR_TYPE_STATUS",
     "REPLAY_PROTOCOL",
     "StreamDecoder",
     "Translator",
@@ -41,8 +32,5 @@ __all__ = [
     "map_stop_reason",
     "map_usage",
     "resolve_thinking",
-    "response_request_id",
     "serialize",
-    "signatures_of",
-    "tool_input",
 ]

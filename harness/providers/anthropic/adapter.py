@@ -14,8 +14,8 @@ import asyncio
 import dataclasses
 import os
 import re
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable
+from typing import Literal
 
 import httpx
 
@@ -23,9 +23,7 @@ from harness.llm import (
     AdapterCapabilities,
     ErrorCode,
     Finish,
-    FinishReason,
     GenerateOptions,
-    LlmFailure,
     SignalAborted,
     StreamChunk,
     UsageError,
@@ -45,13 +43,7 @@ USER_AGENT = "dshkit/0.1 (deepseek-harness compatible; anthropic-messages)"
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
 
 
-def _error(message: str, code: str, **fields: Any) -> Finish:
-    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code, **fields)))
-
-
-def _aborted() -> Finish:
-    failure = LlmFailure(message="Anthropic-format request aborted by caller", code=ErrorCode.ABORTED)
-    return Finish(reason=FinishReason(kind="aborted", failure=failure))
+_ABORTED = "Anthropic-format request aborted by caller"
 
 
 class AnthropicAdapter:
@@ -72,11 +64,14 @@ class AnthropicAdapter:
         user_id: str | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        decoder: Callable[[], StreamDecoder] = StreamDecoder,
     ) -> None:
         """`base_url` (the part before `/v1/messages`) defaults to `$DEEPSEEK_ANTHROPIC_BASE_URL`,
         then DeepSeek's `/anthropic` route; `api_key` to `$DEEPSEEK_API_KEY`. `auth` picks the
         key header (DeepSeek takes both, AN9/AN10). `idle_timeout_s` bounds every wait for the
-        next bytes (pings and comments count as progress)."""
+        next bytes (pings and comments count as progress). `decoder` makes the `StreamDecoder` of
+        each response: pass `lambda: StreamDecoder(MyTranslator())` to translate with another
+        `Translator` (the conformance suite's deliberately broken adapters do)."""
         self.base_url = (
             base_url or os.environ.get("DEEPSEEK_ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
@@ -85,6 +80,7 @@ class AnthropicAdapter:
         self.auth = auth
         self.provider = provider
         self.user_id = user_id
+        self._decoder = decoder
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(
@@ -148,11 +144,11 @@ class AnthropicAdapter:
         try:
             request = self.build_request(options)
         except UsageError as exc:
-            yield _error(exc.message, exc.code)
+            yield Finish.error(exc.message, exc.code)
             return
         signal = options.signal
         if signal is not None and signal.is_set():
-            yield _aborted()
+            yield Finish.aborted(_ABORTED)
             return
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
         response: httpx.Response | None = None
@@ -162,16 +158,11 @@ class AnthropicAdapter:
             response = await race_signal(self._client.send(request, stream=True), waiter)
             if not 200 <= response.status_code < 300:
                 body = await race_signal(response.aread(), waiter)
-                yield Finish(
-                    reason=FinishReason(
-                        kind="error",
-                        failure=failure_from_response(response.status_code, body, response.headers),
-                    )
-                )
+                yield Finish.failed(failure_from_response(response.status_code, body, response.headers))
                 return
             request_id = response_request_id(response.headers)
             streaming = True
-            decoder = StreamDecoder()
+            decoder = self._decoder()
             received = False
             reads = response.aiter_bytes().__aiter__()  # decodes gzip bodies (AN46)
             while True:
@@ -186,22 +177,20 @@ class AnthropicAdapter:
                     return
             if not received:
                 yield _with_request_id(
-                    _error("Anthropic-format API returned no response body", ErrorCode.EMPTY_RESPONSE),
+                    Finish.error("Anthropic-format API returned no response body", ErrorCode.EMPTY_RESPONSE),
                     request_id,
                 )
                 return
             for chunk in decoder.close():
                 yield _with_request_id(chunk, request_id)
         except SignalAborted:
-            yield _aborted()
+            yield Finish.aborted(_ABORTED)
         except (httpx.HTTPError, OSError) as exc:
             if signal is not None and signal.is_set():
-                yield _aborted()
+                yield Finish.aborted(_ABORTED)
             else:
                 failure = failure_from_exception(exc, self.base_url, streaming=streaming)
-                yield _with_request_id(
-                    Finish(reason=FinishReason(kind="error", failure=failure)), request_id
-                )
+                yield _with_request_id(Finish.failed(failure), request_id)
         finally:
             if waiter is not None:
                 waiter.cancel()

@@ -1,7 +1,8 @@
 """Translation: Anthropic Messages stream events → `StreamChunk`s (anthropic.md §9–§13, §15).
 
-`Translator` holds one response's state: the message id and model from `message_start`, one
-harness block per wire `content_block` index (`thinking` → reasoning, `text` → text, `tool_use` →
+`Translator` holds one response's state (the shared `harness.llm.StreamState` plus what this
+wire adds): the message id and model from `message_start`, one harness block per wire
+`content_block` index (`thinking` → reasoning, `text` → text, `tool_use` →
 tool-call; other block types pass through as opaque blocks, AN78), each thinking block's
 signature (the last `signature_delta` wins, AN58), the merged usage (a `message_delta` field
 replaces the `message_start` one, AN62) and the stop reason. A block ends at its
@@ -19,24 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.llm import (
-    BlockEnd,
-    BlockStart,
+    BlockState,
     ContentBlock,
     ErrorCode,
-    Finish,
-    FinishMeta,
     FinishReason,
     LlmFailure,
     OpaqueBlock,
-    ReasoningBlock,
-    ReasoningDelta,
     StreamChunk,
-    TextBlock,
-    TextDelta,
+    StreamState,
     TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
 )
 from harness.providers.deepseek import SSEDecoder
 
@@ -95,31 +87,25 @@ def map_usage(usage: dict[str, Any]) -> TokenUsage:
     )
 
 
-class _Block:
-    __slots__ = ("index", "kind", "parts", "id", "name", "signature", "start", "closed")
+_KNOWN_KINDS = ("text", "reasoning", "tool-call")
 
-    def __init__(self, index: int, kind: str, start: dict[str, Any]) -> None:
-        self.index = index
-        self.kind = kind
-        """`text`, `reasoning`, `tool-call`, or the wire type of an opaque block."""
-        self.parts: list[str] = []
-        self.id = ""
-        self.name = ""
+
+class _Block(BlockState):
+    """A content block: the shared bookkeeping plus its thinking signature and raw start."""
+
+    __slots__ = ("signature", "start")
+
+    def __init__(self, kind: str, start: dict[str, Any]) -> None:
+        super().__init__(kind)  # `text`, `reasoning`, `tool-call`, or an opaque wire type
         self.signature: str | None = None
         self.start = start
-        self.closed = False
 
     def block(self) -> ContentBlock:
-        text = "".join(self.parts)
-        if self.kind == "text":
-            return TextBlock(text=text)
-        if self.kind == "reasoning":
-            return ReasoningBlock(text=text)
-        if self.kind == "tool-call":
-            return ToolCallBlock(id=self.id, name=self.name, arguments=text)
+        if self.kind in _KNOWN_KINDS:
+            return super().block()
         data = dict(self.start)
         if self.parts:
-            data["partial_json"] = text  # server_tool_use input, kept raw
+            data["partial_json"] = "".join(self.parts)  # server_tool_use input, kept raw
         return OpaqueBlock(type=self.kind, data=data)
 
 
@@ -127,36 +113,27 @@ def _malformed(message: str) -> LlmFailure:
     return LlmFailure(message=message, code=ErrorCode.MALFORMED_RESPONSE)
 
 
-class Translator:
-    """Stateful translation of one response's events (parsed JSON objects)."""
+_STREAM_CLOSED = LlmFailure(
+    message="Anthropic stream ended before a stop_reason and without message_stop",
+    code=ErrorCode.STREAM_CLOSED,
+)
 
-    __slots__ = (
-        "_blocks",
-        "_by_wire",
-        "_usage",
-        "id",
-        "model",
-        "stop_reason",
-        "stop_sequence",
-        "started",
-        "finished",
-        "pings",
-    )
+
+class Translator(StreamState):
+    """Stateful translation of one response's events (parsed JSON objects); the blocks, ids
+    and end rules are the shared `StreamState`, its `keyed` blocks filed by wire index."""
+
+    __slots__ = ("_usage", "stop_reason", "stop_sequence", "started", "pings")
 
     def __init__(self) -> None:
-        self._blocks: list[_Block] = []
-        self._by_wire: dict[int, _Block] = {}
+        super().__init__()
         self._usage: dict[str, Any] = {}
-        self.id: str | None = None
-        self.model: str | None = None
         self.stop_reason: str | None = None
         """The last non-null `message_delta.delta.stop_reason`."""
         self.stop_sequence: str | None = None
         """The stop string that ended the text, when `stop_reason` is `stop_sequence`."""
         self.started = False
         """`message_start` was seen."""
-        self.finished = False
-        """A terminal `Finish` has been produced; later input is ignored."""
         self.pings = 0
 
     @property
@@ -218,30 +195,26 @@ class Translator:
         if not isinstance(wire, int) or isinstance(wire, bool) or not isinstance(block, dict):
             out += self._terminate(_malformed(f"bad `content_block_start`: {_clip(event)}"))
             return
-        if wire in self._by_wire:
+        if wire in self.keyed:
             out += self._terminate(_malformed(f"content block {wire} started twice"))
             return
         wire_type = block.get("type")
         kind = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}.get(
             wire_type if isinstance(wire_type, str) else "", str(wire_type)
         )
-        state = _Block(len(self._blocks), kind, block)
-        self._blocks.append(state)
-        self._by_wire[wire] = state
-        out.append(BlockStart(index=state.index, block_type=kind))
+        state = _Block(kind, block)
+        self.open_block(state, out, wire)
         if kind == "text":
             text = block.get("text")
             if isinstance(text, str) and text:
-                state.parts.append(text)
-                out.append(TextDelta(index=state.index, text=text))
+                self.append_text(state, text, out)
         elif kind == "reasoning":
             thinking, signature = block.get("thinking"), block.get("signature")
             # AN50: DeepSeek may leave `signature` out of the start; it counts as absent.
             if isinstance(signature, str) and signature:
                 state.signature = signature
             if isinstance(thinking, str) and thinking:
-                state.parts.append(thinking)
-                out.append(ReasoningDelta(index=state.index, text=thinking))
+                self.append_reasoning(state, thinking, out)
         elif kind == "tool-call":
             id_, name = block.get("id"), block.get("name")
             state.id = id_ if isinstance(id_, str) else ""
@@ -250,12 +223,10 @@ class Translator:
             # A complete input in the start (no deltas to come) is kept as compact JSON text;
             # the usual `{}` placeholder is not: the deltas are the arguments (AN56).
             args = json.dumps(given, ensure_ascii=False, separators=(",", ":")) if given else ""
-            if args:
-                state.parts.append(args)
-            out.append(ToolCallDelta(index=state.index, id=state.id, name=state.name or None, arguments_delta=args))
+            self.append_arguments(state, args, out)
 
     def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
-        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        state = self.keyed.get(event.get("index"))
         delta = event.get("delta")
         if state is None:
             # AN48: a delta for a block that never started is a broken stream.
@@ -270,35 +241,30 @@ class Translator:
         if dtype == "text_delta":
             text = delta.get("text")
             if isinstance(text, str) and text and state.kind == "text":
-                state.parts.append(text)
-                out.append(TextDelta(index=state.index, text=text))
+                self.append_text(state, text, out)
         elif dtype == "input_json_delta":
             fragment = delta.get("partial_json")
             if isinstance(fragment, str) and fragment:
-                state.parts.append(fragment)
                 if state.kind == "tool-call":
-                    out.append(
-                        ToolCallDelta(index=state.index, id=state.id, name=state.name or None, arguments_delta=fragment)
-                    )
+                    self.append_arguments(state, fragment, out)
+                else:
+                    state.parts.append(fragment)  # an opaque block's input, kept raw
         elif dtype == "thinking_delta":
             text = delta.get("thinking")
             if isinstance(text, str) and text and state.kind == "reasoning":
-                state.parts.append(text)
-                out.append(ReasoningDelta(index=state.index, text=text))
+                self.append_reasoning(state, text, out)
         elif dtype == "signature_delta":
             signature = delta.get("signature")
-            if isinstance(signature, str):
+            if isinstance(signature, str) and isinstance(state, _Block):
                 state.signature = signature  # replaces, as the SDK does (AN58)
         # citations_delta and unknown delta types are ignored (AN78).
 
     def _stop(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
-        state = self._by_wire.get(event.get("index"))  # type: ignore[arg-type]
+        state = self.keyed.get(event.get("index"))
         if state is None:
             out += self._terminate(_malformed(f"stop for a content block that never started: {_clip(event)}"))
             return
-        if not state.closed:
-            state.closed = True
-            out.append(BlockEnd(index=state.index, block=state.block()))
+        self.close_block(state, out)
 
     def _message_delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
         delta = event.get("delta")
@@ -322,18 +288,15 @@ class Translator:
 
     # --- ending ----------------------------------------------------------------------------
 
-    def _meta(self, truncated: bool) -> FinishMeta:
-        return FinishMeta(id=self.id, model=self.model, done_missing=truncated)
-
     def _terminate(self, failure: LlmFailure) -> list[StreamChunk]:
         """End early with an error finish; open blocks stay open (the partial message)."""
-        self.finished = True
-        return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(False))]
+        return self.fail(failure)
 
     def replay_state(self) -> dict[str, Any]:
         """The envelope carried on the finish: each thinking block's signature, by position."""
         blocks: list[Any] = [
-            {"signature": b.signature or ""} if b.kind == "reasoning" else None for b in self._blocks
+            {"signature": b.signature or ""} if isinstance(b, _Block) and b.kind == "reasoning" else None
+            for b in self.blocks
         ]
         return {"response": {"protocol": REPLAY_PROTOCOL, "id": self.id}, "blocks": blocks}
 
@@ -343,34 +306,15 @@ class Translator:
         came, AN71); before one, it is a STREAM_CLOSED failure keeping the partial blocks."""
         if self.finished:
             return []
-        self.finished = True
         if self.stop_reason is None:
-            if truncated:
-                failure = LlmFailure(
-                    message="Anthropic stream ended before a stop_reason and without message_stop",
-                    code=ErrorCode.STREAM_CLOSED,
-                )
-            else:
-                failure = _malformed("Anthropic stream sent message_stop without any stop_reason")
-            return [Finish(reason=FinishReason(kind="error", failure=failure), meta=self._meta(truncated))]
-        out: list[StreamChunk] = []
-        for state in self._blocks:
-            if not state.closed:
-                state.closed = True
-                out.append(BlockEnd(index=state.index, block=state.block()))
-        if self._usage:
-            out.append(Usage(usage=map_usage(self._usage)))
-        reason = map_stop_reason(self.stop_reason)
-        if reason.kind == "stop" and not self._blocks:
-            reason = FinishReason(
-                kind="error",
-                failure=LlmFailure(
-                    message="model returned a completed response with no content", code=ErrorCode.EMPTY_RESPONSE
-                ),
-            )
-        state_ = self.replay_state() if reason.ok else None
-        out.append(Finish(reason=reason, meta=self._meta(truncated), replay_state=state_))
-        return out
+            reason = None
+        else:
+            reason = map_stop_reason(self.stop_reason)
+            self.token_usage = map_usage(self._usage) if self._usage else None
+        unfinished = (
+            _STREAM_CLOSED if truncated else _malformed("Anthropic stream sent message_stop without any stop_reason")
+        )
+        return self.finish(reason, unfinished=unfinished, done_missing=truncated, replay_state=self.replay_state)
 
     def error_event(self, data: str) -> list[StreamChunk]:
         """An `event: error` whose data is not a JSON object: terminal all the same (AN69)."""

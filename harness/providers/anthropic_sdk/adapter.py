@@ -4,11 +4,12 @@ contract as `AnthropicAdapter`.
 
 It exists so the conformance suite's Anthropic scenarios are shown to judge behaviour, not one
 implementation: the SDK does its own HTTP, SSE parsing and event models, and this module only
-maps the SDK's typed events to `StreamChunk`s (with its own block bookkeeping) and the SDK's
-exceptions to `LlmFailure`s. The request body comes from the Anthropic serializer (the message
-format is the same); fields the SDK does not type travel in `extra_body`. Known differences,
-visible in a conformance run: the SDK drops events that have no `event:` line (AN43) and raises on
-an `error` event, so the partial blocks before it are not closed.
+maps the SDK's typed events to `StreamChunk`s (the blocks and end rules are the shared
+`harness.llm.StreamState`) and the SDK's exceptions to `LlmFailure`s. The request body comes
+from the Anthropic serializer (the message format is the same); fields the SDK does not type
+travel in `extra_body`. Known differences, visible in a conformance run: the SDK drops events
+that have no `event:` line (AN43) and raises on an `error` event, so the partial blocks before
+it are not closed.
 """
 
 from __future__ import annotations
@@ -21,25 +22,16 @@ import httpx
 
 from harness.llm import (
     AdapterCapabilities,
-    BlockEnd,
-    BlockStart,
+    BlockState,
     ContentBlock,
     ErrorCode,
     Finish,
-    FinishMeta,
-    FinishReason,
     GenerateOptions,
     LlmFailure,
     OpaqueBlock,
-    ReasoningBlock,
-    ReasoningDelta,
     SignalAborted,
     StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
+    StreamState,
     UsageError,
     race_signal,
 )
@@ -58,44 +50,35 @@ __all__ = ["AnthropicSDKAdapter"]
 _KINDS = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
 
 
-def _fail(message: str, code: str) -> Finish:
-    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code)))
+_STREAM_CLOSED = LlmFailure(message="stream ended before a stop_reason", code=ErrorCode.STREAM_CLOSED)
 
 
-class _Block:
-    __slots__ = ("index", "kind", "parts", "id", "name", "signature", "raw", "closed")
+class _Block(BlockState):
+    """A content block: the shared bookkeeping plus its signature and the SDK's start object."""
 
-    def __init__(self, index: int, kind: str, raw: Any) -> None:
-        self.index = index
-        self.kind = kind
-        self.parts: list[str] = []
-        self.id = ""
-        self.name = ""
+    __slots__ = ("signature", "raw")
+
+    def __init__(self, kind: str, raw: Any) -> None:
+        super().__init__(kind)
         self.signature = ""
         self.raw = raw
-        self.closed = False
 
     def block(self) -> ContentBlock:
-        text = "".join(self.parts)
-        if self.kind == "text":
-            return TextBlock(text=text)
-        if self.kind == "reasoning":
-            return ReasoningBlock(text=text)
-        if self.kind == "tool-call":
-            return ToolCallBlock(id=self.id, name=self.name, arguments=text)
+        if self.kind in ("text", "reasoning", "tool-call"):
+            return super().block()
         data = self.raw.model_dump() if hasattr(self.raw, "model_dump") else {"type": self.kind}
         return OpaqueBlock(type=self.kind, data=data)
 
 
-class _Response:
-    """One response's state: SDK events → chunks."""
+class _Response(StreamState):
+    """One response's state: SDK events into the shared `StreamState`, blocks keyed by the
+    wire's content block index."""
+
+    __slots__ = ("wire_usage", "stop_reason", "stopped")
 
     def __init__(self) -> None:
-        self.blocks: dict[int, _Block] = {}
-        self.order: list[_Block] = []
-        self.usage: dict[str, Any] = {}
-        self.id: str | None = None
-        self.model: str | None = None
+        super().__init__()
+        self.wire_usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.stopped = False
 
@@ -104,7 +87,7 @@ class _Response:
             return
         for name, value in usage.model_dump().items():
             if value is not None:
-                self.usage[name] = value
+                self.wire_usage[name] = value
 
     def event(self, event: Any, out: list[StreamChunk]) -> str | None:
         """Apply one SDK event; returns a problem description for a broken stream."""
@@ -113,31 +96,27 @@ class _Response:
             self.id, self.model = event.message.id, event.message.model
             self._merge(event.message.usage)
         elif kind == "content_block_start":
-            if event.index in self.blocks:
+            if event.index in self.keyed:
                 return f"content block {event.index} started twice"
             raw = event.content_block
-            state = _Block(len(self.order), _KINDS.get(raw.type, raw.type), raw)
-            self.blocks[event.index] = state
-            self.order.append(state)
-            out.append(BlockStart(index=state.index, block_type=state.kind))
+            state = _Block(_KINDS.get(raw.type, raw.type), raw)
+            self.open_block(state, out, event.index)
             if state.kind == "tool-call":
                 state.id, state.name = raw.id, raw.name
-                out.append(ToolCallDelta(index=state.index, id=state.id, name=state.name, arguments_delta=""))
+                self.append_arguments(state, "", out)
             elif state.kind == "reasoning":
                 state.signature = getattr(raw, "signature", None) or ""
         elif kind == "content_block_delta":
-            open_ = self.blocks.get(event.index)
+            open_ = self.keyed.get(event.index)
             if open_ is None:
                 return f"delta for content block {event.index}, which never started"
             if not open_.closed:
                 self._delta(open_, event.delta, out)
         elif kind == "content_block_stop":
-            done = self.blocks.get(event.index)
+            done = self.keyed.get(event.index)
             if done is None:
                 return f"stop for content block {event.index}, which never started"
-            if not done.closed:
-                done.closed = True
-                out.append(BlockEnd(index=done.index, block=done.block()))
+            self.close_block(done, out)
         elif kind == "message_delta":
             if event.delta.stop_reason:
                 self.stop_reason = event.delta.stop_reason
@@ -146,48 +125,40 @@ class _Response:
             self.stopped = True
         return None
 
-    @staticmethod
-    def _delta(state: _Block, delta: Any, out: list[StreamChunk]) -> None:
+    def _delta(self, state: BlockState, delta: Any, out: list[StreamChunk]) -> None:
         dtype = delta.type
         if dtype == "text_delta" and delta.text:
-            state.parts.append(delta.text)
-            out.append(TextDelta(index=state.index, text=delta.text))
+            self.append_text(state, delta.text, out)
         elif dtype == "thinking_delta" and delta.thinking:
-            state.parts.append(delta.thinking)
-            out.append(ReasoningDelta(index=state.index, text=delta.thinking))
+            self.append_reasoning(state, delta.thinking, out)
         elif dtype == "signature_delta":
-            state.signature = delta.signature
+            if isinstance(state, _Block):
+                state.signature = delta.signature
         elif dtype == "input_json_delta" and delta.partial_json:
-            state.parts.append(delta.partial_json)
             if state.kind == "tool-call":
-                out.append(
-                    ToolCallDelta(index=state.index, id=state.id, name=state.name, arguments_delta=delta.partial_json)
-                )
+                self.append_arguments(state, delta.partial_json, out)
+            else:
+                state.parts.append(delta.partial_json)
 
-    def finish(self) -> list[StreamChunk]:
-        meta = FinishMeta(id=self.id, model=self.model, done_missing=not self.stopped)
-        if self.stop_reason is None:
-            failure = LlmFailure(message="stream ended before a stop_reason", code=ErrorCode.STREAM_CLOSED)
-            return [Finish(reason=FinishReason(kind="error", failure=failure), meta=meta)]
-        out: list[StreamChunk] = []
-        for state in self.order:
-            if not state.closed:
-                state.closed = True
-                out.append(BlockEnd(index=state.index, block=state.block()))
-        if self.usage:
-            out.append(Usage(usage=map_usage(self.usage)))
-        reason = map_stop_reason(self.stop_reason)
-        if reason.kind == "stop" and not self.order:
-            reason = FinishReason(
-                kind="error",
-                failure=LlmFailure(message="completed response with no content", code=ErrorCode.EMPTY_RESPONSE),
-            )
-        state_: Any = None
-        if reason.ok:
-            blocks = [{"signature": b.signature} if b.kind == "reasoning" else None for b in self.order]
-            state_ = {"response": {"protocol": REPLAY_PROTOCOL, "id": self.id}, "blocks": blocks}
-        out.append(Finish(reason=reason, meta=meta, replay_state=state_))
-        return out
+    def _replay_state(self) -> dict[str, Any]:
+        blocks = [
+            {"signature": b.signature} if isinstance(b, _Block) and b.kind == "reasoning" else None
+            for b in self.blocks
+        ]
+        return {"response": {"protocol": REPLAY_PROTOCOL, "id": self.id}, "blocks": blocks}
+
+    def end(self) -> list[StreamChunk]:
+        """The end of the body (after `message_stop` or not)."""
+        reason = map_stop_reason(self.stop_reason) if self.stop_reason is not None else None
+        if self.wire_usage:
+            self.token_usage = map_usage(self.wire_usage)
+        return self.finish(
+            reason,
+            unfinished=_STREAM_CLOSED,
+            done_missing=not self.stopped,
+            empty_message="completed response with no content",
+            replay_state=self._replay_state,
+        )
 
 
 class AnthropicSDKAdapter:
@@ -256,7 +227,7 @@ class AnthropicSDKAdapter:
         try:
             kwargs = self._kwargs(options)
         except UsageError as exc:
-            yield _fail(exc.message, exc.code)
+            yield Finish.error(exc.message, exc.code)
             return
         signal = options.signal
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
@@ -280,16 +251,15 @@ class AnthropicSDKAdapter:
                 for item in out:
                     yield item
                 if problem is not None:
-                    yield _fail(problem, ErrorCode.MALFORMED_RESPONSE)
+                    yield Finish.error(problem, ErrorCode.MALFORMED_RESPONSE)
                     return
                 if response.stopped:
                     break
         except SignalAborted:
-            failure = LlmFailure(message="request aborted by caller", code=ErrorCode.ABORTED)
-            yield Finish(reason=FinishReason(kind="aborted", failure=failure))
+            yield Finish.aborted("request aborted by caller")
             return
         except (self._sdk.AnthropicError, ValueError, httpx.HTTPError) as exc:
-            yield Finish(reason=FinishReason(kind="error", failure=self._failure(exc)))
+            yield Finish.failed(self._failure(exc))
             return
         finally:
             if waiter is not None:
@@ -297,7 +267,7 @@ class AnthropicSDKAdapter:
             if stream is not None:
                 await stream.close()
         if not received:
-            yield _fail("the server returned no event at all", ErrorCode.EMPTY_RESPONSE)
+            yield Finish.error("the server returned no event at all", ErrorCode.EMPTY_RESPONSE)
             return
-        for item in response.finish():
+        for item in response.end():
             yield item

@@ -3,7 +3,6 @@
 from .adapter import DEFAULT_BASE_URL, DeepSeekAdapter
 from .decoder import StreamDecoder
 from .failures import (
-    REQUEST_ID_HEADERS,
     classify_status,
     failure_from_error_object,
     failure_from_exception,
@@ -20,7 +19,6 @@ __all__ = [
     "DeepSeekAdapter",
     "DeepSeekConfig",
     "REASONING_EFFORTS",
-    "REQUEST_ID_HEADERS",
     "SSEComment",
     "SSEDecoder",
     "SSEEvent",

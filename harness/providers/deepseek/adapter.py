@@ -13,8 +13,7 @@ import asyncio
 import dataclasses
 import os
 import re
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 
@@ -22,9 +21,7 @@ from harness.llm import (
     AdapterCapabilities,
     ErrorCode,
     Finish,
-    FinishReason,
     GenerateOptions,
-    LlmFailure,
     SignalAborted,
     StreamChunk,
     UsageError,
@@ -42,13 +39,7 @@ USER_AGENT = "dshkit/0.1 (deepseek-harness compatible)"
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
 
 
-def _error(message: str, code: str, **fields: Any) -> Finish:
-    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code, **fields)))
-
-
-def _aborted() -> Finish:
-    failure = LlmFailure(message="DeepSeek request aborted by caller", code=ErrorCode.ABORTED)
-    return Finish(reason=FinishReason(kind="aborted", failure=failure))
+_ABORTED = "DeepSeek request aborted by caller"
 
 
 class DeepSeekAdapter:
@@ -68,15 +59,20 @@ class DeepSeekAdapter:
         user_id: str | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        decoder: Callable[[], StreamDecoder] = StreamDecoder,
     ) -> None:
         """`base_url` defaults to `$DEEPSEEK_BASE_URL`, then the public API; `api_key` to
         `$DEEPSEEK_API_KEY`. `idle_timeout_s` bounds every wait for the next bytes (keep-alive
-        comments count as progress)."""
+        comments count as progress). `decoder` makes the `StreamDecoder` of each response:
+        pass `lambda: StreamDecoder(MyTranslator())` to translate with another `Translator`
+        (the conformance suite's deliberately broken adapters do), or give it another
+        `SSEDecoder`."""
         self.base_url = (base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY")
         self.config = config or DeepSeekConfig()
         self.provider = provider
         self.user_id = user_id
+        self._decoder = decoder
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(
@@ -136,11 +132,11 @@ class DeepSeekAdapter:
         try:
             request = self.build_request(options)
         except UsageError as exc:
-            yield _error(exc.message, exc.code)
+            yield Finish.error(exc.message, exc.code)
             return
         signal = options.signal
         if signal is not None and signal.is_set():
-            yield _aborted()
+            yield Finish.aborted(_ABORTED)
             return
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
         response: httpx.Response | None = None
@@ -150,16 +146,11 @@ class DeepSeekAdapter:
             response = await race_signal(self._client.send(request, stream=True), waiter)
             if not 200 <= response.status_code < 300:
                 body = await race_signal(response.aread(), waiter)
-                yield Finish(
-                    reason=FinishReason(
-                        kind="error",
-                        failure=failure_from_http(response.status_code, body, response.headers),
-                    )
-                )
+                yield Finish.failed(failure_from_http(response.status_code, body, response.headers))
                 return
             request_id = request_id_of(response.headers)
             streaming = True
-            decoder = StreamDecoder()
+            decoder = self._decoder()
             received = False
             reads = response.aiter_raw().__aiter__()
             while True:
@@ -174,22 +165,20 @@ class DeepSeekAdapter:
                     return
             if not received:
                 yield _with_request_id(
-                    _error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE),
+                    Finish.error("DeepSeek API returned no response body", ErrorCode.EMPTY_RESPONSE),
                     request_id,
                 )
                 return
             for chunk in decoder.close():
                 yield _with_request_id(chunk, request_id)
         except SignalAborted:
-            yield _aborted()
+            yield Finish.aborted(_ABORTED)
         except (httpx.HTTPError, OSError) as exc:
             if signal is not None and signal.is_set():
-                yield _aborted()
+                yield Finish.aborted(_ABORTED)
             else:
                 failure = failure_from_exception(exc, self.base_url, streaming=streaming)
-                yield _with_request_id(
-                    Finish(reason=FinishReason(kind="error", failure=failure)), request_id
-                )
+                yield _with_request_id(Finish.failed(failure), request_id)
         finally:
             if waiter is not None:
                 waiter.cancel()

@@ -71,8 +71,8 @@ class StreamDecoder:
         "_head", "_tail", "_learn", "_line_head", "_cut", "_head_rest", "_line_tail",
     )
 
-    def __init__(self, translator: Translator | None = None) -> None:
-        self._sse = SSEDecoder()
+    def __init__(self, translator: Translator | None = None, sse: SSEDecoder | None = None) -> None:
+        self._sse = sse or SSEDecoder()
         self.translator = translator or Translator()
         self.done = False
         """`data: [DONE]` was dispatched."""
@@ -310,8 +310,9 @@ class StreamDecoder:
             and parsed["choices"][0] == {**choice, "delta": probe}
         ):
             self._head, self._tail = head, tail
-            if tail and not any(ch in head or ch in tail for ch in "\r\n"):
-                # A payload joined from several `data:` lines is no single line to match.
+            # A payload joined from several `data:` lines is no single line to match, and an
+            # SSEDecoder subclass may frame events its own way, which the bulk path would skip.
+            if tail and type(self._sse) is SSEDecoder and not any(ch in head or ch in tail for ch in "\r\n"):
                 self._set_line_envelope(head.encode("utf-8"), tail.encode("utf-8"))
 
     def _set_line_envelope(self, head: bytes, tail: bytes) -> None:

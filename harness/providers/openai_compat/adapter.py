@@ -3,7 +3,8 @@ streaming), with the same `Adapter` contract as `DeepSeekAdapter`.
 
 It exists to prove the conformance suite judges behaviour, not design: the SDK does its own SSE
 parsing and chunk models, so this adapter only maps SDK chunk objects to `StreamChunk`s and SDK
-exceptions to `LlmFailure`s. The request body comes from the DeepSeek serializer (the message
+exceptions to `LlmFailure`s; the blocks and end rules are the shared `harness.llm.StreamState`,
+as in the DeepSeek translator. The request body comes from the DeepSeek serializer (the message
 format is the same); DeepSeek-only fields travel in `extra_body`, as the SDK requires. Known
 differences from `DeepSeekAdapter`, visible in a conformance run: the SDK cannot tell EOF from
 `[DONE]` (so `doneMissing` is never set) and it raises on any chunk with an `error` key.
@@ -18,23 +19,13 @@ from typing import Any
 
 from harness.llm import (
     AdapterCapabilities,
-    BlockEnd,
-    BlockStart,
     ErrorCode,
     Finish,
-    FinishMeta,
-    FinishReason,
     GenerateOptions,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     SignalAborted,
     StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
+    StreamState,
     UsageError,
     race_signal,
 )
@@ -65,78 +56,23 @@ class OpenAICompatCapabilities(AdapterCapabilities):
     on that same chunk (OpenRouter's shape) never reaches the adapter."""
 
 
-def _fail(message: str, code: str, **fields: Any) -> Finish:
-    return Finish(reason=FinishReason(kind="error", failure=LlmFailure(message=message, code=code, **fields)))
+_STREAM_CLOSED = LlmFailure(message="stream ended before a finish_reason", code=ErrorCode.STREAM_CLOSED)
 
 
-class _Call:
-    __slots__ = ("index", "id", "name", "args")
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.id = ""
-        self.name = ""
-        self.args: list[str] = []
-
-
-class _Blocks:
-    """Block bookkeeping for one response: SDK deltas → chunks, closed at the end."""
-
-    def __init__(self) -> None:
-        self.next = 0
-        self.reasoning: tuple[int, list[str]] | None = None
-        self.text: tuple[int, list[str]] | None = None
-        self.calls: dict[int, _Call] = {}
-        self.order: list[tuple[str, Any]] = []
-
-    def _open(self, kind: str, out: list[StreamChunk]) -> int:
-        index = self.next
-        self.next += 1
-        out.append(BlockStart(index=index, block_type=kind))
-        return index
-
-    def delta(self, delta: Any, out: list[StreamChunk]) -> None:
-        extra = getattr(delta, "model_extra", None) or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            if self.reasoning is None:
-                self.reasoning = (self._open("reasoning", out), [])
-                self.order.append(("reasoning", self.reasoning))
-            self.reasoning[1].append(reasoning)
-            out.append(ReasoningDelta(index=self.reasoning[0], text=reasoning))
-        if delta.content:
-            if self.text is None:
-                self.text = (self._open("text", out), [])
-                self.order.append(("text", self.text))
-            self.text[1].append(delta.content)
-            out.append(TextDelta(index=self.text[0], text=delta.content))
-        for entry in delta.tool_calls or ():
-            call = self.calls.get(entry.index)
-            if call is None:
-                call = self.calls[entry.index] = _Call(self._open("tool-call", out))
-                self.order.append(("tool-call", call))
-            if entry.id and not call.id:
-                call.id = entry.id
-            fn = entry.function
-            if fn is not None and fn.name and not call.name:
-                call.name = fn.name
-            fragment = (fn.arguments if fn is not None else None) or ""
-            call.args.append(fragment)
-            out.append(
-                ToolCallDelta(index=call.index, id=call.id, name=call.name or None, arguments_delta=fragment)
-            )
-
-    def close(self) -> list[StreamChunk]:
-        out: list[StreamChunk] = []
-        for kind, state in self.order:
-            if kind == "tool-call":
-                block: Any = ToolCallBlock(id=state.id, name=state.name, arguments="".join(state.args))
-                out.append(BlockEnd(index=state.index, block=block))
-            else:
-                index, parts = state
-                cls = ReasoningBlock if kind == "reasoning" else TextBlock
-                out.append(BlockEnd(index=index, block=cls(text="".join(parts))))
-        return out
+def _feed_delta(state: StreamState, delta: Any, out: list[StreamChunk]) -> None:
+    """One SDK `choices[0].delta` into the shared state: reasoning (a DeepSeek field the SDK
+    keeps in `model_extra`), content, then tool-call fragments keyed by their wire index."""
+    extra = getattr(delta, "model_extra", None) or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        state.add_reasoning(reasoning, out)
+    if delta.content:
+        state.add_text(delta.content, out)
+    for entry in delta.tool_calls or ():
+        call = state.tool_call(entry.index, out)
+        fn = entry.function
+        name = fn.name if fn is not None else None
+        state.add_tool_delta(call, entry.id, name, (fn.arguments if fn is not None else None) or "", out)
 
 
 class OpenAICompatAdapter:
@@ -209,14 +145,12 @@ class OpenAICompatAdapter:
         try:
             kwargs = self._kwargs(options)
         except UsageError as exc:
-            yield _fail(exc.message, exc.code)
+            yield Finish.error(exc.message, exc.code)
             return
         signal = options.signal
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
-        blocks = _Blocks()
+        state = StreamState()
         finish_reason: str | None = None
-        usage = None
-        ids: dict[str, str | None] = {}
         stream: Any = None
         received = False
         try:
@@ -227,60 +161,48 @@ class OpenAICompatAdapter:
                     chunk = await race_signal(chunks.__anext__(), waiter)
                 except StopAsyncIteration:
                     break
+                if not received:
+                    state.id, state.model = chunk.id, chunk.model
+                    state.system_fingerprint = chunk.system_fingerprint
                 received = True
-                if not ids:
-                    ids = {"id": chunk.id, "model": chunk.model, "fp": chunk.system_fingerprint}
                 out: list[StreamChunk] = []
                 try:
                     for choice in chunk.choices or ():
                         if choice.index != 0:
                             continue
                         if choice.delta is not None:
-                            blocks.delta(choice.delta, out)
+                            _feed_delta(state, choice.delta, out)
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
                     if chunk.usage is not None:
-                        usage = map_usage(chunk.usage.model_dump())
+                        state.token_usage = map_usage(chunk.usage.model_dump())
                 except (AttributeError, TypeError) as exc:
                     # The SDK builds chunk models without validation, so a payload of the wrong
                     # shape (`choices: [null]`) surfaces here; it must end the stream as data.
                     for item in out:
                         yield item
-                    yield _fail(f"malformed chunk: {exc}", ErrorCode.MALFORMED_RESPONSE)
+                    yield Finish.error(f"malformed chunk: {exc}", ErrorCode.MALFORMED_RESPONSE)
                     return
                 for item in out:
                     yield item
         except SignalAborted:
-            failure = LlmFailure(message="request aborted by caller", code=ErrorCode.ABORTED)
-            yield Finish(reason=FinishReason(kind="aborted", failure=failure))
+            yield Finish.aborted("request aborted by caller")
             return
         except (self._openai.OpenAIError, ValueError) as exc:
-            yield Finish(reason=FinishReason(kind="error", failure=self._failure(exc)))
+            yield Finish.failed(self._failure(exc))
             return
         finally:
             if waiter is not None:
                 waiter.cancel()
             if stream is not None:
                 await stream.close()
-        meta = FinishMeta(id=ids.get("id"), model=ids.get("model"), system_fingerprint=ids.get("fp"))
         if not received:
-            yield _fail("the server returned no chunk at all", ErrorCode.EMPTY_RESPONSE)
+            yield Finish.error("the server returned no chunk at all", ErrorCode.EMPTY_RESPONSE)
             return
-        if finish_reason is None:
-            failure = LlmFailure(message="stream ended before a finish_reason", code=ErrorCode.STREAM_CLOSED)
-            yield Finish(reason=FinishReason(kind="error", failure=failure), meta=meta)
-            return
-        for item in blocks.close():
+        # The SDK cannot tell EOF from `[DONE]`, so `done_missing` is never set here.
+        reason = map_finish_reason(finish_reason) if finish_reason is not None else None
+        for item in state.finish(reason, unfinished=_STREAM_CLOSED, empty_message="completed response with no content"):
             yield item
-        if usage is not None:
-            yield Usage(usage=usage)
-        reason = map_finish_reason(finish_reason)
-        if reason.kind == "stop" and not blocks.order:
-            reason = FinishReason(
-                kind="error",
-                failure=LlmFailure(message="completed response with no content", code=ErrorCode.EMPTY_RESPONSE),
-            )
-        yield Finish(reason=reason, meta=meta)
 
 
 def _s(value: Any) -> str | None:

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from harness.llm import (
     DEFAULT_RETRYABLE_CODES,
-    MAX_TIMER_DELAY_MS,
     Backoff,
     LlmFailure,
     RetryPolicy,
@@ -16,6 +15,7 @@ from harness.llm import (
     is_retryable,
     retry_delay_ms,
 )
+from harness.llm.retry import MAX_TIMER_DELAY_MS
 
 NO_JITTER = RetryPolicy(backoff=Backoff(jitter_ratio=0))
 

@@ -12,8 +12,6 @@ from harness.llm import (
     UserMessage,
 )
 from harness.session import (
-    TOOL_NOT_STARTED_TEXT,
-    TOOL_OUTCOME_UNKNOWN_TEXT,
     Session,
     SessionHeader,
     SessionStore,
@@ -23,6 +21,7 @@ from harness.session import (
     parse_session_log,
     save_session,
 )
+from harness.session.repair import TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN_TEXT
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 

@@ -13,7 +13,8 @@ from harness.llm import (
     UserMessage,
     message_to_json,
 )
-from harness.session import FrozenDict, Session, SessionEvent, SessionHeader, SurfaceReplace
+from harness.session import FrozenDict, Session, SessionEvent, SessionHeader
+from harness.session.events import SurfaceReplace
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 

@@ -5,16 +5,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.tools import (
+from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
+from harness.tools.builtin import (
     BASH_PARAMETERS,
     GREP_PARAMETERS,
     LIST_PARAMETERS,
     READ_PARAMETERS,
     WRITE_PARAMETERS,
-    LocalShell,
-    ToolRuntime,
-    auto_approver,
-    builtin_tools,
     number_lines,
 )
 

@@ -11,14 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.tools import (
-    LocalShell,
-    ToolRuntime,
-    ToolTimeoutError,
-    auto_approver,
-    builtin_tools,
-    run_blocking,
-)
+from harness.tools import LocalShell, ToolRuntime, ToolTimeoutError, auto_approver, builtin_tools
+from harness.tools.blocking import run_blocking
 
 CATASTROPHIC = '{"pattern": "(a+)+$"}'
 """Nested quantifiers against a line of `a`s ending in `!`: 2^40 backtracking paths."""

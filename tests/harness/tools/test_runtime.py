@@ -15,9 +15,9 @@ from harness.tools import (
     ToolResult,
     ToolRuntime,
     define_tool,
-    parse_arguments,
     terminal_approver,
 )
+from harness.tools.runtime import parse_arguments
 
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 

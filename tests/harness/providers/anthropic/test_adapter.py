@@ -22,10 +22,11 @@ from harness.llm import (
     Finish,
     GenerateOptions,
     StreamChunk,
+    TextBlock,
     UserMessage,
     is_retryable,
 )
-from harness.providers.anthropic import AnthropicAdapter
+from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from ..deepseek.conftest import RawServer, body, pieces
 from .conftest import load_capture
@@ -67,6 +68,32 @@ async def test_request_path_headers_and_body(raw_server: RawServer) -> None:
     assert sent.headers["x-deepseek-harness-session-id"] == "s-1"
     sent_body = json.loads(sent.body)
     assert (sent_body["model"], sent_body["stream"], sent_body["system"]) == ("deepseek-v4-flash", True, "Be brief.")
+
+
+async def test_an_injected_decoder_translates_every_response(raw_server: RawServer) -> None:
+    """`decoder=` swaps the translation for one adapter: a decoder per response, from the factory."""
+
+    class Shouting(Translator):
+        __slots__ = ()
+
+        def feed_into(self, event: Any, out: list[StreamChunk]) -> None:
+            delta = event.get("delta") if isinstance(event, dict) else None
+            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
+                event = {**event, "delta": {**delta, "text": delta["text"].upper()}}
+            super().feed_into(event, out)
+
+    made: list[StreamDecoder] = []
+
+    def factory() -> StreamDecoder:
+        made.append(StreamDecoder(Shouting()))
+        return made[-1]
+
+    url = await raw_server.serve(body(TEXT_TURN))
+    for _ in range(2):
+        chunks = await run(url, decoder=factory)
+        assert finish_of(chunks).reason.kind == "stop"
+        assert BlockAssembler().feed_all(chunks).blocks() == [TextBlock(text="IT IS A TOOLKIT.")]
+    assert len(made) == 2 and made[0] is not made[1] and all(d.finished for d in made)
 
 
 async def test_bearer_auth(raw_server: RawServer) -> None:

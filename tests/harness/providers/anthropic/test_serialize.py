@@ -28,8 +28,8 @@ from harness.providers.anthropic import (
     REPLAY_PROTOCOL,
     AnthropicConfig,
     serialize,
-    tool_input,
 )
+from harness.providers.anthropic.serialize import tool_input
 
 READ = ToolSchema(name="read", description="Read a file.", parameters={"type": "object", "properties": {"file_path": {"type": "string"}}})
 

@@ -30,7 +30,14 @@ from harness.llm import (
     UserMessage,
     is_retryable,
 )
-from harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig, encode_body, serialize
+from harness.providers.deepseek import (
+    DeepSeekAdapter,
+    DeepSeekConfig,
+    StreamDecoder,
+    Translator,
+    encode_body,
+    serialize,
+)
 
 from .conftest import RawServer, body, pieces
 from .wire import USAGE, call, chunk, sse
@@ -90,6 +97,32 @@ async def test_success_and_the_exact_request(raw_server: RawServer) -> None:
     sent = json.loads(request.body)
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
     assert sent["stream"] is True and sent["thinking"] == {"type": "enabled"} and sent["reasoning_effort"] == "high"
+
+
+async def test_an_injected_decoder_translates_every_response(raw_server: RawServer) -> None:
+    """`decoder=` is how a test or a broken adapter swaps the translation: one decoder per
+    response, built by the factory, and what its translator makes is what the stream yields."""
+
+    class Shouting(Translator):
+        __slots__ = ()
+
+        def feed_delta(self, delta: dict[str, Any], out: list[StreamChunk]) -> None:
+            content = delta.get("content")
+            super().feed_delta({**delta, "content": content.upper()} if isinstance(content, str) else delta, out)
+
+    made: list[StreamDecoder] = []
+
+    def factory() -> StreamDecoder:
+        made.append(StreamDecoder(Shouting()))
+        return made[-1]
+
+    url = await raw_server.serve(body(sse(chunk({"content": "quiet "}), chunk({"content": "please"}, "stop"))))
+    async with DeepSeekAdapter(url, api_key=KEY, decoder=factory) as adapter:
+        for _ in range(2):
+            chunks = [c async for c in adapter.stream(options())]
+            assert only_finish(chunks).reason.kind == "stop"
+            assert BlockAssembler().feed_all(chunks).blocks() == [TextBlock(text="QUIET PLEASE")]
+    assert len(made) == 2 and made[0] is not made[1] and all(d.finished for d in made)
 
 
 async def test_base_url_path_is_kept(raw_server: RawServer) -> None:

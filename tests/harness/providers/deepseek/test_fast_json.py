@@ -147,30 +147,3 @@ def test_any_delta_decodes_as_the_standard_library_reads_it(deltas: list[str], d
     payloads = [_payload(d) for d in deltas]
     assert _decoded(_body(payloads, done), step) == _reference(payloads, done)
 
-
-def test_fast_chunk_constructors_build_the_same_frozen_instances() -> None:
-    import dataclasses
-
-    from harness.llm import ReasoningDelta, TextDelta, ToolCallDelta
-    from harness.providers.deepseek import translate
-
-    assert translate._REASONING and translate._TEXT and translate._TOOL  # the fast path is in use
-    pairs = [
-        (translate._reasoning_delta(2, "why"), ReasoningDelta(index=2, text="why")),
-        (translate._text_delta(0, "hi"), TextDelta(index=0, text="hi")),
-        (translate._tool_call_delta(1, "call_1", "read", '{"a"'),
-         ToolCallDelta(index=1, id="call_1", name="read", arguments_delta='{"a"')),
-        (translate._tool_call_delta(1, "", None, ""), ToolCallDelta(index=1, id="", arguments_delta="")),
-    ]
-    for fast, slow in pairs:
-        assert type(fast) is type(slow)
-        assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
-        assert chunk_to_json(fast) == chunk_to_json(slow)
-        try:
-            fast.index = 9  # type: ignore[misc]
-        except dataclasses.FrozenInstanceError:
-            pass
-        else:
-            raise AssertionError("a fast-built chunk must stay frozen")
-    # A class whose fields differ from the ones written gets no fast constructor.
-    assert translate._slot_setters(ReasoningDelta, ("index", "text")) is None

@@ -1,0 +1,282 @@
+"""Rendering: a reply as the Messages stream events, or as one non-streaming Messages body.
+
+Both are built from the same fragments as the chat route
+(:func:`~mock_server.generate.split.cut_reply`), so a script step means the same reply on
+either surface. Stop sequences cut the text first; usage is converted from Chat Completions
+shape; :data:`ANTHROPIC_QUIRKS` switch on the shapes other servers send.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mock_server.defaults import apply_stop
+from mock_server.generate.encode import Framing
+from mock_server.generate.reply import Reply, compute_usage
+from mock_server.generate.split import FragmentPlan, ReplyPieces, cut_reply
+
+__all__ = [
+    "ANTHROPIC_QUIRKS",
+    "anthropic_usage",
+    "build_message",
+    "encode_events",
+    "error_event",
+    "message_id",
+    "stop_reason",
+]
+
+#: Shapes other servers (or other DeepSeek days) send on this surface, by name; off by default.
+ANTHROPIC_QUIRKS: Mapping[str, str] = {
+    "thinking_start_signature": "the thinking `content_block_start` carries `\"signature\": \"\"` "
+    "(Anthropic's shape; DeepSeek was seen leaving the key out)",
+    "no_pings": "no `ping` event (the default sends one after the first content_block_start)",
+    "many_pings": "a `ping` before every content_block_start and before message_delta",
+    "padded_data": "data lines padded with spaces after the JSON, and the ping written "
+    "`{\"type\": \"ping\"}`, as Anthropic does to hide token lengths",
+    "delta_output_only": "message_delta's usage carries only `output_tokens` (older streams)",
+    "delta_input_differs": "message_delta reports a larger `input_tokens` than message_start "
+    "(a third-party server, corpus cp01); the later value wins",
+    "open_block_after_max_tokens": "after a max_tokens stop the last block gets no "
+    "content_block_stop (corpus an14)",
+    "data_only": "no `event:` lines (data-only records; the anthropic SDK drops such events)",
+    "anthropic_ids": "`msg_01…` message ids and base64 signatures instead of DeepSeek's UUID "
+    "used as both",
+    "anthropic_envelope": "HTTP errors in Anthropic's envelope `{\"type\": \"error\", \"error\": "
+    "{…}, \"request_id\"}` instead of DeepSeek's OpenAI-style one",
+}
+
+_STOP_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def error_event(type: str, message: str, framing: Framing = "lf", *, data_only: bool = False) -> bytes:
+    """An in-band `error` event: what a failure after the first byte looks like (AN69)."""
+    data = {"type": "error", "error": {"type": type, "message": message}}
+    return _frame("error", _dumps(data), framing, data_only=data_only)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _frame(name: str, data: str, framing: Framing, *, data_only: bool = False, pad: str = "") -> bytes:
+    eol = "\r\n" if framing == "crlf" else "\n"
+    head = "" if data_only else f"event: {name}{eol}"
+    return f"{head}data: {data}{pad}{eol}{eol}".encode()
+
+
+def message_id(seed: int, *, anthropic: bool = False) -> str:
+    """The message id for a step: a UUID as DeepSeek sends, or Anthropic's `msg_01…` shape."""
+    rng = random.Random(f"meta:{seed}")
+    if anthropic:
+        return "msg_01" + "".join(rng.choice(_ALNUM) for _ in range(22))
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _signature(msg_id: str, seed: int, anthropic: bool) -> str:
+    if not anthropic:
+        return msg_id  # DeepSeek's signature is the message id (AN41)
+    rng = random.Random(f"signature:{seed}")
+    return "Eq" + "".join(rng.choice(_ALNUM) for _ in range(86)) + "=="
+
+
+def anthropic_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Anthropic usage from a Chat Completions usage object (AN64 backwards); an object that
+    already has `input_tokens` is returned as is."""
+    if "input_tokens" in usage:
+        return dict(usage)
+    prompt = int(usage.get("prompt_tokens") or 0)
+    hit = usage.get("prompt_cache_hit_tokens")
+    if hit is None:
+        hit = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return {
+        "input_tokens": prompt - int(hit),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": int(hit),
+        "output_tokens": int(usage.get("completion_tokens") or 0),
+    }
+
+
+def stop_reason(finish: str, stop_sequence: str | None) -> str | None:
+    """The `stop_reason` for a Chat Completions finish reason; None when it has none
+    (`insufficient_system_resource` becomes an in-band error instead)."""
+    if finish == "stop" and stop_sequence is not None:
+        return "stop_sequence"
+    return _STOP_REASONS.get(finish)
+
+
+def _input_object(arguments: str) -> Any:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}  # truncated by max_tokens: the non-streaming body cannot carry half an object
+    return value if isinstance(value, dict) else {}
+
+
+def _pieces_usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
+    if reply.usage is not None:
+        return anthropic_usage(reply.usage)
+    return anthropic_usage(
+        compute_usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=pieces.completion_tokens,
+            reasoning_tokens=len(pieces.reasoning),
+        )
+    )
+
+
+def _cut_stop(reply: Reply, stops: Sequence[str]) -> tuple[Reply, str | None]:
+    """Cut the text at the first stop sequence; return the reply and the sequence that matched."""
+    if not stops or not reply.content:
+        return reply, None
+    content, cut = apply_stop(reply.content, tuple(stops))
+    if not cut:
+        return reply, None
+    matched = min(
+        (s for s in stops if s and s in reply.content), key=lambda s: reply.content.find(s)
+    )
+    return dataclasses.replace(reply, content=content, finish_reason="stop"), matched
+
+
+def encode_events(
+    reply: Reply,
+    *,
+    model: str = "deepseek-flash",
+    thinking: bool = True,
+    split: FragmentPlan | None = None,
+    seed: int = 0,
+    prompt_tokens: int = 16,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    quirks: Sequence[str] = (),
+    framing: Framing = "lf",
+    done: bool = True,
+) -> list[bytes]:
+    """The Messages SSE events of a reply, one bytes object per event.
+
+    `done=False` leaves out `message_stop` (the counterpart of the chat route's `[DONE]`).
+    Pure: the same arguments give the same bytes.
+    """
+    q = frozenset(quirks)
+    reply, matched = _cut_stop(reply, stop)
+    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    anthropic = "anthropic_ids" in q
+    msg_id = message_id(seed, anthropic=anthropic)
+    usage = _pieces_usage(reply, pieces, prompt_tokens)
+    data_only = "data_only" in q
+    pad = " " * 7 if "padded_data" in q else ""
+    out: list[bytes] = []
+
+    def emit(obj: Mapping[str, Any]) -> None:
+        out.append(_frame(str(obj["type"]), _dumps(obj), framing, data_only=data_only, pad=pad))
+
+    def ping() -> None:
+        data = '{"type": "ping"}' if pad else '{"type":"ping"}'
+        out.append(_frame("ping", data, framing, data_only=data_only))
+
+    start_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens") if k in usage}
+    emit({
+        "type": "message_start",
+        "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {**start_usage, "output_tokens": 1},
+        },
+    })
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if pieces.reasoning:
+        start: dict[str, Any] = {"type": "thinking", "thinking": ""}
+        if "thinking_start_signature" in q:
+            start["signature"] = ""
+        deltas = [{"type": "thinking_delta", "thinking": f} for f in pieces.reasoning]
+        if pieces.finish_reason != "length" or pieces.content or pieces.calls:
+            deltas.append({"type": "signature_delta", "signature": _signature(msg_id, seed, anthropic)})
+        blocks.append((start, deltas))
+    if pieces.content:
+        blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": f} for f in pieces.content]))
+    for call_id, name, frags in pieces.calls:
+        # AN56: a call without arguments still gets one empty fragment.
+        blocks.append((
+            {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+            [{"type": "input_json_delta", "partial_json": f} for f in (frags or [""])],
+        ))
+    for index, (block, deltas) in enumerate(blocks):
+        if "many_pings" in q:
+            ping()
+        emit({"type": "content_block_start", "index": index, "content_block": block})
+        if index == 0 and not q & {"no_pings", "many_pings"}:
+            ping()
+        for d in deltas:
+            emit({"type": "content_block_delta", "index": index, "delta": d})
+        last = index == len(blocks) - 1
+        if not (last and pieces.finish_reason == "length" and "open_block_after_max_tokens" in q):
+            emit({"type": "content_block_stop", "index": index})
+    reason = stop_reason(pieces.finish_reason, matched)
+    if reason is None:
+        out.append(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
+        return out
+    if "many_pings" in q:
+        ping()
+    if "delta_output_only" in q:
+        delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
+    else:
+        delta_usage = dict(usage)
+        if "delta_input_differs" in q and "input_tokens" in delta_usage:
+            delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
+    emit({
+        "type": "message_delta",
+        "delta": {"stop_reason": reason, "stop_sequence": matched},
+        "usage": delta_usage,
+    })
+    if done:
+        emit({"type": "message_stop"})
+    return out
+
+
+def build_message(
+    reply: Reply,
+    *,
+    model: str = "deepseek-flash",
+    thinking: bool = True,
+    split: FragmentPlan | None = None,
+    seed: int = 0,
+    prompt_tokens: int = 16,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    quirks: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The non-streaming Messages body for a reply (AN40); counts match :func:`encode_events`."""
+    reply, matched = _cut_stop(reply, stop)
+    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    anthropic = "anthropic_ids" in quirks
+    msg_id = message_id(seed, anthropic=anthropic)
+    content: list[dict[str, Any]] = []
+    if pieces.reasoning:
+        content.append({
+            "type": "thinking", "thinking": "".join(pieces.reasoning),
+            "signature": _signature(msg_id, seed, anthropic),
+        })
+    if pieces.content:
+        content.append({"type": "text", "text": "".join(pieces.content)})
+    for call_id, name, frags in pieces.calls:
+        content.append({"type": "tool_use", "id": call_id, "name": name, "input": _input_object("".join(frags))})
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        # A resource failure has no stop reason; a whole body can only say it ended early.
+        "stop_reason": stop_reason(pieces.finish_reason, matched) or "max_tokens",
+        "stop_sequence": matched,
+        "usage": _pieces_usage(reply, pieces, prompt_tokens),
+    }

@@ -1,0 +1,240 @@
+"""Encoding: chunk dicts become SSE events, byte for byte as DeepSeek frames them.
+
+Each chunk is one `data: <compact JSON>` event followed by a blank line (S19), raw non-ASCII
+text left unescaped, and `data: [DONE]` ends the stream (S20). :func:`encode_stream` does
+generation and encoding in one step and, for a plain DeepSeek stream, fills byte templates
+instead of building a dict per chunk: it is the server's hot path, and its output is
+byte-identical to `encode_events(generate_chunks(...))`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from mock_server.generate.chunks import generate_chunks
+from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
+from mock_server.generate.split import (
+    FragmentPlan,
+    ReplyPieces,
+    SplitPlan,
+    cut_reply,
+    reply_usage,
+)
+
+__all__ = [
+    "ENCODE_QUIRKS",
+    "Framing",
+    "encode_events",
+    "encode_sse",
+    "encode_stream",
+    "frame_jsonl",
+]
+
+Framing = Literal["lf", "crlf"]
+
+#: The quirks (:data:`~mock_server.generate.chunks.QUIRKS`) that act on framing, applied by
+#: :func:`encode_events`, not by :func:`~mock_server.generate.chunks.generate_chunks`.
+ENCODE_QUIRKS = frozenset({"comments", "data_no_space"})
+
+
+def _make_encoder() -> Callable[[Any], str]:
+    # DeepSeek sends compact JSON with raw (unescaped) non-ASCII text. One encoder is built
+    # once: `json.dumps` with custom arguments builds a new one per call, which dominated
+    # the server's per-chunk cost (bench/server.py).
+    enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    c_make = getattr(json.encoder, "c_make_encoder", None)
+    if c_make is None:  # pragma: no cover - CPython always has the C accelerator
+        return enc.encode
+    c_enc = c_make(
+        None, enc.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    return lambda obj: "".join(c_enc(obj, 0))
+
+
+_encode = _make_encoder()
+_escape: Callable[[str], str] = json.encoder.encode_basestring
+_CHUNK_KEYS = ["id", "object", "created", "model", "system_fingerprint", "choices", "usage"]
+_CHOICE_KEYS = ["index", "delta", "logprobs", "finish_reason"]
+
+
+def _dumps(obj: Any) -> bytes:
+    return _encode(obj).encode("utf-8")
+
+
+class _ChunkEncoder:
+    """Encodes chunks byte-identically to `_dumps`, reusing the envelope bytes of a stream."""
+
+    __slots__ = ("_key", "_prefix")
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] | None = None
+        self._prefix = ""
+
+    def __call__(self, chunk: Mapping[str, Any]) -> bytes:
+        # Fast path only for the exact shape generate_chunks() makes (same keys, same order);
+        # anything else goes through the full encoder.
+        if list(chunk) != _CHUNK_KEYS:
+            return _dumps(chunk)
+        choices = chunk["choices"]
+        if len(choices) != 1 or list(choices[0]) != _CHOICE_KEYS or choices[0]["index"] != 0:
+            return _dumps(chunk)
+        key = (chunk["id"], chunk["object"], chunk["created"], chunk["model"],
+               chunk["system_fingerprint"])
+        if key != self._key:
+            head = {k: chunk[k] for k in _CHUNK_KEYS[:5]}
+            self._prefix = _encode(head)[:-1] + ',"choices":[{"index":0,"delta":'
+            self._key = key
+        c = choices[0]
+        lp, fin, usage = c["logprobs"], c["finish_reason"], chunk["usage"]
+        return "".join((
+            self._prefix,
+            _encode(c["delta"]),
+            ',"logprobs":',
+            "null" if lp is None else _encode(lp),
+            ',"finish_reason":',
+            "null" if fin is None else _encode(fin),
+            '}],"usage":',
+            "null" if usage is None else _encode(usage),
+            "}",
+        )).encode("utf-8")
+
+
+def encode_events(
+    chunks: Iterable[Mapping[str, Any] | bytes],
+    framing: Framing = "lf",
+    *,
+    done: bool = True,
+    quirks: Iterable[str] = (),
+) -> list[bytes]:
+    """Frame each chunk as one SSE event (`data: <one-line JSON>` + blank line, S19).
+
+    A `bytes` item is taken as already-encoded JSON. `done` appends `data: [DONE]` (S20).
+    The framing quirks `comments` and `data_no_space` apply here.
+    """
+    q = frozenset(quirks)
+    eol = b"\r\n" if framing == "crlf" else b"\n"
+    prefix = b"data:" if "data_no_space" in q else b"data: "
+    tail = eol + eol
+    comment = b": OPENROUTER PROCESSING" + tail if "comments" in q else b""
+    encode = _ChunkEncoder()
+    out: list[bytes] = []
+    for chunk in chunks:
+        body = chunk if isinstance(chunk, bytes) else encode(chunk)
+        if comment:
+            out.append(comment)
+        out.append(prefix + body + tail)
+    if done:
+        out.append(prefix + b"[DONE]" + tail)
+    return out
+
+
+def encode_stream(
+    reply: Reply,
+    *,
+    model: str = "deepseek-v4-flash",
+    thinking: bool = True,
+    quirks: Iterable[str] = (),
+    split: FragmentPlan | SplitPlan | None = None,
+    seed: int = 0,
+    meta: StreamMeta | None = None,
+    era: Era = "v4",
+    prompt_tokens: int = 16,
+    max_tokens: int | None = None,
+    logprobs: int | None = None,
+    framing: Framing = "lf",
+    done: bool = True,
+    include_usage: bool = True,
+) -> list[bytes]:
+    """`encode_events(generate_chunks(...))` in one step: the SSE events of a reply.
+
+    Byte-identical to the two-step form. Plain DeepSeek streams (no quirks, no logprobs) are
+    encoded from templates, with no dict per chunk: this is the server's hot path.
+    """
+    q = frozenset(quirks)
+    if q or logprobs is not None or reply.usage is not None or not include_usage:
+        chunks = generate_chunks(
+            reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
+            era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
+            include_usage=include_usage,
+        )
+        return encode_events(chunks, framing, done=done, quirks=q)
+    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    meta = meta or make_meta(model, seed=seed, era=era)
+    usage = reply_usage(reply, pieces, prompt_tokens)  # reply.usage is None on this path
+    return _template_events(meta, pieces, usage, thinking=thinking, framing=framing, done=done)
+
+
+def _template_events(
+    meta: StreamMeta,
+    pieces: ReplyPieces,
+    usage: Mapping[str, Any],
+    *,
+    thinking: bool,
+    framing: Framing,
+    done: bool,
+) -> list[bytes]:
+    """A plain DeepSeek stream's events from byte templates: the envelope is encoded once."""
+    eol = b"\r\n" if framing == "crlf" else b"\n"
+    head = _encode(
+        {
+            "id": meta.id,
+            "object": "chat.completion.chunk",
+            "created": meta.created,
+            "model": meta.model,
+            "system_fingerprint": meta.system_fingerprint,
+        }
+    )[:-1]
+    pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
+    post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
+    esc = _escape
+    out: list[bytes] = []
+    if thinking:
+        out.append(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
+        out += [
+            pre + b'{"content":null,"reasoning_content":' + esc(f).encode() + b"}" + post
+            for f in pieces.reasoning
+        ]
+        out += [
+            pre + b'{"content":' + esc(f).encode() + b',"reasoning_content":null}' + post
+            for f in pieces.content
+        ]
+    else:
+        out.append(pre + b'{"role":"assistant","content":""}' + post)
+        out += [pre + b'{"content":' + esc(f).encode() + b"}" + post for f in pieces.content]
+    for i, (call_id, name, frags) in enumerate(pieces.calls):
+        out.append(
+            pre + b'{"tool_calls":[{"index":%d,"id":%b,"type":"function","function":{"name":%b,'
+            b'"arguments":""}}]}' % (i, esc(call_id).encode(), esc(name).encode()) + post
+        )
+        opener = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i
+        out += [pre + opener + esc(f).encode() + b"}}]}" + post for f in frags]
+    finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
+    out.append(
+        pre + finish_delta + b',"logprobs":null,"finish_reason":'
+        + esc(pieces.finish_reason).encode() + b'}],"usage":' + _encode(usage).encode()
+        + b"}" + eol + eol
+    )
+    if done:
+        out.append(b"data: [DONE]" + eol + eol)
+    return out
+
+
+def encode_sse(
+    chunks: Iterable[Mapping[str, Any] | bytes],
+    framing: Framing = "lf",
+    *,
+    done: bool = True,
+    quirks: Iterable[str] = (),
+) -> bytes:
+    """The SSE body for `chunks`: every event of :func:`encode_events`, joined."""
+    return b"".join(encode_events(chunks, framing, done=done, quirks=quirks))
+
+
+def frame_jsonl(data: bytes, framing: Framing = "lf", *, done: bool = True) -> bytes:
+    """Frame a file of JSONL chunk lines as SSE: each non-blank line byte for byte, then `[DONE]` (S35)."""
+    lines = [line.rstrip(b"\r") for line in data.split(b"\n")]
+    return encode_sse([line for line in lines if line.strip()], framing, done=done)
+
+

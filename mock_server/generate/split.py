@@ -1,0 +1,176 @@
+"""Split plans: how a reply's strings are cut into the fragments its deltas carry.
+
+DeepSeek streams text, reasoning and tool-call arguments in token-sized pieces; adapters must
+survive any other cut too (one piece, fixed sizes, chosen offsets, seeded random sizes). This
+module cuts a :class:`~mock_server.generate.reply.Reply` into :class:`ReplyPieces` (with the
+`max_tokens` truncation applied), which both surfaces render: Chat Completions chunks
+(:mod:`mock_server.generate.chunks`) and Anthropic events (:mod:`mock_server.anthropic`).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any, Literal
+
+from mock_server.generate.reply import Reply, compute_usage, tool_call_id
+
+__all__ = [
+    "FragmentPlan",
+    "ReplyPieces",
+    "SplitPlan",
+    "cut_reply",
+    "reply_usage",
+    "split_text",
+]
+
+# Token-like pieces: a word with its leading space, a run of punctuation, one non-ASCII
+# character, or whitespace. Real DeepSeek deltas look like this (`{"`, `location`, `": "`).
+_TOKEN_RE = re.compile(
+    r" ?[A-Za-z0-9_]+| ?[^\sA-Za-z0-9_\u0080-\U0010ffff]+|[\u0080-\U0010ffff]|\s+", re.DOTALL
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SplitPlan:
+    """How one logical string is cut into delta fragments.
+
+    `mode` is one of: `tokens` (word-like pieces, as DeepSeek sends), `fixed` (`size` code
+    points each), `points` (cut at the code-point offsets in `points`), `random` (seeded sizes
+    between `min_size` and `max_size`), `whole` (one fragment).
+    """
+
+    mode: Literal["tokens", "fixed", "points", "random", "whole"] = "tokens"
+    size: int = 4
+    points: tuple[int, ...] = ()
+    min_size: int = 1
+    max_size: int = 8
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.min_size < 1 or self.max_size < self.min_size:
+            raise ValueError(
+                f"SplitPlan sizes must satisfy size >= 1 and 1 <= min_size <= max_size, "
+                f"got size={self.size}, min_size={self.min_size}, max_size={self.max_size}"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FragmentPlan:
+    """Split plans for each kind of fragment in a stream."""
+
+    text: SplitPlan = field(default_factory=SplitPlan)
+    reasoning: SplitPlan = field(default_factory=SplitPlan)
+    arguments: SplitPlan = field(default_factory=SplitPlan)
+
+    @classmethod
+    def all(cls, plan: SplitPlan) -> FragmentPlan:
+        """The same plan for text, reasoning and arguments."""
+        return cls(text=plan, reasoning=plan, arguments=plan)
+
+
+def split_text(text: str, plan: SplitPlan, rng: random.Random | None = None) -> list[str]:
+    """Cut `text` into fragments whose concatenation is `text`; an empty text gives no fragment."""
+    if not text:
+        return []
+    if plan.mode == "whole":
+        return [text]
+    if plan.mode == "tokens":
+        pieces = _TOKEN_RE.findall(text)
+        if "".join(pieces) != text:  # pragma: no cover - the pattern covers every character
+            raise AssertionError("token split lost characters")
+        return pieces
+    if plan.mode == "fixed":
+        return [text[i : i + plan.size] for i in range(0, len(text), plan.size)]
+    if plan.mode == "points":
+        cuts = sorted({p for p in plan.points if 0 < p < len(text)})
+        bounds = [0, *cuts, len(text)]
+        return [text[a:b] for a, b in pairwise(bounds)]
+    rng = rng or random.Random(0)
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        n = rng.randint(plan.min_size, plan.max_size)
+        out.append(text[i : i + n])
+        i += n
+    return out
+
+
+@dataclass(slots=True)
+class ReplyPieces:
+    """The fragments of one reply after splitting and max_tokens truncation.
+
+    Both surfaces render from these (the Chat Completions chunks of
+    :mod:`mock_server.generate.chunks`, the Anthropic events of :mod:`mock_server.anthropic`),
+    so a script step means the same reply on either.
+    """
+
+    reasoning: list[str]
+    content: list[str]
+    calls: list[tuple[str, str, list[str]]]  # (id, name, argument fragments)
+    finish_reason: str
+    completion_tokens: int
+
+
+def cut_reply(
+    reply: Reply,
+    *,
+    thinking: bool,
+    split: FragmentPlan | SplitPlan | None = None,
+    seed: int = 0,
+    max_tokens: int | None = None,
+) -> ReplyPieces:
+    """The reply's fragments as every output form streams them (same seed, same cuts).
+
+    Each fragment stands for one token and a tool call's opener for one more; past `max_tokens`
+    the reply is cut where the budget runs out, with `finish_reason: "length"` (S32).
+    """
+    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    rng = random.Random(f"split:{seed}")
+    id_rng = random.Random(f"ids:{seed}")
+    reasoning = split_text(reply.reasoning, plan.reasoning, rng) if thinking else []
+    content = split_text(reply.content, plan.text, rng)
+    calls: list[tuple[str, str, list[str]]] = []
+    for i, call in enumerate(reply.tool_calls):
+        call_id = call.id if call.id is not None else tool_call_id(i, id_rng)
+        calls.append((call_id, call.name, split_text(call.arguments, plan.arguments, rng)))
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    pieces = ReplyPieces(reasoning, content, calls, finish, _tokens(reasoning, content, calls))
+    if max_tokens is not None and pieces.completion_tokens > max_tokens:
+        return _truncate(pieces, max_tokens)
+    return pieces
+
+
+def _tokens(
+    reasoning: list[str], content: list[str], calls: list[tuple[str, str, list[str]]]
+) -> int:
+    return len(reasoning) + len(content) + sum(len(a) + 1 for _, _, a in calls)
+
+
+def _truncate(pieces: ReplyPieces, max_tokens: int) -> ReplyPieces:
+    """The budget runs out where it runs out, even in the middle of reasoning (S32)."""
+    budget = max_tokens
+    reasoning = pieces.reasoning[:budget]
+    budget -= len(reasoning)
+    content = pieces.content[:budget]
+    budget -= len(content)
+    kept: list[tuple[str, str, list[str]]] = []
+    for call_id, name, args in pieces.calls:
+        if budget <= 0:
+            break
+        budget -= 1
+        kept.append((call_id, name, args[:budget]))
+        budget -= len(kept[-1][2])
+    return ReplyPieces(reasoning, content, kept, "length", max_tokens)
+
+
+def reply_usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
+    """The reply's own usage object, else one computed from its fragments (one token each)."""
+    if reply.usage is not None:
+        return dict(reply.usage)
+    return compute_usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=pieces.completion_tokens,
+        reasoning_tokens=len(pieces.reasoning),
+    )

@@ -1,0 +1,212 @@
+"""`StreamState`, the block bookkeeping and end rules every adapter shares, and the `Finish`
+constructors adapters build their failures with."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness.llm import (
+    BlockEnd,
+    BlockStart,
+    BlockState,
+    ErrorCode,
+    Finish,
+    FinishMeta,
+    FinishReason,
+    LlmFailure,
+    OpaqueBlock,
+    ProviderError,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    StreamState,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+    chunk_to_json,
+    stream_state,
+)
+
+CLOSED = LlmFailure(message="ended before a reason", code=ErrorCode.STREAM_CLOSED)
+
+
+def _interleaved() -> tuple[StreamState, list[StreamChunk]]:
+    state = StreamState()
+    out: list[StreamChunk] = []
+    state.add_reasoning("think", out)
+    state.add_text("He", out)
+    first = state.tool_call(0, out)
+    state.add_tool_delta(first, "call_a", "read", '{"p":', out)
+    state.add_reasoning("more", out)
+    second = state.tool_call(1, out)
+    state.add_tool_delta(second, "call_b", "ls", "{}", out)
+    state.add_tool_delta(state.tool_call(0, out), "call_other", "write", '"x"}', out)
+    state.add_text("llo", out)
+    return state, out
+
+
+def test_blocks_get_indices_in_opening_order_and_deltas_name_them() -> None:
+    _, out = _interleaved()
+    assert out == [
+        BlockStart(index=0, block_type="reasoning"),
+        ReasoningDelta(index=0, text="think"),
+        BlockStart(index=1, block_type="text"),
+        TextDelta(index=1, text="He"),
+        BlockStart(index=2, block_type="tool-call"),
+        ToolCallDelta(index=2, id="call_a", name="read", arguments_delta='{"p":'),
+        ReasoningDelta(index=0, text="more"),
+        BlockStart(index=3, block_type="tool-call"),
+        ToolCallDelta(index=3, id="call_b", name="ls", arguments_delta="{}"),
+        # the first id and name stay: a later one neither replaces nor concatenates
+        ToolCallDelta(index=2, id="call_a", name="read", arguments_delta='"x"}'),
+        TextDelta(index=1, text="llo"),
+    ]
+
+
+def test_none_is_a_tool_call_key_like_any_other() -> None:
+    """An SDK gives a tool-call fragment without an index as `index=None`: all such fragments
+    are one call, not one call each."""
+    state = StreamState()
+    out: list[StreamChunk] = []
+    assert state.tool_call(None, out) is state.tool_call(None, out)
+    assert state.tool_call(0, out) is not state.keyed[None]
+    assert [c for c in out if isinstance(c, BlockStart)] == [
+        BlockStart(index=0, block_type="tool-call"), BlockStart(index=1, block_type="tool-call")
+    ]
+
+
+def test_a_reason_closes_every_block_in_order_then_usage_then_finish() -> None:
+    state, _ = _interleaved()
+    state.token_usage = TokenUsage(input_tokens=3, output_tokens=5)
+    state.id, state.model = "r1", "m"
+    end = state.finish(FinishReason(kind="tool-calls"), unfinished=CLOSED, done_missing=True)
+    assert end == [
+        BlockEnd(index=0, block=ReasoningBlock(text="thinkmore")),
+        BlockEnd(index=1, block=TextBlock(text="Hello")),
+        BlockEnd(index=2, block=ToolCallBlock(id="call_a", name="read", arguments='{"p":"x"}')),
+        BlockEnd(index=3, block=ToolCallBlock(id="call_b", name="ls", arguments="{}")),
+        Usage(usage=TokenUsage(input_tokens=3, output_tokens=5)),
+        Finish(reason=FinishReason(kind="tool-calls"), meta=FinishMeta(id="r1", model="m", done_missing=True)),
+    ]
+    assert state.finished
+    assert state.finish(FinishReason(kind="stop"), unfinished=CLOSED) == []  # one finish only
+
+
+def test_no_reason_is_the_unfinished_failure_and_leaves_blocks_open() -> None:
+    state, _ = _interleaved()
+    state.token_usage = TokenUsage(input_tokens=1, output_tokens=1)
+    end = state.finish(None, unfinished=CLOSED, done_missing=True)
+    assert end == [Finish.failed(CLOSED, meta=FinishMeta(done_missing=True))]
+    assert not any(block.closed for block in state.blocks)
+
+
+def test_a_stop_without_any_block_is_an_empty_response() -> None:
+    state = StreamState()
+    [finish] = state.finish(FinishReason(kind="stop"), unfinished=CLOSED, empty_message="nothing came")
+    assert finish == Finish.error("nothing came", ErrorCode.EMPTY_RESPONSE, meta=FinishMeta())
+    # max-tokens with no content is not an empty *completed* response
+    [finish] = StreamState().finish(FinishReason(kind="max-tokens"), unfinished=CLOSED)
+    assert isinstance(finish, Finish) and finish.reason == FinishReason(kind="max-tokens")
+
+
+def test_replay_state_rides_only_on_a_successful_finish() -> None:
+    state = StreamState()
+    state.add_text("x", [])
+    assert state.finish(FinishReason(kind="stop"), unfinished=CLOSED, replay_state=lambda: {"r": 1})[-1] == Finish(
+        reason=FinishReason(kind="stop"), meta=FinishMeta(), replay_state={"r": 1}
+    )
+    failed = FinishReason(kind="error", failure=CLOSED)
+    [finish] = StreamState().finish(failed, unfinished=CLOSED, replay_state=lambda: {"r": 1})
+    assert isinstance(finish, Finish) and finish.replay_state is None
+
+
+def test_fail_keeps_billed_usage_only_when_asked() -> None:
+    state = StreamState()
+    state.token_usage = TokenUsage(input_tokens=2, output_tokens=0)
+    failure = LlmFailure(message="boom", code=ErrorCode.SERVER)
+    assert state.fail(failure) == [Finish.failed(failure, meta=FinishMeta())]
+    assert StreamState().fail(failure, keep_usage=True) == [Finish.failed(failure, meta=FinishMeta())]
+    state = StreamState()
+    state.token_usage = TokenUsage(input_tokens=2, output_tokens=0)
+    assert state.fail(failure, keep_usage=True) == [Usage(usage=state.token_usage), Finish.failed(failure, meta=FinishMeta())]
+
+
+def test_a_closed_block_ends_once_and_a_subclass_builds_its_own_block() -> None:
+    class Opaque(BlockState):
+        __slots__ = ()
+
+        def block(self) -> OpaqueBlock:
+            return OpaqueBlock(type=self.kind, data={"n": len(self.parts)})
+
+    state = StreamState()
+    out: list[StreamChunk] = []
+    block = state.open_block(Opaque("server_tool_use"), out, key=7)
+    assert state.keyed[7] is block and block.index == 0
+    state.close_block(block, out)
+    state.close_block(block, out)
+    end = state.finish(FinishReason(kind="stop"), unfinished=CLOSED)
+    assert out == [
+        BlockStart(index=0, block_type="server_tool_use"),
+        BlockEnd(index=0, block=OpaqueBlock(type="server_tool_use", data={"n": 0})),
+    ]
+    assert end == [Finish(reason=FinishReason(kind="stop"), meta=FinishMeta())]
+
+
+def test_fast_built_deltas_are_the_same_frozen_instances() -> None:
+    assert stream_state._REASONING and stream_state._TEXT and stream_state._TOOL  # the fast path is in use
+    state = StreamState()
+    out: list[StreamChunk] = []
+    state.add_reasoning("why", out)
+    state.add_text("hi", out)
+    call = state.tool_call(0, out)
+    state.add_tool_delta(call, None, None, "", out)
+    state.add_tool_delta(call, "call_1", "read", '{"a"', out)
+    fast = [c for c in out if not isinstance(c, BlockStart)]
+    slow = [
+        ReasoningDelta(index=0, text="why"),
+        TextDelta(index=1, text="hi"),
+        ToolCallDelta(index=2, id="", arguments_delta=""),
+        ToolCallDelta(index=2, id="call_1", name="read", arguments_delta='{"a"'),
+    ]
+    for f, s in zip(fast, slow, strict=True):
+        assert type(f) is type(s)
+        assert f == s and hash(f) == hash(s) and repr(f) == repr(s)
+        assert chunk_to_json(f) == chunk_to_json(s)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            f.index = 9  # type: ignore[misc]
+    # A class whose fields differ from the ones written gets no fast constructor.
+    assert stream_state._slot_setters(ReasoningDelta, ("index", "text")) is None
+
+
+def test_finish_constructors() -> None:
+    assert Finish.error("bad key", ErrorCode.AUTH) == Finish(
+        reason=FinishReason(kind="error", failure=LlmFailure(message="bad key", code=ErrorCode.AUTH))
+    )
+    meta = FinishMeta(id="x")
+    made = Finish.error(
+        "slow down", ErrorCode.RATE_LIMIT, meta=meta, status=429, provider_retry_after_ms=2000.0,
+        provider_error=ProviderError(type="rate_limit"),
+    )
+    assert made.meta == meta
+    assert made.reason.failure == LlmFailure(
+        message="slow down", code=ErrorCode.RATE_LIMIT, status=429, provider_retry_after_ms=2000.0,
+        provider_error=ProviderError(type="rate_limit"),
+    )
+    failure = LlmFailure(message="m", code=ErrorCode.SERVER, status=503)
+    assert Finish.failed(failure) == Finish(reason=FinishReason(kind="error", failure=failure))
+    assert not Finish.failed(failure).reason.ok
+    aborted = Finish.aborted()
+    assert aborted.reason == FinishReason(
+        kind="aborted", failure=LlmFailure(message="request aborted by caller", code=ErrorCode.ABORTED)
+    )
+    assert not aborted.reason.ok
+    assert Finish.aborted("DeepSeek request aborted by caller").reason.failure == LlmFailure(
+        message="DeepSeek request aborted by caller", code=ErrorCode.ABORTED
+    )
+    with pytest.raises(TypeError):
+        Finish.error("m", ErrorCode.SERVER, not_a_field=1)
