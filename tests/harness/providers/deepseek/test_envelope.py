@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.llm import chunk_to_json
-from harness.providers.deepseek import StreamDecoder, Translator
+from harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
 from mock_server import QUIRKS, Reply, ToolCall, encode_sse, generate_chunks
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -187,3 +187,13 @@ def test_a_long_stream_is_read_in_bulk_and_decodes_the_same() -> None:
         small.feed(body[i : i + 1000])
     assert small.bulk_events == 0 and small.envelope_learned
     assert _same(body, 1000)
+
+
+def test_an_injected_sse_decoder_subclass_keeps_every_event() -> None:
+    class _OwnFraming(SSEDecoder):
+        """Same behaviour; being a subclass means the decoder cannot assume its framing."""
+
+    body = b"".join(_event({"content": f" t{i}"}) for i in range(200)) + b"data: [DONE]\n\n"
+    decoder = StreamDecoder(sse=_OwnFraming())
+    decoder.feed(body)
+    assert decoder.envelope_learned and decoder.bulk_events == 0
