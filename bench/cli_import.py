@@ -15,8 +15,8 @@ turn so a busy moment hits every contender alike:
 
 `*_import_ms` is the total import time `python -X importtime` reports (the sum of the top-level
 imports' cumulative times); `*_wall_ms` is the process's wall time up to that point, and
-`*_cpu_ms` its CPU time (interpreter start-up included), which other work sharing the machine
-inflates far less than the other two.
+`*_cpu_ms` its CPU time (interpreter start-up included), which does not count the time spent
+waiting for a core (other work sharing the machine still slows it, through caches).
 
 Prints the figures, and as the very last line one JSON object with those keys, `goal_ms`,
 `base_url_vs_goal` (below 1 meets the goal) and each path's import time over `all`'s (steadier

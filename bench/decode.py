@@ -296,7 +296,7 @@ def make_openai(body: bytes) -> Callable[[], tuple[str, str, list[str]]]:
 
 def timed(fn: Callable[[], Any]) -> float:
     """CPU seconds `fn` takes. Every contender is single-threaded and CPU-bound, so this is
-    its cost, and other work sharing the machine slows it far less than wall time."""
+    its cost, and time spent waiting for a core while other work runs is not counted."""
     start = time.process_time()
     fn()
     return time.process_time() - start
