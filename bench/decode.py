@@ -18,7 +18,10 @@ blocks with `input_json_delta` fragments, `event:`-framed), decoded by
 (`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
 by the same bare limit (split + `orjson.loads` of every `data:` payload).
 
-Each contender runs several times and its best time counts. Prints the ratios, and as the very
+Each contender runs several times, interleaved with the others, and its best CPU time counts.
+Before timing, the dshkit decoder's assembled result (blocks, usage, finish reason, response
+ids) is checked against a plain reading of the same bytes: every SSE event decoded, every
+payload parsed whole by `json.loads` and translated, with none of the decoder's fast paths. Prints the ratios, and as the very
 last line one JSON object `{"vs_openai", "vs_limit", "anthropic_vs_sdk", "anthropic_vs_limit",
 "msgspec_vs_orjson", "json_vs_orjson"}` (ratios of throughput: dshkit/SDK and dshkit/limit, per
 wire; `anthropic_vs_sdk` is null when the `anthropic` SDK is not installed; the last two compare
@@ -43,7 +46,7 @@ import orjson
 
 from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
 from harness.providers import anthropic as an
-from harness.providers.deepseek import StreamDecoder
+from harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
 
 READ = 64 * 1024
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
@@ -159,6 +162,36 @@ def run_dshkit(body: bytes) -> tuple[str, str, list[str]]:
     return text, reasoning, [c.arguments for c in message.tool_calls]
 
 
+def assembled(chunks: list[Any]) -> tuple[Any, ...]:
+    """Everything the assembler makes of a call: blocks, usage, finish reason and the response
+    ids (finish meta)."""
+    assembler = BlockAssembler().feed_all(chunks)
+    return assembler.blocks(), assembler.usage, assembler.finish_reason, assembler.meta
+
+
+def decoded(body: bytes) -> list[Any]:
+    """`StreamDecoder`'s chunks for `body`, fed in `READ`-sized reads as the adapter gets them."""
+    decoder = StreamDecoder()
+    out: list[Any] = []
+    for start in range(0, len(body), READ):
+        out += decoder.feed(body[start:start + READ])
+    return out + decoder.close()
+
+
+def reference(body: bytes) -> list[Any]:
+    """The same stream read the plain way, with none of the decoder's fast paths: every SSE
+    event decoded, every payload parsed whole by `json.loads` and translated."""
+    sse, translator = SSEDecoder(), Translator()
+    out: list[Any] = []
+    for event in sse.feed(body):
+        if not hasattr(event, "data") or translator.finished:
+            continue
+        if event.data == "[DONE]":
+            return out + translator.end(done=True)
+        translator.feed_into(json.loads(event.data), out)
+    return out + translator.end(done=False)
+
+
 def run_dshkit_anthropic(body: bytes) -> tuple[str, str, list[str]]:
     decoder = an.StreamDecoder()
     assembler = BlockAssembler()
@@ -262,9 +295,11 @@ def make_openai(body: bytes) -> Callable[[], tuple[str, str, list[str]]]:
 
 
 def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+    """CPU seconds `fn` takes. Every contender is single-threaded and CPU-bound, so this is
+    its cost, and time spent waiting for a core while other work runs is not counted."""
+    start = time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def main() -> int:
@@ -275,6 +310,9 @@ def main() -> int:
         print("openai SDK and dshkit disagree on the assembled result", file=sys.stderr)
         return 1
     assert run_limit(body) == chunks
+    if assembled(decoded(body)) != assembled(reference(body)):
+        print("dshkit's fast paths and the plain reading disagree (blocks, usage, finish or ids)", file=sys.stderr)
+        return 1
     # Interleave the contenders so a busy machine slows all of them alike; keep each best.
     msgspec_loads = msgspec.json.Decoder().decode
     t_ours = t_limit = t_sdk = t_msgspec = t_json = float("inf")

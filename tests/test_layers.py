@@ -1,6 +1,7 @@
 """The package layers hold: `harness` imports neither `mock_server` nor `conformance` (nor the
-`dshkit` application layer), `import mock_server` does not import pytest, and the `dshkit`
-command imports only the module of the subcommand it runs.
+`dshkit` application layer), `import mock_server` does not import pytest, the `dshkit` command
+imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
+without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
 The import facts are checked in fresh interpreters (a subprocess each), since this test process
 has long since imported everything; the static check also catches imports inside functions,
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import COMMANDS, build_parser
+from dshkit.run import API_KEY_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_HARNESS = ("mock_server", "conformance", "dshkit", "dshkit_view")
@@ -86,3 +90,63 @@ def test_a_command_alone_has_the_same_help_as_in_the_whole_parser(command: str) 
         return str(action.choices[command].format_help())
 
     assert help_of(build_parser(command)) == help_of(build_parser())
+
+
+HEAVY_BEFORE_FIRST_REQUEST = ("jsonschema", "pydantic", "mock_server", "conformance", "dshkit_view",
+                              "aiohttp", "yaml")
+"""Top-level packages `dshkit run --base-url` must not import before its first request: each
+costs tens of milliseconds of a cold start and none is needed until a tool runs (jsonschema,
+pydantic) or at all against a real endpoint (the mock server, aiohttp, yaml)."""
+
+UNTIL_FIRST_CONNECTION = """\
+import json, os, sys
+
+def stop(event, args):
+    if event == "socket.connect":  # the first request is about to go out
+        with open(os.environ["DSHKIT_MODULES_OUT"], "w") as out:
+            json.dump(sorted(sys.modules), out)
+        os._exit(0)
+
+sys.addaudithook(stop)
+from dshkit.cli import main
+main(sys.argv[1:])
+"""
+
+
+def _modules_at_first_connection(tmp_path: Path, *argv: str) -> set[str]:
+    """The modules a fresh `dshkit run` has imported when it opens its first connection (an
+    audit hook on `socket.connect` records them and ends the process there)."""
+    out = tmp_path / "modules.json"
+    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
+    env.pop(API_KEY_ENV, None)
+    args = ["run", "hello", "--workspace", str(tmp_path), "--session", str(tmp_path / "s.jsonl"),
+            "--api-key", "sk-test", "--json", *argv]
+    result = subprocess.run([sys.executable, "-c", UNTIL_FIRST_CONNECTION, *args], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert out.exists(), f"dshkit run never connected (exit {result.returncode}): {result.stderr[-2000:]}"
+    return set(json.loads(out.read_text(encoding="utf-8")))
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on, so a connection that did go out fails at once."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        return int(probe.getsockname()[1])
+
+
+def test_import_dshkit_run_loads_no_heavy_module() -> None:
+    modules = _modules_after("import dshkit.run")
+    assert "harness.loop" in modules and "httpx" in modules
+    assert sorted(m for m in modules if _top(m) in HEAVY_BEFORE_FIRST_REQUEST) == []
+
+
+def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(tmp_path: Path) -> None:
+    modules = _modules_at_first_connection(tmp_path, "--base-url", f"http://127.0.0.1:{_closed_port()}")
+    assert "harness.tools.builtin" in modules and "harness.providers.deepseek.adapter" in modules
+    assert sorted({_top(m) for m in modules} & set(HEAVY_BEFORE_FIRST_REQUEST)) == []
+    assert "harness.session.replay_scripts" not in modules  # replaying logs: loaded on first use
+
+
+def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: Path) -> None:
+    modules = _modules_at_first_connection(tmp_path)
+    assert "mock_server.server" in modules and "aiohttp" in modules
+    assert sorted({_top(m) for m in modules} & {"jsonschema", "conformance", "dshkit_view"}) == []

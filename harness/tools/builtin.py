@@ -262,28 +262,30 @@ def builtin_tools(
             text += f"\n[exit code {result.exit_code}]"
         return text or "(no output)"
 
+    # The schemas above are constants checked by a test, so their validators are built at the
+    # first call: a cold `dshkit run` then sends its first request without importing jsonschema.
     tools = {
         "read": define_tool(
             "read", "Read a UTF-8 text file and return line-numbered content.", READ_PARAMETERS,
             off_loop("read", read_sync),
-            concurrency_safe=True,
+            concurrency_safe=True, check_schema=False,
         ),
         "write": define_tool(
             "write", "Write a UTF-8 text file (creating parent directories), replacing its content.",
-            WRITE_PARAMETERS, off_loop("write", write_sync),
+            WRITE_PARAMETERS, off_loop("write", write_sync), check_schema=False,
         ),
         "list": define_tool(
             "list", "List a directory of the workspace; subdirectories end with '/'.", LIST_PARAMETERS,
             off_loop("list", list_sync),
-            concurrency_safe=True,
+            concurrency_safe=True, check_schema=False,
         ),
         "grep": define_tool(
             "grep", "Search workspace text files for a regular expression; prints path:line:text.",
-            GREP_PARAMETERS, grep, concurrency_safe=True,
+            GREP_PARAMETERS, grep, concurrency_safe=True, check_schema=False,
         ),
         "bash": define_tool(
             "bash", "Run a shell command in the workspace root and return its output.", BASH_PARAMETERS, bash,
-            requires_approval=True,
+            requires_approval=True, check_schema=False,
         ),
     }
     unknown = [n for n in names if n not in tools]

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import jsonschema
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from harness.llm import (
     ContentBlock,
@@ -32,6 +30,9 @@ from harness.session import LosslessJsonError, freeze_json, thaw_json
 from .results import INVALID_TOOL_OUTPUT
 
 if TYPE_CHECKING:
+    import jsonschema
+    from pydantic import BaseModel
+
     from .runtime import ToolCall
 
 __all__ = ["ToolDefinition", "argument_violations", "define_tool", "to_content"]
@@ -117,6 +118,8 @@ class ToolDefinition:
     requires_approval: bool = False
     """The default policy asks for approval before each call (e.g. `bash`)."""
     _validator: Any = field(default=None, repr=False, compare=False)
+    """Built by `define_tool` when it checks the schema, else at the first call
+    (`_arguments_validator`), so tools defined with `check_schema=False` need no jsonschema."""
     _output_validator: Any = field(default=None, repr=False, compare=False)
     _handler_arity: int = field(default=2, repr=False, compare=False)
 
@@ -124,14 +127,25 @@ class ToolDefinition:
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
 
+    def _arguments_validator(self) -> jsonschema.protocols.Validator:
+        """The validator of `parameters`, built at the first call rather than at definition:
+        importing jsonschema is a large part of a cold start, and no tool runs before the
+        first request has been answered."""
+        if self._validator is None:
+            object.__setattr__(self, "_validator", _validator_for(self.parameters))
+        validator: jsonschema.protocols.Validator = self._validator
+        return validator
+
     def validate_arguments(self, arguments: Any) -> Any:
         """The handler's argument value, or raise `ToolArgsError` (`INVALID_ARGS`)."""
-        violations = argument_violations(self._validator, arguments)
+        violations = argument_violations(self._arguments_validator(), arguments)
         if violations:
             raise ToolArgsError(f"invalid arguments: {'; '.join(violations)}")
         plain = thaw_json(arguments)
         if self.model is None:
             return plain
+        from pydantic import ValidationError  # a model is a pydantic class: pydantic is loaded
+
         try:
             return self.model.model_validate(plain)
         except ValidationError as exc:
@@ -145,7 +159,7 @@ class ToolDefinition:
         if isinstance(self.concurrency_safe, bool):
             return self.concurrency_safe
         try:
-            if argument_violations(self._validator, arguments):
+            if argument_violations(self._arguments_validator(), arguments):
                 return False
             return self.concurrency_safe(arguments) is True
         except Exception:  # noqa: BLE001
@@ -164,7 +178,9 @@ class ToolDefinition:
                 raise ToolError(
                     f'tool "{self.name}" returned invalid output: {exc}', INVALID_TOOL_OUTPUT
                 ) from exc
-        if self._output_validator is not None:
+        if self.output_schema is not None:
+            if self._output_validator is None:
+                object.__setattr__(self, "_output_validator", _validator_for(self.output_schema))
             violations = argument_violations(self._output_validator, outcome, root="output")
             if violations:
                 raise ToolError(
@@ -200,6 +216,7 @@ def define_tool(
     concurrency_safe: bool | Callable[[Any], bool] = False,
     finalize_content: FinalizeContent | None = None,
     requires_approval: bool = False,
+    check_schema: bool = True,
 ) -> ToolDefinition:
     """Define a tool.
 
@@ -213,11 +230,15 @@ def define_tool(
             lets calls share the parallel pool.
         finalize_content: `(call, content) -> content | None`, applied once to the final result.
         requires_approval: the default policy asks before each call.
+        check_schema: False defers checking the schemas and building their validators to the
+            first call, for schemas known to be valid (the built-in tools': a test checks
+            them); this keeps jsonschema out of a cold start. An invalid schema then fails at
+            that call instead of here.
     """
     if not name:
         raise UsageError("a tool needs a non-empty name")
     model: type[BaseModel] | None = None
-    if isinstance(parameters, type) and issubclass(parameters, BaseModel):
+    if _is_pydantic_model(parameters):
         model = parameters
         schema: dict[str, Any] = model.model_json_schema()
     elif isinstance(parameters, Mapping):
@@ -226,17 +247,17 @@ def define_tool(
         raise UsageError(f"tool {name!r}: parameters must be a pydantic model class or a JSON Schema dict")
     if schema.get("type") != "object":
         raise UsageError(f'tool {name!r}: the parameters schema must have "type": "object"')
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        validator = cls(schema)
-        out_validator = None
-        if output_schema is not None:
-            out_cls = jsonschema.validators.validator_for(output_schema)
-            out_cls.check_schema(dict(output_schema))
-            out_validator = out_cls(output_schema)
-    except jsonschema.SchemaError as exc:
-        raise UsageError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
+    validator = None
+    out_validator = None
+    if check_schema:
+        import jsonschema
+
+        try:
+            validator = _validator_for(schema)
+            if output_schema is not None:
+                out_validator = _validator_for(output_schema)
+        except jsonschema.SchemaError as exc:
+            raise UsageError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
     return ToolDefinition(
         name=name,
         description=description,
@@ -254,3 +275,20 @@ def define_tool(
     )
 
 
+def _is_pydantic_model(parameters: object) -> TypeGuard[type[BaseModel]]:
+    """True for a pydantic model class. A program that never imported pydantic has none, so
+    pydantic (a large import) is not loaded just to ask."""
+    pydantic = sys.modules.get("pydantic")
+    return (pydantic is not None and isinstance(parameters, type)
+            and issubclass(parameters, pydantic.BaseModel))
+
+
+def _validator_for(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator of the schema's own draft, after checking the schema against that draft
+    (raises `jsonschema.SchemaError`)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(dict(schema))
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator

@@ -79,6 +79,19 @@ class SSEDecoder:
         # one, so decoding the block at once equals decoding line by line.
         return self._lines(text.decode("utf-8", "replace").split("\n"))
 
+    def take_partial_line(self) -> bytes | None:
+        """At an event boundary (no data, event name or CR pending; the BOM already checked),
+        hand over the unfinished line, possibly empty, and forget it: the caller may then read
+        the bytes that follow it on its own, as long as it gives back (to `feed_raw`) every
+        byte from the first event it does not read. None when not at such a boundary."""
+        if self._data or self._event is not None or self._skip_lf or not self._bom_checked:
+            return None
+        if not self._pieces:
+            return b""
+        line = self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces)
+        self._pieces.clear()
+        return line
+
     def _lines(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
         if not self._bom_checked:
             self._bom_checked = True

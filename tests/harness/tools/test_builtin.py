@@ -2,10 +2,18 @@ import asyncio
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
-from harness.tools.builtin import number_lines
+from harness.tools.builtin import (
+    BASH_PARAMETERS,
+    GREP_PARAMETERS,
+    LIST_PARAMETERS,
+    READ_PARAMETERS,
+    WRITE_PARAMETERS,
+    number_lines,
+)
 
 
 @pytest.fixture
@@ -18,6 +26,23 @@ def workspace(tmp_path: Path) -> Path:
 
 def runtime(root: Path, **kw: object) -> ToolRuntime:
     return ToolRuntime(builtin_tools(root, **kw), approver=auto_approver)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("schema", [READ_PARAMETERS, WRITE_PARAMETERS, LIST_PARAMETERS, GREP_PARAMETERS,
+                                    BASH_PARAMETERS])
+def test_the_builtin_schemas_are_valid(schema: dict[str, object]) -> None:
+    # builtin_tools() skips this check at definition (check_schema=False) to keep jsonschema out
+    # of a cold start; this is the check it relies on.
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+async def test_builtin_tools_validate_their_arguments(workspace: Path) -> None:
+    rt = runtime(workspace)
+    bad = await rt.execute("c", "read", '{"file_path": "README.md", "offset": 0}')
+    assert bad.error is not None and bad.error.code == "INVALID_ARGS"
+    assert bad.text.startswith('Error: invalid arguments: "offset"')
+    missing = await rt.execute("c", "bash", '{"timeout": 1}')
+    assert missing.text == 'Error: invalid arguments: missing required property "command"'
 
 
 def test_number_lines() -> None:

@@ -4,7 +4,7 @@ import io
 import pytest
 from pydantic import BaseModel
 
-from harness.llm import TextBlock, UserMessage
+from harness.llm import TextBlock, UsageError, UserMessage
 from harness.tools import (
     Accept,
     Allow,
@@ -101,6 +101,24 @@ async def test_output_schema_and_render() -> None:
     bad = define_tool("bad", "x", {"type": "object"}, lambda a: {"n": "x"}, output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
     result = await ToolRuntime([bad]).execute("c", "bad", "{}")
     assert result.error is not None and result.error.code == "INVALID_TOOL_OUTPUT"
+
+
+def test_an_invalid_schema_is_refused_when_the_tool_is_defined() -> None:
+    with pytest.raises(UsageError, match="tool 't': invalid JSON Schema"):
+        define_tool("t", "x", {"type": "object", "properties": {"a": {"type": 5}}}, lambda a: "")
+    with pytest.raises(UsageError, match="tool 'o': invalid JSON Schema"):
+        define_tool("o", "x", {"type": "object"}, lambda a: "", output_schema={"type": "nothing"})
+
+
+async def test_an_unchecked_schema_still_validates_every_call() -> None:
+    # check_schema=False only defers building the validators to the first call.
+    tool = echo_tool(check_schema=False, output_schema={"type": "string", "maxLength": 3})
+    rt = ToolRuntime([tool])
+    wrong = await rt.execute("c", "echo", '{"text": 1}')
+    assert wrong.text == 'Error: invalid arguments: "text" must be a string'
+    assert (await rt.execute("c", "echo", '{"text": "hi"}')).text == "hi"
+    long = await rt.execute("c", "echo", '{"text": "long"}')
+    assert long.error is not None and long.error.code == "INVALID_TOOL_OUTPUT"
 
 
 async def test_policy_deny_has_no_code_and_still_runs_post() -> None:
