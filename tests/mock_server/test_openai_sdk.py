@@ -20,7 +20,7 @@ SHAPES: dict[str, dict[str, Any]] = {
 
 
 def _client_kwargs(server: MockServer) -> dict[str, Any]:
-    return {"base_url": server.base_url, "api_key": "sk-test", "max_retries": 0, "timeout": 0.9}
+    return {"base_url": server.base_url, "api_key": "sk-test", "max_retries": 0, "timeout": 30.0}
 
 
 def _check_usage(usage: Any, *, reasoning: bool) -> None:
