@@ -71,3 +71,28 @@ def real_corpus() -> Path:
 def dsh_sessions() -> Path:
     """`shared/corpus/dsh-sessions`: session logs written by upstream DSH."""
     return _corpus(DSH_SESSIONS)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep `--dist loadgroup` (as `make test` runs) sending each `xdist_group` to one worker.
+
+    pytest-xdist marks a grouped test by appending `@group` to its node id on the worker, and its
+    scheduler reads the groups back from those ids. xdist 3.8 writes the id to `item._nodeid`,
+    which pytest 9.2 no longer reads (the id now comes from `item._id`), so every group was
+    silently spread over all workers and each worker paid for the whole group's shared work (the
+    catalogue runs, the conformance plugin's pytest runs). Where xdist's suffix did not take,
+    it is applied here the way this pytest stores ids; where it did, nothing changes."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        if not names or "@" in item.nodeid:
+            continue
+        grouped = f"{item.nodeid}@{'_'.join(names)}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id
+
+            item._id = coerce_node_id(grouped)
+        else:
+            item._nodeid = grouped
