@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# `pytester` runs a user's pytest session inside this process (tests/record/test_record_mode.py).
+pytest_plugins = ["pytester"]
+
 
 def _read_ca_certificates_lazily() -> None:
     """Point httpx at a CA *directory* instead of a CA *file*, for this process and the ones it starts.
