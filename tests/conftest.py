@@ -76,6 +76,11 @@ def dsh_sessions() -> Path:
     return _corpus(DSH_SESSIONS)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist registers this marker itself; declared here too so `-p no:xdist` runs still collect.
+    config.addinivalue_line("markers", "xdist_group(name): run on the same xdist worker under --dist loadgroup")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep `--dist loadgroup` (as `make test` runs) sending each `xdist_group` to one worker.

@@ -7,11 +7,6 @@ import pytest
 from .catalogue_runs import ANTHROPIC_ADAPTERS, CHAT_ADAPTERS, CatalogueRuns
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist registers this marker itself; declared here too so `-p no:xdist` runs still collect.
-    config.addinivalue_line("markers", "xdist_group(name): run on the same xdist worker under --dist loadgroup")
-
-
 @pytest.fixture(scope="session")
 def chat_runs() -> CatalogueRuns:
     """Every chat-protocol adapter's whole-catalogue run (the real two and every broken one)."""
