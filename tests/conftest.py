@@ -7,10 +7,31 @@ with a clear reason when it is absent (as on a user's machine). It is never copi
 from __future__ import annotations
 
 import os
+import ssl
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# `pytester` runs a user's pytest session inside this process (tests/record/test_record_mode.py).
+pytest_plugins = ["pytester"]
+
+
+def _read_ca_certificates_lazily() -> None:
+    """Point httpx at a CA *directory* instead of a CA *file*, for this process and the ones it starts.
+
+    Every test talks plain HTTP to 127.0.0.1, yet each `httpx.AsyncClient` (one per adapter; the
+    conformance catalogue runs make thousands) builds a verifying TLS context up front, and
+    loading a CA bundle file (`$SSL_CERT_FILE`, else certifi's) costs 60-130 ms of CPU each time,
+    on the event loop: that was more than half of the whole suite's time. A CA directory is read
+    only when a certificate is actually checked, which no test does. Verification stays on."""
+    capath = os.environ.get("SSL_CERT_DIR") or ssl.get_default_verify_paths().capath
+    if capath and Path(capath).is_dir():
+        os.environ.pop("SSL_CERT_FILE", None)
+        os.environ["SSL_CERT_DIR"] = capath
+
+
+_read_ca_certificates_lazily()
 
 settings.register_profile(
     "ci",
@@ -53,3 +74,33 @@ def real_corpus() -> Path:
 def dsh_sessions() -> Path:
     """`shared/corpus/dsh-sessions`: session logs written by upstream DSH."""
     return _corpus(DSH_SESSIONS)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist registers this marker itself; declared here too so `-p no:xdist` runs still collect.
+    config.addinivalue_line("markers", "xdist_group(name): run on the same xdist worker under --dist loadgroup")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep `--dist loadgroup` (as `make test` runs) sending each `xdist_group` to one worker.
+
+    pytest-xdist marks a grouped test by appending `@group` to its node id on the worker, and its
+    scheduler reads the groups back from those ids. xdist 3.8 writes the id to `item._nodeid`,
+    which pytest 9.2 no longer reads (the id now comes from `item._id`), so every group was
+    silently spread over all workers and each worker paid for the whole group's shared work (the
+    catalogue runs, the conformance plugin's pytest runs). Where xdist's suffix did not take,
+    it is applied here the way this pytest stores ids; where it did, nothing changes."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        if not names or "@" in item.nodeid:
+            continue
+        grouped = f"{item.nodeid}@{'_'.join(names)}"
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id
+
+            item._id = coerce_node_id(grouped)
+        else:
+            item._nodeid = grouped

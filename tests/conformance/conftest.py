@@ -1,10 +1,19 @@
-"""Shared configuration of the conformance tests."""
+"""Shared configuration of the conformance tests: the catalogue runs, played once per process."""
 
 from __future__ import annotations
 
 import pytest
 
+from .catalogue_runs import ANTHROPIC_ADAPTERS, CHAT_ADAPTERS, CatalogueRuns
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist registers this marker itself; declared here too so `-p no:xdist` runs still collect.
-    config.addinivalue_line("markers", "xdist_group(name): run on the same xdist worker under --dist loadgroup")
+
+@pytest.fixture(scope="session")
+def chat_runs() -> CatalogueRuns:
+    """Every chat-protocol adapter's whole-catalogue run (the real two and every broken one)."""
+    return CatalogueRuns("chat", CHAT_ADAPTERS)
+
+
+@pytest.fixture(scope="session")
+def anthropic_runs() -> CatalogueRuns:
+    """Every anthropic-protocol adapter's whole-catalogue run (the real two and every broken one)."""
+    return CatalogueRuns("anthropic", ANTHROPIC_ADAPTERS)

@@ -1,10 +1,15 @@
-"""The catalogue against both real adapters."""
+"""The catalogue against both real adapters (each run played once per process: `catalogue_runs`)."""
 
 from __future__ import annotations
 
-from conformance import load_catalogue, run_catalogue
+import pytest
+
 from harness.providers.deepseek import DeepSeekAdapter
 from harness.providers.openai_compat import OpenAICompatAdapter
+
+from .catalogue_runs import GROUP, CatalogueRuns
+
+pytestmark = pytest.mark.xdist_group(GROUP)
 
 #: What the openai SDK hides from OpenAICompatAdapter (declared on its capabilities).
 SDK_NOT_APPLICABLE = {
@@ -13,16 +18,24 @@ SDK_NOT_APPLICABLE = {
 }
 
 
-async def test_catalogue_passes_on_deepseek_adapter() -> None:
-    results = await run_catalogue(load_catalogue(), DeepSeekAdapter)
+def test_catalogue_passes_on_deepseek_adapter(chat_runs: CatalogueRuns) -> None:
+    results = chat_runs.results(DeepSeekAdapter)
+    assert [r.id for r in results] == [s.id for s in chat_runs.scenarios()]
     assert {r.id: r.diff for r in results if r.status != "pass"} == {}
 
 
-async def test_catalogue_on_openai_compat_adapter() -> None:
-    results = await run_catalogue(load_catalogue(), OpenAICompatAdapter)
+def test_catalogue_on_openai_compat_adapter(chat_runs: CatalogueRuns) -> None:
+    results = chat_runs.results(OpenAICompatAdapter)
     assert {r.id: r.diff for r in results if r.status == "fail"} == {}
     assert {r.id for r in results if r.status == "n/a"} == SDK_NOT_APPLICABLE
     reasons = {r.id: r.reason for r in results if r.status == "n/a"}
     assert reasons["err-inband-error-keeps-usage"] == (
         "the adapter declares no error_usage capability (reads the usage on the chunk that carries an in-band error)"
     )
+
+
+def test_the_catalogue_tests_share_one_worker_under_loadgroup(request: pytest.FixtureRequest) -> None:
+    # `make test` runs `--dist loadgroup`; were the group lost (tests/conftest.py says how it
+    # was once), every worker would play all the catalogue runs again.
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith(f"@{GROUP}"), request.node.nodeid

@@ -70,26 +70,20 @@ def test_unknown_server_check_is_a_usage_error(capsys: pytest.CaptureFixture[str
     assert "names no Anthropic server check" in capsys.readouterr().err
 
 
-def test_pytest_plugin_on_the_anthropic_protocol(tmp_path: Path) -> None:
+def test_pytest_plugin_on_the_anthropic_protocol(pytester: pytest.Pytester) -> None:
     """`pytest --pyargs conformance --dshkit-protocol anthropic`: scenarios as tests, a broken
-    adapter failing its own."""
-    import os
-    import subprocess
-    import sys
+    adapter failing its own (each a pytest session of its own, run in this process by pytester)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    env.pop("PYTEST_XDIST_WORKER", None)
-
-    def run(adapter: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance",
-             "--dshkit-adapter", adapter, "--dshkit-protocol", "anthropic", "--dshkit-only", "AN28", "-v"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    def run(adapter: str) -> tuple[int, str]:
+        result = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "-p", "no:xdist", "--pyargs", "conformance", "--dshkit-adapter", adapter,
+            "--dshkit-protocol", "anthropic", "--dshkit-only", "AN28", "-v",
         )
+        return int(result.ret), "\n".join(result.outlines)
 
-    good = run("harness.providers.anthropic:AnthropicAdapter")
-    assert good.returncode == 0, good.stdout + good.stderr
-    assert "test_scenario[an-signature-passback] PASSED" in good.stdout
-    bad = run("tests.conformance.broken_anthropic:BlanksSignaturesAdapter")
-    assert bad.returncode == 1 and "test_scenario[an-signature-passback] FAILED" in bad.stdout
+    code, out = run("harness.providers.anthropic:AnthropicAdapter")
+    assert code == 0, out
+    assert "test_scenario[an-signature-passback] PASSED" in out
+    code, out = run("tests.conformance.broken_anthropic:BlanksSignaturesAdapter")
+    assert code == 1 and "test_scenario[an-signature-passback] FAILED" in out, out

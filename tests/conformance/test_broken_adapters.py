@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import load_catalogue, run_catalogue
+from conformance import run_catalogue
 
 from .broken import BROKEN
+from .catalogue_runs import GROUP, CatalogueRuns, catalogue
 
 
+@pytest.mark.xdist_group(GROUP)
 @pytest.mark.parametrize("adapter", BROKEN, ids=lambda cls: cls.__name__)
-async def test_broken_adapter_fails_exactly_its_scenarios(adapter: type) -> None:
-    catalogue = load_catalogue()
-    assert {s.id for s in catalogue} >= adapter.MUST_FAIL, "MUST_FAIL names unknown scenarios"
-    results = await run_catalogue(catalogue, adapter)
+def test_broken_adapter_fails_exactly_its_scenarios(adapter: type, chat_runs: CatalogueRuns) -> None:
+    assert {s.id for s in chat_runs.scenarios()} >= adapter.MUST_FAIL, "MUST_FAIL names unknown scenarios"
+    results = chat_runs.results(adapter)
+    assert len(results) == len(chat_runs.scenarios()), "every scenario of the catalogue was judged"
     failed = {r.id for r in results if r.status == "fail"}
     assert failed == adapter.MUST_FAIL, {
         "missed": sorted(adapter.MUST_FAIL - failed),
@@ -26,7 +28,7 @@ async def test_a_self_retrying_adapter_is_named_as_such() -> None:
     # The second request meets an exhausted script (a mock 418); the verdict must say why.
     from .broken import SelfRetryingAdapter
 
-    [result] = await run_catalogue([s for s in load_catalogue() if s.id == "err-no-self-retry-503"], SelfRetryingAdapter)
+    [result] = await run_catalogue([s for s in catalogue() if s.id == "err-no-self-retry-503"], SelfRetryingAdapter)
     assert result.status == "fail" and "step0.requests" in result.failed
     assert "retries on its own" in result.reason
     assert "# actual finish, step0: kind=error code=HTTP_418 status=418" in result.diff

@@ -88,3 +88,15 @@ def test_every_capability_says_what_it_means() -> None:
     from conformance.scenario import CAPABILITIES, CAPABILITY_NOTES
 
     assert set(CAPABILITY_NOTES) == set(CAPABILITIES)
+
+
+def test_a_file_that_is_not_yaml_is_located_as_the_pure_python_loader_says(tmp_path: Path) -> None:
+    # Scenario files are parsed by libyaml when present; what it refuses is parsed again by the
+    # pure-Python loader, so the message and line stay those of `yaml.safe_load` (libyaml words
+    # this one "did not find expected node content").
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenarios:\n  - id: a\n    tags: [A1,\n    title: {\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario_file(bad)
+    assert str(caught.value).startswith(f"{bad}:5: not valid YAML: while parsing a flow node\n"
+                                        "expected the node content, but found '<stream end>'")

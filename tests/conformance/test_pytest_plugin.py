@@ -1,80 +1,57 @@
 """The pytest plugin: `pytest --pyargs conformance --dshkit-adapter …`, and inert without it.
 
-Each check is a pytest run in a subprocess, most of whose time is interpreter and plugin start-up;
-the four runs start together (once per module, `plugin_runs`) so their start-ups overlap, and each
-test then judges its own run's output."""
+Each check is a pytest session of its own, run in this process through pytest's `pytester`
+(a fresh session with its own options, as a user's command line would start it), except the
+xdist run: its workers are processes anyway, so it stays a subprocess."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-# One xdist worker starts the runs for all four tests (`--dist loadgroup`, as `make test` runs).
-pytestmark = pytest.mark.xdist_group("plugin_runs")
 
-#: The pytest arguments of each run, by the test that judges it.
-RUNS: dict[str, tuple[str, ...]] = {
-    "parametrized": ("--pyargs", "conformance", "--dshkit-adapter", "harness.providers.deepseek:DeepSeekAdapter",
-                     "--dshkit-only", "A22", "--dshkit-only", "tool-split-arguments", "-v"),
-    "xdist": ("--pyargs", "conformance", "--dshkit-adapter", "tests.conformance.broken:LosesUsageAdapter",
-              "-m", "A8", "-n", "2", "-q"),
-    "not_applicable": ("--pyargs", "conformance", "--dshkit-adapter",
-                       "harness.providers.openai_compat:OpenAICompatAdapter",
-                       "--dshkit-only", "end-eof-after-finish-flagged", "-rs", "-q"),
-    "inert": ("--pyargs", "conformance", "-q"),
-}
+def _session(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
+    """(exit code, stdout) of `pytest -p no:cacheprovider -p no:xdist ARGS` in a folder holding only
+    a user's usual pytest.ini (pytest-asyncio asks every project to choose its loop scope)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", *args)
+    return int(result.ret), "\n".join(result.outlines)
 
 
-@pytest.fixture(scope="module")
-def plugin_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
-    """Start every run of `RUNS` at once (each in its own empty folder), then wait for all."""
+def test_catalogue_runs_as_parametrized_tests(pytester: pytest.Pytester) -> None:
+    code, out = _session(pytester, "--pyargs", "conformance", "--dshkit-adapter", "harness.providers.deepseek:DeepSeekAdapter",
+                         "--dshkit-only", "A22", "--dshkit-only", "tool-split-arguments", "-v")
+    assert code == 0, out
+    assert "test_scenario[ser-stream-flags] PASSED" in out
+    assert "test_scenario[tool-split-arguments] PASSED" in out
+
+
+def test_markers_and_failures_and_xdist(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYTEST_XDIST_WORKER", None)
-    procs: dict[str, subprocess.Popen[str]] = {}
-    try:
-        for name, args in RUNS.items():
-            procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                cwd=tmp_path_factory.mktemp(name), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )
-        done = {}
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=120)
-            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        yield done
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-
-
-def test_catalogue_runs_as_parametrized_tests(plugin_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    r = plugin_runs["parametrized"]
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "test_scenario[ser-stream-flags] PASSED" in r.stdout
-    assert "test_scenario[tool-split-arguments] PASSED" in r.stdout
-
-
-def test_markers_and_failures_and_xdist(plugin_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    r = plugin_runs["xdist"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance", "--dshkit-adapter",
+         "tests.conformance.broken:LosesUsageAdapter", "-m", "A8", "-n", "2", "-q"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "2 failed" in r.stdout and "usage-trailing-then-null" in r.stdout
 
 
-def test_not_applicable_is_skipped(plugin_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    r = plugin_runs["not_applicable"]
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 skipped" in r.stdout and "done_marker" in r.stdout
+def test_not_applicable_is_skipped(pytester: pytest.Pytester) -> None:
+    code, out = _session(pytester, "--pyargs", "conformance", "--dshkit-adapter",
+                         "harness.providers.openai_compat:OpenAICompatAdapter",
+                         "--dshkit-only", "end-eof-after-finish-flagged", "-rs", "-q")
+    assert code == 0, out
+    assert "1 skipped" in out and "done_marker" in out
 
 
-def test_inert_without_the_option(plugin_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    r = plugin_runs["inert"]
-    assert r.returncode == 5, r.stdout + r.stderr  # no tests collected, no server started
+def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
+    code, out = _session(pytester, "--pyargs", "conformance", "-q")
+    assert code == 5, out  # no tests collected, no server started

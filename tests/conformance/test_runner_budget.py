@@ -40,13 +40,19 @@ async def _release() -> AsyncIterator[None]:
     release_holds()  # free the tasks the broken adapters hold, so the test loop closes cleanly
 
 
+#: A budget shorter than the catalogue's default (15 s): the hanging `aclose()` uses all of it.
+SHORT_BUDGET_S = 4.0
+
+
 async def test_hanging_aclose_fails_within_the_budget_and_the_run_ends() -> None:
-    scenarios = select(load_catalogue(), ["finish-repeated", "end-eof-before-finish"])
+    scenarios = [s.model_copy(update={"budget_s": SHORT_BUDGET_S})
+                 for s in select(load_catalogue(), ["finish-repeated", "end-eof-before-finish"])]
     results = await _within(run_catalogue(scenarios, HangingCloseAdapter), SAFETY_S)
     assert [r.status for r in results] == ["fail", "fail"]
     for r in results:
         assert r.reason == "failed: close", r.reason
         assert "adapter.aclose() did not return within" in r.diff
+        assert f"within the {SHORT_BUDGET_S:g} s budget" in r.diff  # the scenario's own budget
 
 
 async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from mock_server import MockServer
 
@@ -55,15 +54,14 @@ async def test_options(mock_deepseek, dshkit_mock_server):
 '''
 
 
-def test_marker_and_consumption_check_in_a_pytest_run(tmp_path: Path) -> None:
-    # The outer suite runs under `pytest -n auto`, which covers xdist; this inner run is serial.
-    (tmp_path / "script.yaml").write_text("steps:\n  - reply: {content: from the file}\n")
-    (tmp_path / "test_inner.py").write_text(INNER)
-    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
-    )
-    assert "4 passed, 1 error" in r.stdout, r.stdout + r.stderr
-    assert "ERROR" in r.stdout and "test_leaves_a_step_unused" in r.stdout
-    assert "1 scripted step(s) were never used" in r.stdout
+def test_marker_and_consumption_check_in_a_pytest_run(pytester: pytest.Pytester) -> None:
+    # The outer suite runs under `pytest -n auto`, which covers xdist; this inner run is serial,
+    # a fresh pytest session in this process (pytester) with the inner project's own ini.
+    (pytester.path / "script.yaml").write_text("steps:\n  - reply: {content: from the file}\n")
+    (pytester.path / "test_inner.py").write_text(INNER)
+    (pytester.path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    r = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(pytester.path))
+    out = "\n".join(r.outlines)
+    assert "4 passed, 1 error" in out, out + "\n".join(r.errlines)
+    assert "ERROR" in out and "test_leaves_a_step_unused" in out
+    assert "1 scripted step(s) were never used" in out

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "### Testing your own app under pytest"
 
@@ -91,13 +93,15 @@ def test_sync_factory_closes_at_teardown(dshkit_mock_server_sync):
 '''
 
 
-def test_inline_scripts_and_sync_fixtures_in_a_strict_mode_run(tmp_path: Path) -> None:
-    (tmp_path / "s.yaml").write_text("steps:\n  - reply: {content: from file}\n")
-    (tmp_path / "test_inline.py").write_text(INLINE)
-    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    result = _run_pytest(tmp_path, "-rE")
-    out = result.stdout
-    assert "3 passed, 3 errors" in out, out + result.stderr
+def test_inline_scripts_and_sync_fixtures_in_a_strict_mode_run(pytester: pytest.Pytester) -> None:
+    # A pytest session of its own, in this process (pytester); the README project above is the
+    # one run exactly as a user would, in a subprocess.
+    (pytester.path / "s.yaml").write_text("steps:\n  - reply: {content: from file}\n")
+    (pytester.path / "test_inline.py").write_text(INLINE)
+    (pytester.path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", "-rE")
+    out = "\n".join(result.outlines)
+    assert "3 passed, 3 errors" in out, out + "\n".join(result.errlines)
     assert "ERROR test_inline.py::test_unused_inline_step_fails_at_teardown" in out
     assert "1 scripted step(s) were never used" in out
     # a bad inline script names the test, the argument and the bad field

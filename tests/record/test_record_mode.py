@@ -1,5 +1,7 @@
-"""Record mode in pytest: a user's test suite run as a subprocess, recording through the proxy
-from a real mock server upstream, then replaying with the upstream gone.
+"""Record mode in pytest: a user's test suite run by pytest (in this process, through pytest's
+own `pytester`: a fresh pytest session with the project's ini, as a subprocess would run it but
+without paying an interpreter start and every import per run), recording through the proxy from
+a real mock server upstream, then replaying with the upstream gone.
 
 The upstream's journal tells what was recorded (it saw the request) from what was replayed (it
 did not); the cassette file tells what was kept.
@@ -8,9 +10,10 @@ did not); the cassette file tells what was kept.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from mock_server import MockServer, Script
 from mock_server.record_mode import cassette_name_for
@@ -39,11 +42,17 @@ def _project(tmp_path: Path, extra: str = "") -> Path:
     return tmp_path
 
 
-def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
-        capture_output=True, text=True, timeout=120, cwd=project, check=False,
-    )
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _pytest(pytester: pytest.Pytester, *args: str) -> Run:
+    """The user's suite, in the project folder (`pytester.path`), with its own pytest.ini."""
+    result = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", *args)
+    return Run(int(result.ret), "\n".join(result.outlines), "\n".join(result.errlines))
 
 
 def _cassette(project: Path) -> Path:
@@ -55,54 +64,56 @@ def test_cassette_names_come_from_the_test_id() -> None:
     assert cassette_name_for("t.py::test_x[a/b c]") == "test_x[a_b_c]"
 
 
-def test_none_mode_without_a_cassette_says_how_to_record(tmp_path: Path) -> None:
-    result = _pytest(_project(tmp_path))
+def test_none_mode_without_a_cassette_says_how_to_record(pytester: pytest.Pytester) -> None:
+    _project(pytester.path)
+    result = _pytest(pytester)
     assert result.returncode == 1
     assert "no cassette" in result.stdout and "--dshkit-record=once" in result.stdout
 
 
-def test_once_records_then_replays_without_the_upstream(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+def test_once_records_then_replays_without_the_upstream(pytester: pytest.Pytester) -> None:
+    project = _project(pytester.path)
     with MockServer(Script.replies("sunny")) as upstream:
-        result = _pytest(project, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}")
+        result = _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}")
         assert result.returncode == 0, result.stdout + result.stderr
         assert len(upstream.journal.chat()) == 1
     text = _cassette(project).read_text()
     assert "sk-secret-user-key" not in text  # the app's key is scrubbed
     # the upstream is gone: mode none (the default) and once both replay
     for args in ([], ["--dshkit-record=once"]):
-        result = _pytest(project, *args)
+        result = _pytest(pytester, *args)
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_new_episodes_replays_known_requests_and_records_new_ones(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+def test_new_episodes_replays_known_requests_and_records_new_ones(pytester: pytest.Pytester) -> None:
+    project = _project(pytester.path)
     with MockServer(Script.replies("sunny")) as upstream:
-        assert _pytest(project, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}").returncode == 0
-    _project(tmp_path, extra='assert ask(dshkit_cassette.base_url, "tomorrow?") == "rain"')
+        assert _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}").returncode == 0
+    _project(pytester.path, extra='assert ask(dshkit_cassette.base_url, "tomorrow?") == "rain"')
     with MockServer(Script.replies("rain")) as upstream:
-        result = _pytest(project, "--dshkit-record=new_episodes", f"--dshkit-record-upstream={upstream.base_url}")
+        result = _pytest(pytester, "--dshkit-record=new_episodes", f"--dshkit-record-upstream={upstream.base_url}")
         assert result.returncode == 0, result.stdout + result.stderr
         asked = [e.body["messages"][-1]["content"] for e in upstream.journal.chat()]
         assert asked == ["tomorrow?"]  # the known request was replayed, not sent upstream
     lines = _cassette(project).read_text().splitlines()
     contents = [json.loads(line)["request"]["body"]["messages"][-1]["content"] for line in lines[1:]]
     assert contents == ["weather?", "tomorrow?"]
-    assert _pytest(project).returncode == 0  # both now replay
+    assert _pytest(pytester).returncode == 0  # both now replay
 
 
-def test_all_records_again_from_scratch(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+def test_all_records_again_from_scratch(pytester: pytest.Pytester) -> None:
+    project = _project(pytester.path)
     with MockServer(Script.replies("sunny")) as upstream:
-        assert _pytest(project, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}").returncode == 0
+        assert _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}").returncode == 0
     with MockServer(Script.replies("sunny")) as upstream:
-        result = _pytest(project, "--dshkit-record=all", f"--dshkit-record-upstream={upstream.base_url}")
+        result = _pytest(pytester, "--dshkit-record=all", f"--dshkit-record-upstream={upstream.base_url}")
         assert result.returncode == 0, result.stdout + result.stderr
         assert len(upstream.journal.chat()) == 1  # sent upstream again, not replayed
     assert len(_cassette(project).read_text().splitlines()) == 2  # header + one exchange, not two
 
 
-def test_recording_without_an_upstream_is_a_clear_failure(tmp_path: Path) -> None:
-    result = _pytest(_project(tmp_path), "--dshkit-record=once")
+def test_recording_without_an_upstream_is_a_clear_failure(pytester: pytest.Pytester) -> None:
+    _project(pytester.path)
+    result = _pytest(pytester, "--dshkit-record=once")
     assert result.returncode == 1
     assert "no upstream is set" in result.stdout and "--dshkit-record-upstream" in result.stdout

@@ -10,11 +10,15 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dshkit_view import render_paths
 
 from .conftest import ARGUMENTS, Walk
 
 REPO = Path(__file__).resolve().parents[2]
+# One worker runs the module under `--dist loadgroup` (`make test`), so one Chromium starts.
+pytestmark = pytest.mark.xdist_group("browser")
 
 
 def _open(browser: Any, html: str, tmp_path: Path) -> tuple[Any, list[str]]:
