@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import re
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import ClassVar, Protocol, Self
 
@@ -35,7 +37,15 @@ from harness.llm import (
     race_signal,
 )
 
-__all__ = ["BodyDecoder", "HttpAdapter", "HttpWire", "checked_api_key", "harness_headers", "stream_response"]
+__all__ = [
+    "BodyDecoder",
+    "HttpAdapter",
+    "HttpWire",
+    "checked_api_key",
+    "default_ssl_context",
+    "harness_headers",
+    "stream_response",
+]
 
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
 
@@ -166,6 +176,15 @@ async def stream_response(
             await response.aclose()
 
 
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context (its CA bundle, or `$SSL_CERT_FILE`/`$SSL_CERT_DIR`),
+    built once per process and shared by every adapter's client. Loading the CA bundle costs
+    60-130 ms of CPU, which each new client would otherwise pay on the event loop; a harness or a
+    conformance run that creates an adapter per call would spend most of its time there."""
+    return httpx.create_ssl_context()
+
+
 class HttpAdapter:
     """Base of the adapters on httpx: it owns (or borrows) the client, streams each call through
     `stream_response` with the class's `wire`, and closes what it owns. A subclass adds only its
@@ -198,6 +217,7 @@ class HttpAdapter:
                 connect=connect_timeout_s, read=idle_timeout_s, write=idle_timeout_s, pool=connect_timeout_s
             ),
             transport=transport,
+            verify=default_ssl_context(),
         )
 
     def build_request(self, options: GenerateOptions) -> httpx.Request:

@@ -1,0 +1,34 @@
+"""The shared HTTP half of the httpx adapters (`harness.providers.http_stream`)."""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from harness.providers.anthropic import AnthropicAdapter
+from harness.providers.deepseek import DeepSeekAdapter
+from harness.providers.http_stream import default_ssl_context
+
+
+async def test_new_adapters_reuse_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a CA bundle costs 60-130 ms of CPU; an adapter per call (as a conformance run makes)
+    must not pay it each time, and sharing must not turn verification off."""
+    first = DeepSeekAdapter("https://example.invalid", "sk-x")
+    loads: list[object] = []
+    original = ssl.SSLContext.load_verify_locations
+
+    def counting(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counting)
+    adapters = [DeepSeekAdapter("https://example.invalid", "sk-x") for _ in range(5)]
+    adapters += [AnthropicAdapter("https://example.invalid", "sk-x") for _ in range(5)]
+    try:
+        assert loads == []
+    finally:
+        for adapter in [first, *adapters]:
+            await adapter.aclose()
+    context = default_ssl_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
