@@ -21,10 +21,10 @@ import socket
 import struct
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, overload
 
 from aiohttp import web
 
@@ -109,6 +109,76 @@ class ServerConfig:
     """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
 
 
+class FilledEvents(Sequence[bytes]):
+    """The SSE events of a stream filled in from a template, cut out of the whole stream only
+    when asked for: coalesced writes take `joined` as it is, so the common path never slices."""
+
+    __slots__ = ("joined", "_ends")
+
+    def __init__(self, joined: bytes, ends: list[int]) -> None:
+        self.joined = joined
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        index = range(len(self._ends))[index]  # negative indices, and IndexError when out of range
+        return self.joined[self._ends[index - 1] if index else 0 : self._ends[index]]
+
+    def __iter__(self) -> Iterator[bytes]:
+        start = 0
+        for end in self._ends:
+            yield self.joined[start:end]
+            start = end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Template:
+    """One cached stream with placeholder envelope fields: the events joined, where each event
+    ends, and how many placeholders of each kind come before each end."""
+
+    __slots__ = ("blob", "ends", "ids_before", "created_before")
+
+    def __init__(self, events: list[bytes], id_from: bytes, created_from: bytes) -> None:
+        self.blob = b"".join(events)
+        self.ends: list[int] = []
+        self.ids_before: list[int] = []
+        self.created_before: list[int] = []
+        end = ids = created = 0
+        for e in events:
+            end += len(e)
+            ids += e.count(id_from)
+            created += e.count(created_from)
+            self.ends.append(end)
+            self.ids_before.append(ids)
+            self.created_before.append(created)
+
+    def fill(self, id_from: bytes, id_to: bytes, created_from: bytes, created_to: bytes) -> FilledEvents:
+        """The stream with the placeholders replaced: two replaces over the whole stream; the
+        event ends shift by the length differences (computed only when they differ)."""
+        blob = self.blob.replace(id_from, id_to).replace(created_from, created_to)
+        d_id = len(id_to) - len(id_from)
+        d_created = len(created_to) - len(created_from)
+        ends = self.ends
+        if d_id or d_created:
+            ends = [
+                end + ids * d_id + created * d_created
+                for end, ids, created in zip(ends, self.ids_before, self.created_before, strict=True)
+            ]
+        return FilledEvents(blob, ends)
+
+
 class _EncodedStreams:
     """Encoded SSE streams of recent replies, so a step served again is not generated again.
 
@@ -120,36 +190,38 @@ class _EncodedStreams:
     uncacheable), so a quirk that reshapes the envelope can never be served wrong.
     """
 
-    _ID = "dshkit-cached-stream-id"
-    _CREATED = 9_876_543_210_123
+    # As long as a uuid and a present-day Unix time, so filling them in moves no event's end.
+    _ID = "dshkit-cached-stream-id-000000000000"
+    _CREATED = 9_876_543_210
+    # Quoted as JSON keys: inside a string value the quotes would be escaped, so content can
+    # never match.
+    _ID_FROM = b'"id":"%s"' % _ID.encode()
+    _CREATED_FROM = b'"created":%d' % _CREATED
     SIZE = 32
 
     def __init__(self) -> None:
-        self._templates: dict[str, list[bytes] | None] = {}
+        self._templates: dict[str, _Template | None] = {}
 
-    def encode(self, key: str, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]) -> list[bytes]:
+    def encode(
+        self, key: str, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]
+    ) -> Sequence[bytes]:
         """The events `encode(meta)` returns, from the template stored under `key` if any."""
-        fill = self._filler(meta)
         if key in self._templates:
             template = self._templates[key]
-            if template is not None:
-                return [fill(e) for e in template]
-            return encode(meta)
+            return self._fill(template, meta) if template is not None else encode(meta)
         events = encode(meta)
-        template = encode(dataclasses.replace(meta, id=self._ID, created=self._CREATED))
+        template = _Template(
+            encode(dataclasses.replace(meta, id=self._ID, created=self._CREATED)), self._ID_FROM, self._CREATED_FROM
+        )
         if len(self._templates) >= self.SIZE:
             del self._templates[next(iter(self._templates))]  # the oldest
-        self._templates[key] = template if [fill(e) for e in template] == events else None
+        self._templates[key] = template if self._fill(template, meta) == events else None
         return events
 
-    def _filler(self, meta: StreamMeta) -> Callable[[bytes], bytes]:
-        # Quoted as JSON keys: inside a string value the quotes would be escaped, so content
-        # can never match.
-        id_from = b'"id":"%s"' % self._ID.encode()
+    def _fill(self, template: _Template, meta: StreamMeta) -> FilledEvents:
         id_to = b'"id":%s' % json.dumps(meta.id).encode()
-        created_from = b'"created":%d' % self._CREATED
         created_to = b'"created":%d' % meta.created
-        return lambda e: e.replace(id_from, id_to).replace(created_from, created_to)
+        return template.fill(self._ID_FROM, id_to, self._CREATED_FROM, created_to)
 
 
 class Runtime:
@@ -186,6 +258,8 @@ def _batches(pieces: Sequence[bytes], limit: int | None = None) -> list[bytes]:
     :data:`BATCH_BYTES`); a piece longer than that is a batch of its own. Empty pieces vanish:
     joined, they add nothing to the body."""
     limit = BATCH_BYTES if limit is None else limit
+    if isinstance(pieces, FilledEvents) and len(pieces.joined) <= limit:
+        return [pieces.joined] if pieces.joined else []
     out: list[bytes] = []
     run: list[bytes] = []
     size = 0
@@ -445,7 +519,7 @@ class Exchange:
 
     def events(
         self, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
-    ) -> list[bytes]:
+    ) -> Sequence[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
         if self.surface == "anthropic":
             from mock_server.anthropic import render

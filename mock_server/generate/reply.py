@@ -8,6 +8,7 @@ stream, and usage obeys DeepSeek's arithmetic (`wire.md` §8).
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections.abc import Mapping
@@ -77,21 +78,29 @@ def make_meta(
     server passes the wall clock. `repeat` > 0 (the seed already served that many responses)
     draws a fresh id, as every real response has its own; the fingerprint stays the seed's.
     """
-    rng = random.Random(f"meta:{seed}")
-    stream_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    stream_id, fingerprint = _seeded_meta(seed, era)
     if repeat:
         again = random.Random(f"meta:{seed}:repeat:{repeat}")
         stream_id = str(uuid.UUID(int=again.getrandbits(128), version=4))
-    if era == "v4":
-        fingerprint = "".join(rng.choice(_HEX) for _ in range(32))
-    else:
-        fingerprint = "fp_" + "".join(rng.choice(_HEX) for _ in range(10)) + "_prod0820_fp8_kvcache"
     return StreamMeta(
         id=stream_id,
         created=created if created is not None else 1_786_000_000 + seed % 1_000_000,
         model=model,
         system_fingerprint=fingerprint,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _seeded_meta(seed: int, era: Era) -> tuple[str, str]:
+    """The seed's first completion id and its fingerprint. A server answers the same step (same
+    seed) again and again, so this is computed once per seed rather than per response."""
+    rng = random.Random(f"meta:{seed}")
+    stream_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    if era == "v4":
+        fingerprint = "".join(rng.choice(_HEX) for _ in range(32))
+    else:
+        fingerprint = "fp_" + "".join(rng.choice(_HEX) for _ in range(10)) + "_prod0820_fp8_kvcache"
+    return stream_id, fingerprint
 
 
 def tool_call_id(index: int, rng: random.Random) -> str:

@@ -112,3 +112,27 @@ def test_an_encoded_stream_is_reused_with_this_responses_id_and_created() -> Non
     assert cache.encode("s", first, spaced) == spaced(first)
     n = len(calls)
     assert cache.encode("s", again, spaced) == spaced(again) and len(calls) == n + 2
+
+
+def test_a_filled_template_cuts_its_events_where_the_fields_changed_length() -> None:
+    """The filled stream is one bytes object; its events are cut at ends shifted by how much the
+    id and `created` grew or shrank, and must equal the stream encoded afresh, event by event."""
+    from mock_server.exchange import FilledEvents, _batches
+
+    cache = _EncodedStreams()
+    reply = Reply(content="word " * 50)
+
+    def encode(meta: StreamMeta) -> list[bytes]:
+        return encode_stream(reply, model="deepseek-v4-flash", thinking=False, seed=9, meta=meta)
+
+    cache.encode("k", make_meta("deepseek-v4-flash", seed=9, created=1_700_000_000), encode)
+    for created in (7, 1_700_000_001, 10**15):  # shorter, same and longer than the placeholder
+        meta = make_meta("deepseek-v4-flash", seed=9, created=created, repeat=3)
+        filled = cache.encode("k", meta, encode)
+        expected = encode(meta)
+        assert isinstance(filled, FilledEvents)
+        assert list(filled) == expected and len(filled) == len(expected)
+        assert filled[0] == expected[0] and filled[-1] == expected[-1] and filled[2:5] == expected[2:5]
+        assert _batches(filled) == [b"".join(expected)]  # coalescing takes the joined stream as is
+    with pytest.raises(IndexError):
+        filled[len(expected)]
