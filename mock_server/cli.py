@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -162,10 +163,32 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run_serve)
 
 
+_flush_scheduled = False
+
+
 def _print(obj: dict[str, Any]) -> None:
+    """One JSON line on stdout. Lines written while the server's loop runs are flushed once at
+    the end of the loop's current pass (one write for all the requests it handled), so a reader
+    still sees each line as soon as the loop turns; elsewhere each line is flushed at once."""
+    global _flush_scheduled
     # json_line: a session id from a header that is not UTF-8 must not cost the event its line.
     sys.stdout.write(json_line(obj) + "\n")
-    sys.stdout.flush()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        sys.stdout.flush()
+        return
+    if not _flush_scheduled:
+        _flush_scheduled = True
+        loop.call_soon(_flush)
+
+
+def _flush() -> None:
+    global _flush_scheduled
+    _flush_scheduled = False
+    # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
+    with contextlib.suppress(OSError):
+        sys.stdout.flush()
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -72,12 +72,19 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     if request.content_length is not None and request.content_length > limit:
         raise _too_large(request.content_length, limit)
     data = bytearray()
+    content = request.content
     try:
-        async with asyncio.timeout(timeout):
-            async for chunk in request.content.iter_chunked(1 << 16):
-                data += chunk
-                if len(data) > limit:
-                    raise _too_large(len(data), limit)
+        if content.is_eof():
+            # The whole body came with the head (the usual case): take it without a timer.
+            data += content.read_nowait()
+            if len(data) > limit:
+                raise _too_large(len(data), limit)
+        else:
+            async with asyncio.timeout(timeout):
+                async for chunk in content.iter_chunked(1 << 16):
+                    data += chunk
+                    if len(data) > limit:
+                        raise _too_large(len(data), limit)
     except web.RequestPayloadError as e:  # broken chunked framing and the like
         # Nothing more will be read; marking the end stops aiohttp's lingering read from
         # meeting the same error again after the response (an "Unhandled exception" log).
