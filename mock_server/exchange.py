@@ -148,10 +148,22 @@ class _Template:
     """One cached stream with placeholder envelope fields: the events joined, where each event
     ends, and how many placeholders of each kind come before each end."""
 
-    __slots__ = ("blob", "ends", "ids_before", "created_before")
+    __slots__ = ("blob", "ends", "ids_before", "created_before", "parts", "between")
 
     def __init__(self, events: list[bytes], id_from: bytes, created_from: bytes) -> None:
         self.blob = b"".join(events)
+        # Where every chunk spells the id, the same bytes, then `created` (the usual envelope),
+        # the stream is kept cut at those spans: filling it in is then one join, no search.
+        self.parts: list[bytes] | None = None
+        self.between = b""
+        first = self.blob.find(id_from)
+        if first >= 0:
+            then = self.blob.find(created_from, first)
+            if then >= 0:
+                self.between = self.blob[first + len(id_from) : then]
+                span = id_from + self.between + created_from
+                if self.blob.count(span) == self.blob.count(id_from) == self.blob.count(created_from):
+                    self.parts = self.blob.split(span)
         self.ends: list[int] = []
         self.ids_before: list[int] = []
         self.created_before: list[int] = []
@@ -165,9 +177,12 @@ class _Template:
             self.created_before.append(created)
 
     def fill(self, id_from: bytes, id_to: bytes, created_from: bytes, created_to: bytes) -> FilledEvents:
-        """The stream with the placeholders replaced: two replaces over the whole stream; the
-        event ends shift by the length differences (computed only when they differ)."""
-        blob = self.blob.replace(id_from, id_to).replace(created_from, created_to)
+        """The stream with the placeholders replaced (one join, or two replaces over the whole
+        stream); the event ends shift by the length differences (computed only when they differ)."""
+        if self.parts is not None:
+            blob = (id_to + self.between + created_to).join(self.parts)
+        else:
+            blob = self.blob.replace(id_from, id_to).replace(created_from, created_to)
         d_id = len(id_to) - len(id_from)
         d_created = len(created_to) - len(created_from)
         ends = self.ends

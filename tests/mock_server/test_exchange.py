@@ -136,3 +136,19 @@ def test_a_filled_template_cuts_its_events_where_the_fields_changed_length() -> 
         assert _batches(filled) == [b"".join(expected)]  # coalescing takes the joined stream as is
     with pytest.raises(IndexError):
         filled[len(expected)]
+
+
+def test_a_template_whose_fields_are_not_side_by_side_is_filled_by_replacing() -> None:
+    """Envelopes that do not all spell id-then-created alike (field order varies) take the
+    replace path, and still come out exactly as encoded afresh."""
+    cache = _EncodedStreams()
+
+    def encode(meta: StreamMeta) -> list[bytes]:
+        ident, created = json.dumps(meta.id), meta.created
+        return [b'{"id":%s,"created":%d}\n' % (ident.encode(), created),
+                b'{"created":%d,"id":%s}\n' % (created, ident.encode())]
+
+    cache.encode("k", make_meta("deepseek-v4-flash", seed=3, created=1_700_000_000), encode)
+    for created in (5, 1_700_000_009):
+        meta = make_meta("deepseek-v4-flash", seed=3, created=created, repeat=2)
+        assert list(cache.encode("k", meta, encode)) == encode(meta)
