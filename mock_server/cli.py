@@ -163,31 +163,40 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run_serve)
 
 
-_flush_scheduled = False
+_pending: list[str] = []
 
 
 def _print(obj: dict[str, Any]) -> None:
-    """One JSON line on stdout. Lines written while the server's loop runs are flushed once at
-    the end of the loop's current pass (one write for all the requests it handled), so a reader
-    still sees each line as soon as the loop turns; elsewhere each line is flushed at once."""
-    global _flush_scheduled
+    """One JSON line on stdout. Lines made while the server's loop runs are written and flushed
+    together at the end of the loop's current pass (one write for all the requests it handled),
+    so a reader still sees each line as soon as the loop turns. Other lines (ready, summary) go
+    out at once, after any still pending."""
     # json_line: a session id from a header that is not UTF-8 must not cost the event its line.
-    sys.stdout.write(json_line(obj) + "\n")
+    line = json_line(obj) + "\n"
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        sys.stdout.flush()
+        loop = None
+    if loop is None or obj.get("type") not in ("request", "result"):
+        _pending.append(line)  # the ready line, the summary: out now, after what came before
+        _flush()
         return
-    if not _flush_scheduled:
-        _flush_scheduled = True
+    if not _pending:
         loop.call_soon(_flush)
+    _pending.append(line)
 
 
 def _flush() -> None:
-    global _flush_scheduled
-    _flush_scheduled = False
+    if _pending:
+        lines = "".join(_pending)
+        _pending.clear()
+        _write_out(lines)
+
+
+def _write_out(text: str) -> None:
     # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
     with contextlib.suppress(OSError):
+        sys.stdout.write(text)
         sys.stdout.flush()
 
 

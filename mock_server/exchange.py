@@ -21,7 +21,7 @@ import socket
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, overload
@@ -215,10 +215,10 @@ class _EncodedStreams:
     SIZE = 32
 
     def __init__(self) -> None:
-        self._templates: dict[str, _Template | None] = {}
+        self._templates: dict[Hashable, _Template | None] = {}
 
     def encode(
-        self, key: str, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]
+        self, key: Hashable, meta: StreamMeta, encode: Callable[[StreamMeta], list[bytes]]
     ) -> Sequence[bytes]:
         """The events `encode(meta)` returns, from the template stored under `key` if any."""
         if key in self._templates:
@@ -554,8 +554,12 @@ class Exchange:
         args = self._generator_args(spec, logprobs)
         meta = args["meta"]
         rest: dict[str, Any] = {k: v for k, v in args.items() if k != "meta"}
-        key = repr((prepared, spec.quirks, spec.framing, done, include_usage, sorted(rest.items()),
-                    meta.model, meta.system_fingerprint))
+        key: Hashable = (prepared, tuple(spec.quirks), spec.framing, done, include_usage,
+                         tuple(sorted(rest.items())), meta.model, meta.system_fingerprint)
+        try:
+            hash(key)
+        except TypeError:  # a reply carrying a usage mapping: its text stands in for it
+            key = repr(key)
 
         def encode(m: StreamMeta) -> list[bytes]:
             return encode_stream(

@@ -118,6 +118,11 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_STRICT_UTF8 = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+"""Built once: `json.dumps` with non-default options builds an encoder on every call, and the
+server writes a few lines per request."""
+
+
 def json_line(obj: Any) -> str:
     """`obj` as one line of valid JSON that encodes as UTF-8, whatever strings and floats it holds.
 
@@ -126,10 +131,10 @@ def json_line(obj: Any) -> str:
     string; NaN and the infinities, which JSON cannot hold, are written as strings.
     """
     try:
-        line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        line = _STRICT_UTF8.encode(obj)
     except ValueError:
         obj = _finite(obj)
-        line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        line = _STRICT_UTF8.encode(obj)
     if _SURROGATE.search(line):
         line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
     return line
