@@ -304,6 +304,14 @@ def _chunked_transport(resp: web.StreamResponse) -> tuple[asyncio.Transport, Any
     return transport, writer
 
 
+class _HeldHeadersResponse(web.StreamResponse):
+    """A stream response whose headers aiohttp keeps until the first body write (as it does for a
+    plain `Response`), so headers and a whole short body leave in one `send()`. Only for bodies
+    written right after `prepare()`: a client waiting on headers alone must not wait longer."""
+
+    _send_headers_immediately = False
+
+
 class Exchange:
     """The write side of one request."""
 
@@ -338,10 +346,12 @@ class Exchange:
     # -- raw I/O ---------------------------------------------------------------------------
 
     async def start(
-        self, status: int = 200, headers: Mapping[str, str] = SSE_HEADERS
+        self, status: int = 200, headers: Mapping[str, str] = SSE_HEADERS, *, hold_headers: bool = False
     ) -> web.StreamResponse:
-        """Send the status line and headers now."""
-        resp = web.StreamResponse(status=status, headers=dict(headers))
+        """Send the status line and headers now (`hold_headers`: with the first body write, for a
+        body that follows at once)."""
+        cls = _HeldHeadersResponse if hold_headers else web.StreamResponse
+        resp = cls(status=status, headers=dict(headers))
         resp.headers["x-ds-trace-id"] = f"{self.seed:08x}{self.entry.seq:08x}"
         self.resp = resp
         self.entry.status = status
@@ -354,7 +364,7 @@ class Exchange:
         await self.resp.write(data)
 
     async def write_all(
-        self, writes: Sequence[bytes], delay: float = 0.0, *, coalesce: bool = False
+        self, writes: Sequence[bytes], delay: float = 0.0, *, coalesce: bool = False, finish: bool = False
     ) -> bool:
         """Write each piece, waiting `delay` seconds after each; False if the server closed.
 
@@ -363,7 +373,8 @@ class Exchange:
         entry each: a typical reply then costs one `send()` instead of one per SSE event. The
         loop gets a turn between batches so a long stream cannot delay other streams' first
         bytes. Without `coalesce` every piece stays its own write (split and write plans,
-        replayed reads).
+        replayed reads). With `finish` as well, the body ends with the last batch: it goes out
+        with the chunked terminator (and the headers, if nothing was sent yet) in one `send()`.
         """
         resp = self.resp
         assert resp is not None, "start() must be called before write_all()"
@@ -377,8 +388,12 @@ class Exchange:
                 # The hot path: one transport.write (one send) per write or batch, framed as
                 # HTTP chunks here instead of through aiohttp's per-write machinery.
                 transport, writer = fast
+                last = None
+                if finish and coalesce and writes:
+                    # aiohttp's write_eof sends held headers, the chunk and the terminator at once.
+                    *writes, last = writes
                 send_headers = getattr(writer, "send_headers", None)
-                if send_headers is not None:
+                if send_headers is not None and writes:
                     send_headers()  # aiohttp may still hold them for the first payload write
                 for i, data in enumerate(writes):
                     if transport.is_closing():
@@ -388,8 +403,13 @@ class Exchange:
                         transport.write(b"%x\r\n%b\r\n" % (len(data), data))
                     if transport.get_write_buffer_size() > BATCH_BYTES:
                         await writer.drain()
-                    elif coalesce and i + 1 < len(writes):
+                    elif coalesce and (i + 1 < len(writes) or last is not None):
                         await asyncio.sleep(0)  # let other streams write between batches
+                if last is not None:
+                    if transport.is_closing():
+                        raise ConnectionResetError("the client closed the connection")
+                    log.append(Write(mono(), last))
+                    await resp.write_eof(last)
                 return True
         for data in writes:
             log.append(Write(mono(), data))
@@ -596,15 +616,19 @@ class Exchange:
         headers: Mapping[str, str],
         timing: Timing,
         plan: WriteSpec,
+        *,
+        finish: bool = False,
     ) -> str | None:
         """Headers, keep-alives, then `writes`; "reset" when the server closed on the way.
         Unless the script gave a write plan (even `events_per_write: 1`) the events are
-        coalesced into batches."""
-        await self.start(200, headers)
+        coalesced into batches. `finish`: the body ends with these writes (see `write_all`)."""
+        coalesce = not plan.model_fields_set  # a script that wrote any `writes` gets exactly those
+        # Headers wait for the body only when nothing is scheduled in between.
+        at_once = finish and coalesce and not timing.first_byte_delay_ms and not timing.chunk_delay_ms
+        await self.start(200, headers, hold_headers=at_once)
         if not await self.keep_alive_phase(timing):
             return self.reset()
-        coalesce = not plan.model_fields_set  # a script that wrote any `writes` gets exactly those
-        if not await self.write_all(writes, timing.chunk_delay_ms / 1000, coalesce=coalesce):
+        if not await self.write_all(writes, timing.chunk_delay_ms / 1000, coalesce=coalesce, finish=finish):
             return self.reset()
         return None
 
@@ -635,7 +659,7 @@ class Exchange:
             await self.write(body)
             return await self.end()
         writes = self._writes(self.events(reply, spec, logprobs=logprobs), spec.writes)
-        return await self._stream(writes, SSE_HEADERS, timing, spec.writes) or await self.end()
+        return await self._stream(writes, SSE_HEADERS, timing, spec.writes, finish=True) or await self.end()
 
     async def serve_raw(self, raw: RawSpec, timing: Timing) -> str:
         """Serve bytes exactly as scripted (S35)."""
