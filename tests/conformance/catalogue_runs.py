@@ -6,8 +6,9 @@ left a worker idle for minutes. Here every adapter's run starts at once on one e
 thread of its own (pytest's loops stay untouched), each with its own mock server as
 `run_catalogue` makes it, and a few scenarios in flight per adapter so the loop never gets
 crowded enough to delay a timing-sensitive scenario. The tests then judge each adapter's
-results exactly as they judged their own run. They carry `xdist_group(GROUP)`, so under
-`--dist loadgroup` (`make test`) one worker plays the runs and judges them all.
+results exactly as they judged their own run. They carry `xdist_group(GROUP)` (chat protocol) or
+`xdist_group(ANTHROPIC_GROUP)`, so under `--dist loadgroup` (`make test`) one worker plays each
+protocol's runs and judges them all, and the two protocols may use both workers.
 """
 
 from __future__ import annotations
@@ -27,9 +28,21 @@ from harness.providers.openai_compat import OpenAICompatAdapter
 from .broken import BROKEN
 from .broken_anthropic import BROKEN_ANTHROPIC
 
-__all__ = ["ANTHROPIC_ADAPTERS", "CHAT_ADAPTERS", "GROUP", "PER_ADAPTER", "CatalogueRuns", "catalogue"]
+__all__ = [
+    "ANTHROPIC_ADAPTERS",
+    "ANTHROPIC_GROUP",
+    "CHAT_ADAPTERS",
+    "GROUP",
+    "PER_ADAPTER",
+    "CatalogueRuns",
+    "catalogue",
+]
 
 GROUP = "catalogue_runs"
+"""The xdist group of the tests that read the chat-protocol runs (one worker plays them once)."""
+ANTHROPIC_GROUP = "catalogue_runs_anthropic"
+"""The same for the Anthropic-protocol runs: a group of its own, so `--dist loadgroup` may play
+the two catalogues on two workers at once."""
 PER_ADAPTER = 2
 """Scenarios in flight per adapter (16 adapters on the chat protocol: 32 on the loop at most)."""
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)

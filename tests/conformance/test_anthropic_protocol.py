@@ -12,7 +12,7 @@ from harness.providers.anthropic import AnthropicAdapter
 from harness.providers.anthropic_sdk import AnthropicSDKAdapter
 
 from .broken_anthropic import BROKEN_ANTHROPIC
-from .catalogue_runs import GROUP, CatalogueRuns, catalogue
+from .catalogue_runs import ANTHROPIC_GROUP, CatalogueRuns, catalogue
 
 
 def anthropic_catalogue() -> list:  # type: ignore[type-arg]
@@ -26,7 +26,7 @@ def test_anthropic_scenarios_exist_and_some_are_neutral() -> None:
     assert neutral and all(any(st.anthropic is not None for st in s.steps) for s in scenarios if s.id in neutral)
 
 
-@pytest.mark.xdist_group(GROUP)
+@pytest.mark.xdist_group(ANTHROPIC_GROUP)
 @pytest.mark.parametrize("adapter", [AnthropicAdapter, AnthropicSDKAdapter], ids=lambda c: c.__name__)
 def test_anthropic_catalogue_passes(adapter: type, anthropic_runs: CatalogueRuns) -> None:
     results = anthropic_runs.results(adapter)
@@ -34,7 +34,7 @@ def test_anthropic_catalogue_passes(adapter: type, anthropic_runs: CatalogueRuns
     assert {r.id: r.diff for r in results if r.status != "pass"} == {}
 
 
-@pytest.mark.xdist_group(GROUP)
+@pytest.mark.xdist_group(ANTHROPIC_GROUP)
 @pytest.mark.parametrize("adapter", BROKEN_ANTHROPIC, ids=lambda cls: cls.__name__)
 def test_broken_anthropic_adapter_fails_exactly_its_scenarios(adapter: type, anthropic_runs: CatalogueRuns) -> None:
     scenarios = anthropic_catalogue()
