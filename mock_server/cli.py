@@ -190,14 +190,10 @@ def _flush() -> None:
     if _pending:
         lines = "".join(_pending)
         _pending.clear()
-        _write_out(lines)
-
-
-def _write_out(text: str) -> None:
-    # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
-    with contextlib.suppress(OSError):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
+        with contextlib.suppress(OSError):
+            sys.stdout.write(lines)
+            sys.stdout.flush()
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -148,9 +148,11 @@ class _Template:
     """One cached stream with placeholder envelope fields: the events joined, where each event
     ends, and how many placeholders of each kind come before each end."""
 
-    __slots__ = ("blob", "ends", "ids_before", "created_before", "parts", "between")
+    __slots__ = ("id_from", "created_from", "blob", "ends", "ids_before", "created_before", "parts", "between")
 
     def __init__(self, events: list[bytes], id_from: bytes, created_from: bytes) -> None:
+        self.id_from = id_from
+        self.created_from = created_from
         self.blob = b"".join(events)
         # Where every chunk spells the id, the same bytes, then `created` (the usual envelope),
         # the stream is kept cut at those spans: filling it in is then one join, no search.
@@ -176,15 +178,15 @@ class _Template:
             self.ids_before.append(ids)
             self.created_before.append(created)
 
-    def fill(self, id_from: bytes, id_to: bytes, created_from: bytes, created_to: bytes) -> FilledEvents:
+    def fill(self, id_to: bytes, created_to: bytes) -> FilledEvents:
         """The stream with the placeholders replaced (one join, or two replaces over the whole
         stream); the event ends shift by the length differences (computed only when they differ)."""
         if self.parts is not None:
             blob = (id_to + self.between + created_to).join(self.parts)
         else:
-            blob = self.blob.replace(id_from, id_to).replace(created_from, created_to)
-        d_id = len(id_to) - len(id_from)
-        d_created = len(created_to) - len(created_from)
+            blob = self.blob.replace(self.id_from, id_to).replace(self.created_from, created_to)
+        d_id = len(id_to) - len(self.id_from)
+        d_created = len(created_to) - len(self.created_from)
         ends = self.ends
         if d_id or d_created:
             ends = [
@@ -236,7 +238,7 @@ class _EncodedStreams:
     def _fill(self, template: _Template, meta: StreamMeta) -> FilledEvents:
         id_to = b'"id":%s' % json.dumps(meta.id).encode()
         created_to = b'"created":%d' % meta.created
-        return template.fill(self._ID_FROM, id_to, self._CREATED_FROM, created_to)
+        return template.fill(id_to, created_to)
 
 
 class Runtime:

@@ -15,6 +15,7 @@ error. What they share lives here, once: the API-key check, the harness headers,
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import functools
@@ -185,7 +186,7 @@ def default_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class HttpAdapter:
+class HttpAdapter(abc.ABC):
     """Base of the adapters on httpx: it owns (or borrows) the client, streams each call through
     `stream_response` with the class's `wire`, and closes what it owns. A subclass adds only its
     `build_request` (and the headers and body that go in it)."""
@@ -220,9 +221,9 @@ class HttpAdapter:
             verify=default_ssl_context(),
         )
 
+    @abc.abstractmethod
     def build_request(self, options: GenerateOptions) -> httpx.Request:
         """The HTTP request for `options` (raises `UsageError` on bad options)."""
-        raise NotImplementedError
 
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Send one request and yield its chunks, ending with exactly one `Finish`.

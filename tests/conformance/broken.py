@@ -8,6 +8,7 @@ must catch it in `MUST_FAIL`; the test runs the whole catalogue and expects exac
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import dataclasses
@@ -210,19 +211,28 @@ class KeepsStreamOpenAdapter(DeepSeekAdapter):
         await super().aclose()
 
 
-class _BrokenBody(DeepSeekAdapter):
-    MUST_FAIL: ClassVar[frozenset[str]]
+class RewritesBody(abc.ABC):
+    """Mixed in before an httpx adapter (`class X(RewritesBody, DeepSeekAdapter)`): the request
+    the adapter built, with its JSON body passed through `rewrite` first."""
 
+    MUST_FAIL: ClassVar[frozenset[str]]
+    _client: httpx.AsyncClient
+
+    @abc.abstractmethod
     def rewrite(self, body: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Change `body` in place: the deliberate mistake."""
 
     def build_request(self, options: GenerateOptions) -> httpx.Request:
-        request = super().build_request(options)
+        request: httpx.Request = super().build_request(options)  # type: ignore[misc]
         body = json.loads(request.content)
         self.rewrite(body)
         headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
         content = json.dumps(body, ensure_ascii=False).encode()
         return self._client.build_request("POST", request.url, content=content, headers=headers)
+
+
+class _BrokenBody(RewritesBody, DeepSeekAdapter):
+    pass
 
 
 class ReencodingArgsAdapter(_BrokenBody):

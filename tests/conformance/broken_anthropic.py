@@ -8,13 +8,12 @@ The body bugs rewrite the request; the translator bugs hand the adapter a decode
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
-import httpx
-
-from harness.llm import GenerateOptions, StreamChunk
+from harness.llm import StreamChunk
 from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+
+from .broken import RewritesBody
 
 
 class _AppendsSignatures(Translator):
@@ -97,19 +96,8 @@ class EofIsEndTurnAdapter(_BrokenTranslate):
     MUST_FAIL = frozenset({"an-eof-before-stop-reason"})
 
 
-class _BrokenBody(AnthropicAdapter):
-    MUST_FAIL: ClassVar[frozenset[str]]
-
-    def rewrite(self, body: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def build_request(self, options: GenerateOptions) -> httpx.Request:
-        request = super().build_request(options)
-        body = json.loads(request.content)
-        self.rewrite(body)
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
-        content = json.dumps(body, ensure_ascii=False).encode()
-        return self._client.build_request("POST", request.url, content=content, headers=headers)
+class _BrokenBody(RewritesBody, AnthropicAdapter):
+    pass
 
 
 class DropsThinkingAdapter(_BrokenBody):

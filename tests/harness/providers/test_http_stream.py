@@ -32,3 +32,18 @@ async def test_new_adapters_reuse_one_verifying_tls_context(monkeypatch: pytest.
             await adapter.aclose()
     context = default_ssl_context()
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+def test_an_http_adapter_without_a_request_builder_cannot_be_made() -> None:
+    """`build_request` is the one thing a subclass must add; forgetting it fails at construction,
+    not on the first call."""
+    from harness.providers.http_stream import HttpAdapter
+
+    class Incomplete(HttpAdapter):
+        pass
+
+    with pytest.raises(TypeError, match="build_request"):
+        Incomplete(  # type: ignore[abstract]
+            base_url="http://127.0.0.1:1", api_key="sk-x", user_id=None, client=None, transport=None,
+            connect_timeout_s=1.0, idle_timeout_s=1.0, decoder=lambda: None,  # type: ignore[arg-type,return-value]
+        )
