@@ -14,7 +14,7 @@ against the bare limit, on one generated DeepSeek stream of more than 10,000 chu
 The same three contenders run on DeepSeek's second wire, the Anthropic Messages surface: one
 generated stream of more than 10,000 events (thinking deltas, a signature, text deltas, tool_use
 blocks with `input_json_delta` fragments, `event:`-framed), decoded by
-`harness.providers.anthropic.StreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
+`dshkit.harness.providers.anthropic.StreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
 (`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
 by the same bare limit (split + `orjson.loads` of every `data:` payload).
 
@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import msgspec
 import orjson
 
-from harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
-from harness.providers import anthropic as an
-from harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
+from dshkit.harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
+from dshkit.harness.providers import anthropic as an
+from dshkit.harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
 
 READ = 64 * 1024
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"

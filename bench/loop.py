@@ -40,12 +40,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.llm import GenerateOptions, StreamChunk
-from harness.loop import Agent, AgentOptions
-from harness.providers.deepseek import DeepSeekAdapter, StreamDecoder
-from harness.session import Session, SessionEvent, SessionHeader
-from harness.tools import ToolRuntime, builtin_tools
-from mock_server import MockServer, parse_script
+from dshkit.harness.llm import GenerateOptions, StreamChunk
+from dshkit.harness.loop import Agent, AgentOptions
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, StreamDecoder
+from dshkit.harness.session import Session, SessionEvent, SessionHeader
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.mock_server import MockServer, parse_script
 
 MODEL = "deepseek-v4-flash"
 LONG_EVENTS = 10_000

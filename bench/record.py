@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from mock_server import MockServer, Recorder
+from dshkit.mock_server import MockServer, Recorder
 
 EXCHANGES = 300
 MESSAGE = "Read the next file and summarise what it does for the project. " * 8  # ~0.5 KB

@@ -2,7 +2,7 @@
 
 The limit is a minimal raw asyncio server that answers every request with the same pre-encoded
 SSE bytes in ONE `transport.write` per stream (headers and body together): no framework, no
-generation, one `send()`. The mock server (`python -m mock_server serve`) answers with a
+generation, one `send()`. The mock server (`python -m dshkit.mock_server serve`) answers with a
 scripted reply it generates and encodes per request (its normal path) and, for comparison, with
 a raw step serving the identical bytes. Each server runs in its own process; this process is the
 client: raw sockets, one request per connection, counting `data: ` events.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mock_server import Reply, encode_stream
+from dshkit.mock_server import Reply, encode_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 

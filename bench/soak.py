@@ -1,6 +1,6 @@
 """Soak: does the mock server's memory stay flat over many streamed requests? (loopback only)
 
-Starts `python -m mock_server serve` in its own process (no script: every request gets the
+Starts `python -m dshkit.mock_server serve` in its own process (no script: every request gets the
 generated streamed reply), sends `--streams` streaming requests, `--concurrency` at a time, one
 request per connection over raw sockets, and reads the server's resident set size
 (`/proc/PID/status` VmRSS) after a warm-up and at the end. The journal keeps bytes for only the

@@ -1,6 +1,6 @@
 """The adapter conformance suite: a catalogue of wire scenarios (data), a runner that plays them
 over real HTTP against any adapter factory, the server checks (S1–S41), reports, the
-`dshkit conformance` command and a pytest plugin (`pytest --pyargs conformance
+`dshkit conformance` command and a pytest plugin (`pytest --pyargs dshkit.conformance
 --dshkit-adapter MOD:FACTORY`).
 """
 

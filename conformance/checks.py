@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     BlockEnd,
     Finish,

@@ -1,8 +1,8 @@
 """The pytest plugin (entry point `dshkit_conformance`): the catalogue as parametrized tests.
 
-    pytest --pyargs conformance --dshkit-adapter mypkg.adapter:make_adapter [-n auto]
+    pytest --pyargs dshkit.conformance --dshkit-adapter mypkg.adapter:make_adapter [-n auto]
 
-Thin by design: `conformance.runner` does the work. Without `--dshkit-adapter` the plugin does
+Thin by design: `dshkit.conformance.runner` does the work. Without `--dshkit-adapter` the plugin does
 nothing at all: `conformance/test_catalogue.py` is not collected and no server starts, so a
 project's own suite is untouched. With it, every scenario is one test whose id is the scenario
 id, with its tags as markers (`A5`, `dsh_exact`, `area_tools`, …; select with `-m`). Each
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from mock_server import MockServer
+    from dshkit.mock_server import MockServer
 
     from .runner import ScenarioResult
     from .scenario import Scenario
@@ -40,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dshkit-conformance", "dshkit adapter conformance")
     group.addoption(_OPTION, metavar="MOD:FACTORY", default=None,
                     help="run the dshkit conformance catalogue against this adapter factory "
-                         "(with `pytest --pyargs conformance`)")
+                         "(with `pytest --pyargs dshkit.conformance`)")
     group.addoption("--dshkit-only", action="append", default=[], metavar="TAG",
                     help="only scenarios with this tag, id or area (repeatable)")
     group.addoption("--dshkit-protocol", choices=["chat", "anthropic"], default="chat",
@@ -104,7 +104,7 @@ def dshkit_conformance_factory(pytestconfig: pytest.Config) -> Any:
 @pytest.fixture(scope="session")
 def dshkit_conformance_server() -> Iterator[MockServer]:
     """One mock server per process (per xdist worker), on a background thread."""
-    from mock_server import MockServer
+    from dshkit.mock_server import MockServer
 
     server = MockServer(seed=7).start_in_thread()
     yield server

@@ -1,7 +1,7 @@
 """The runner: play each scenario over real HTTP against an adapter and judge the result.
 
 One mock server serves the whole run. Each scenario gets its own API key, so the server routes
-its requests to its own script (routing by key hash, `mock_server.routing`) and the journal
+its requests to its own script (routing by key hash, `dshkit.mock_server.routing`) and the journal
 tells its request bodies apart, which lets scenarios run concurrently on one event loop. The
 adapter comes from a factory `module:callable`, called as
 `factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)`, a fresh one per scenario.
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     Message,
     ModelSource,
@@ -40,7 +40,7 @@ from harness.llm import (
     UsageError,
     UserMessage,
 )
-from mock_server import MockServer, Script, session_of
+from dshkit.mock_server import MockServer, Script, session_of
 
 from .checks import (
     CheckResult,
@@ -71,8 +71,8 @@ __all__ = [
     "summarize",
 ]
 
-DEFAULT_ADAPTER = "harness.providers.deepseek:DeepSeekAdapter"
-DEFAULT_ANTHROPIC_ADAPTER = "harness.providers.anthropic:AnthropicAdapter"
+DEFAULT_ADAPTER = "dshkit.harness.providers.deepseek:DeepSeekAdapter"
+DEFAULT_ANTHROPIC_ADAPTER = "dshkit.harness.providers.anthropic:AnthropicAdapter"
 CANCEL_GRACE_S = 2.0
 """How long a cancelled stream may take to end before the runner stops waiting for it."""
 CLOSE_GRACE_S = 1.0
@@ -89,7 +89,7 @@ class FactoryError(UsageError, ValueError):
 
 
 def load_factory(spec: str) -> AdapterFactory:
-    """Import `module:callable` (e.g. `harness.providers.deepseek:DeepSeekAdapter`)."""
+    """Import `module:callable` (e.g. `dshkit.harness.providers.deepseek:DeepSeekAdapter`)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise FactoryError(f"adapter factory {spec!r} must look like `package.module:callable`")

@@ -25,10 +25,10 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.llm import InputError
-from mock_server import ReplySpec, StreamSpec, Timing, WriteSpec
-from mock_server.locate import field_path, yaml_line_of
-from mock_server.scripts import FaultName
+from dshkit.harness.llm import InputError
+from dshkit.mock_server import ReplySpec, StreamSpec, Timing, WriteSpec
+from dshkit.mock_server.locate import field_path, yaml_line_of
+from dshkit.mock_server.scripts import FaultName
 
 __all__ = [
     "CAPABILITIES",
@@ -286,7 +286,7 @@ class FinishExpect(_Model):
     no_retry_after: bool = False
     request_id: str | None = None
     retryable: bool | None = Field(
-        default=None, description="Whether harness.llm.is_retryable() says so for the failure."
+        default=None, description="Whether dshkit.harness.llm.is_retryable() says so for the failure."
     )
 
 

@@ -1,10 +1,10 @@
-"""The catalogue as tests, collected only by `pytest --pyargs conformance --dshkit-adapter …`."""
+"""The catalogue as tests, collected only by `pytest --pyargs dshkit.conformance --dshkit-adapter …`."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.runner import ScenarioResult
+from dshkit.conformance.runner import ScenarioResult
 
 
 def test_scenario(dshkit_scenario_result: ScenarioResult) -> None:

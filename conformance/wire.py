@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ContentBlock,
     GenerateOptions,
@@ -32,8 +32,8 @@ from harness.llm import (
     ToolSchema,
     UserMessage,
 )
-from mock_server import FaultStep, RawStep, ReplyStep, plan_writes
-from mock_server.scripts import Step as MockStep
+from dshkit.mock_server import FaultStep, RawStep, ReplyStep, plan_writes
+from dshkit.mock_server.scripts import Step as MockStep
 
 from .scenario import BlockIn, MessageSpec, RequestSpec, SseSpec, Wire
 

@@ -1,8 +1,8 @@
 """The `dshkit` command: one entry point, one subcommand per capability.
 
 Each subcommand lives in its own module with a `register(subparsers)` function (`dshkit.run`,
-`dshkit.decode`, `dshkit.replay`, and the libraries' own `mock_server.cli`, `mock_server.record`,
-`conformance.cli`, `dshkit_view.cli`). `main` imports only the module of the command it is given,
+`dshkit.decode`, `dshkit.replay`, and the libraries' own `dshkit.mock_server.cli`, `dshkit.mock_server.record`,
+`dshkit.conformance.cli`, `dshkit.view.cli`). `main` imports only the module of the command it is given,
 so `dshkit run` never pays for loading the recorder, the conformance catalogue or the view; the
 whole table is imported only to print the top-level help or to reject an unknown command.
 """
@@ -20,11 +20,11 @@ __all__ = ["COMMANDS", "build_parser", "main", "package_version"]
 COMMANDS: dict[str, str] = {
     "decode": "dshkit.decode",
     "run": "dshkit.run",
-    "serve": "mock_server.cli",
-    "conformance": "conformance.cli",
-    "record": "mock_server.record",
+    "serve": "dshkit.mock_server.cli",
+    "conformance": "dshkit.conformance.cli",
+    "record": "dshkit.mock_server.record",
     "replay": "dshkit.replay",
-    "view": "dshkit_view.cli",
+    "view": "dshkit.view.cli",
 }
 """Each subcommand and the module whose `register(subparsers)` adds it, in the order `dshkit
 --help` lists them."""

@@ -1,6 +1,6 @@
 """`dshkit decode`: what the adapter makes of a wire capture, a cassette or a session log.
 
-The decoding itself is the library `harness.decode` (real SSE decoder, translator and
+The decoding itself is the library `dshkit.harness.decode` (real SSE decoder, translator and
 assembler); this application-layer module adds the command and the cassette reader, which
 needs the mock server's cassette format (`harness` does not import `mock_server`).
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.decode import (
+from dshkit.harness.decode import (
     DOCUMENT_FORMATS,
     CaptureError,
     decode_capture,
@@ -28,7 +28,7 @@ __all__ = ["decode_cassette", "register"]
 
 def decode_cassette(data: bytes, *, source: str = "<cassette>") -> dict[str, Any]:
     """Each exchange of a cassette decoded as the adapter would have read it."""
-    from mock_server.cassette import CassetteError, parse_cassette
+    from dshkit.mock_server.cassette import CassetteError, parse_cassette
 
     try:
         cassette = parse_cassette(data.decode("utf-8"), source=source)

@@ -2,7 +2,7 @@
 as DeepSeek SSE by the mock server and parsed by the real `DeepSeekAdapter`.
 
 The replay itself (`ReplayAdapter`, `replay_session`, the comparison with the log) is the
-library `harness.replay`; it takes the adapter as an injected dependency so that `harness`
+library `dshkit.harness.replay`; it takes the adapter as an injected dependency so that `harness`
 never imports the mock server. This module, in the application layer, supplies the wire one.
 """
 
@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.llm import HarnessError
-from harness.replay import ReplayReport, replay_diff
-from harness.replay import replay_session as replay_with
+from dshkit.harness.llm import HarnessError
+from dshkit.harness.replay import ReplayReport, replay_diff
+from dshkit.harness.replay import replay_session as replay_with
 
 if TYPE_CHECKING:
-    from harness.session import Session, SessionScript
-    from harness.tools import Approver
+    from dshkit.harness.session import Session, SessionScript
+    from dshkit.harness.tools import Approver
 
 __all__ = ["register", "replay_session", "wire_adapter"]
 
@@ -34,9 +34,9 @@ async def wire_adapter(
 ) -> AsyncIterator[Any]:
     """A `DeepSeekAdapter` talking to a mock server on loopback that serves `scripts` as SSE;
     `on_call` runs when the server receives each request. Both are closed on exit."""
-    from harness.providers.deepseek import DeepSeekAdapter
-    from mock_server import MockServer
-    from mock_server.replay import session_scripts_to_mock
+    from dshkit.harness.providers.deepseek import DeepSeekAdapter
+    from dshkit.mock_server import MockServer
+    from dshkit.mock_server.replay import session_scripts_to_mock
 
     def on_server_event(event: dict[str, Any]) -> None:
         if event.get("type") == "request":
@@ -60,7 +60,7 @@ async def replay_session(
     approver: Approver | None = None,
     tool_timeout: float | None = None,
 ) -> tuple[ReplayReport, Session]:
-    """`harness.replay.replay_session`, with `wire` choosing `wire_adapter` over feeding the
+    """`dshkit.harness.replay.replay_session`, with `wire` choosing `wire_adapter` over feeding the
     recorded chunks straight into the loop."""
     return await replay_with(
         path, adapter=wire_adapter if wire else None, workspace=workspace, tools=tools, out=out,
@@ -73,7 +73,7 @@ def _replay_command(args: argparse.Namespace) -> int:
     if workspace is not None and not workspace.is_dir():
         print(f"dshkit replay: --workspace {args.workspace} is not a directory", file=sys.stderr)
         return 2
-    from harness.tools import terminal_approver
+    from dshkit.harness.tools import terminal_approver
 
     try:
         report, session = asyncio.run(
@@ -94,7 +94,7 @@ def _replay_command(args: argparse.Namespace) -> int:
         )
         return 2
     if args.out:
-        from harness.session import save_session
+        from dshkit.harness.session import save_session
 
         save_session(session, args.out)
     result = {

@@ -20,17 +20,29 @@ from typing import Any, TextIO
 
 import httpx
 
-import harness
+import dshkit.harness
 from dshkit.args import http_url, positive_float, positive_int
-from harness.llm import Adapter, HarnessError
-from harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.session import DEFAULT_SESSIONS_DIR, Session, SessionEvent, SessionHeader, SessionStore
-from harness.tools import TOOL_TIMEOUT, LocalShell, ToolRuntime, builtin_tools, terminal_approver
+from dshkit.harness.llm import Adapter, HarnessError
+from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.session import (
+    DEFAULT_SESSIONS_DIR,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    SessionStore,
+)
+from dshkit.harness.tools import (
+    TOOL_TIMEOUT,
+    LocalShell,
+    ToolRuntime,
+    builtin_tools,
+    terminal_approver,
+)
 
 __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 
-BUNDLED_SCRIPT = Path(harness.__file__).parent / "data" / "seed_walk.yaml"
+BUNDLED_SCRIPT = Path(dshkit.harness.__file__).parent / "data" / "seed_walk.yaml"
 BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
 API_KEY_ENV = "DEEPSEEK_API_KEY"
 """Read for the key, and hidden from `bash` commands (their output is scrubbed of it too)."""
@@ -105,7 +117,7 @@ class LiveView:
         if self.as_json:
             data = event.data
             if isinstance(data, SessionEvent):
-                from harness.session import event_to_json
+                from dshkit.harness.session import event_to_json
 
                 payload: Any = {"type": "session/event", "event": event_to_json(data)}
             else:
@@ -202,7 +214,7 @@ def _pace_ms(args: argparse.Namespace, out: TextIO) -> int:
 
 def _paced(sources: list[Any], pace_ms: int) -> list[Any]:
     """The bundled script(s) with `pace_ms` between writes (steps that set a delay keep it)."""
-    from mock_server import Script, load_scripts
+    from dshkit.mock_server import Script, load_scripts
 
     scripts: list[Script] = []
     for source in sources:
@@ -242,7 +254,7 @@ def _adapter(args: argparse.Namespace, base_url: str, api_key: str, client: http
     """The adapter for `--protocol`: Chat Completions (default) or Anthropic Messages, on
     `client` (which carries the timeouts and the live view's hooks)."""
     if getattr(args, "protocol", "chat") == "anthropic":
-        from harness.providers.anthropic import AnthropicAdapter
+        from dshkit.harness.providers.anthropic import AnthropicAdapter
 
         return AnthropicAdapter(base_url, api_key, client=client)
     return DeepSeekAdapter(base_url, api_key, client=client)
@@ -268,12 +280,12 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             print("dshkit run: --replay and --base-url exclude each other", file=sys.stderr)
             return 2
         if base_url is None:
-            from mock_server import MockServer
+            from dshkit.mock_server import MockServer
 
             sources: list[Any] = [BUNDLED_SCRIPT]
             served = BUNDLED_SCRIPT.name
             if replay is not None:
-                from mock_server import ScriptError, replay_scripts
+                from dshkit.mock_server import ScriptError, replay_scripts
 
                 try:
                     sources = list(replay_scripts(replay))

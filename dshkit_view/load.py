@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.llm import HarnessError
-from harness.session import parse_session_log
-from mock_server import CassetteError
+from dshkit.harness.llm import HarnessError
+from dshkit.harness.session import parse_session_log
+from dshkit.mock_server import CassetteError
 
 from .errors import ViewError
 from .pages import matrix_page, session_page, wire_page

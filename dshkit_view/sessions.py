@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm import HarnessError
-from harness.loop import rebuild_requests
-from harness.providers.deepseek import serialize
-from harness.session import LoadedLog, SessionEvent, thaw_json
+from dshkit.harness.llm import HarnessError
+from dshkit.harness.loop import rebuild_requests
+from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.session import LoadedLog, SessionEvent, thaw_json
 
 __all__ = ["CallView", "ChunkPoint", "SessionView", "StepItem", "StepView", "TurnView", "build_session_view", "json_diff"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mock_server import load_cassette
+from dshkit.mock_server import load_cassette
 
 from .errors import ViewError
 

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     CaptureError,
     Finish,
@@ -40,8 +40,8 @@ from harness.llm import (
     meta_to_json,
     usage_to_json,
 )
-from harness.providers import anthropic
-from harness.providers.deepseek import StreamDecoder, failure_from_http
+from dshkit.harness.providers import anthropic
+from dshkit.harness.providers.deepseek import StreamDecoder, failure_from_http
 
 __all__ = [
     "CaptureError",
@@ -246,8 +246,8 @@ def decode_capture(
 def decode_session_log(data: bytes, *, source: str = "<session log>") -> dict[str, Any]:
     """Each model call of a session log: its logged chunks folded by the assembler, and whether
     the result equals the step's logged `assistant/message` (None when the call has none)."""
-    from harness.llm import HarnessError
-    from harness.session import (
+    from dshkit.harness.llm import HarnessError
+    from dshkit.harness.session import (
         assemble_chunk_events,
         logged_message,
         parse_session_log,

@@ -1,12 +1,12 @@
 """Loop-level replay of session logs: `ReplayAdapter` and `replay_session`.
 
 The replay scripts (one entry per logged model call, override sidecars, the logs of subagents,
-`{{fromRequest:REGEX}}` placeholders; dsh-testing.md §2) are derived by `harness.session`
+`{{fromRequest:REGEX}}` placeholders; dsh-testing.md §2) are derived by `dshkit.harness.session`
 (`replay_scripts`), which the mock server also uses to serve a log as SSE, so the real adapter
 parses the same entries. `ReplayAdapter` feeds them to the agent loop as `StreamChunk`s, binding
 each live session to the next unclaimed script on its first call; `replay_session` re-runs a
 log's prompts through the loop and compares the result with the log. This module's top level
-imports only `harness.llm` and `harness.session`; the loop is imported when a replay runs.
+imports only `dshkit.harness.llm` and `dshkit.harness.session`; the loop is imported when a replay runs.
 The `dshkit replay` command and the wire mode (the mock server serving the calls as SSE) live in
 the application layer, `dshkit.replay`, so this library never imports the mock server.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     Finish,
     GenerateOptions,
     StreamChunk,
@@ -32,7 +32,7 @@ from harness.llm import (
     UserSource,
     message_to_json,
 )
-from harness.session import (
+from dshkit.harness.session import (
     ReplayEntry,
     ReplayError,
     Session,
@@ -43,10 +43,10 @@ from harness.session import (
     load_session_scripts,
     logged_message,
 )
-from harness.session.replay_scripts import request_strings
+from dshkit.harness.session.replay_scripts import request_strings
 
 if TYPE_CHECKING:
-    from harness.tools import Approver, ToolRuntime
+    from dshkit.harness.tools import Approver, ToolRuntime
 
 __all__ = [
     "ReplayAdapter",
@@ -176,7 +176,7 @@ class ReplayAdapter:
 def logged_tool_runtime(sessions: Iterable[Session]) -> ToolRuntime:
     """A `ToolRuntime` whose tools answer each call with the result logged for its call id, so
     a replay runs no tool for real (upstream's workspaces and tools are not ours)."""
-    from harness.tools import ToolResult, ToolRuntime, define_tool
+    from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
 
     results: dict[str, tuple[ToolResultMessage, Any]] = {}
     names: set[str] = set()
@@ -299,14 +299,14 @@ async def replay_session(
     deny without one); pass `auto_approver` to allow everything, as `--yes` does.
     `tool_timeout` bounds each file-tool call (default `TOOL_TIMEOUT`).
     """
-    from harness.loop import Agent, AgentOptions
+    from dshkit.harness.loop import Agent, AgentOptions
 
     logged = load_log_session(Path(path))
     scripts = load_session_scripts(path, loaded=logged)
     ws = (workspace or Path.cwd()).resolve()
     runtime: ToolRuntime
     if tools == "builtin":
-        from harness.tools import (
+        from dshkit.harness.tools import (
             TOOL_TIMEOUT,
             LocalShell,
             ToolRuntime,

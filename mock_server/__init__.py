@@ -1,13 +1,13 @@
 """A mock DeepSeek server for wire-level tests: scripted and generated streams, faults, replay.
 
 `MockServer` serves DeepSeek's `/chat/completions` on loopback, and the Anthropic Messages
-surface DeepSeek serves at `/anthropic/v1/messages` (:mod:`mock_server.anthropic`). Scripts (`Script`, loaded with
+surface DeepSeek serves at `/anthropic/v1/messages` (:mod:`dshkit.mock_server.anthropic`). Scripts (`Script`, loaded with
 `load_script`) route per session; `generate_chunks`/`encode_sse`/`plan_writes` are the pure
 generator other components reuse; `FAULTS` is the fault catalogue; the `Journal` records every
 exchange. `dshkit serve` and the pytest plugin (`mock_deepseek`, `dshkit_mock_server`) wrap it.
 """
 
-from mock_server.cassette import (
+from dshkit.mock_server.cassette import (
     Cassette,
     CassetteAppender,
     CassetteError,
@@ -20,19 +20,23 @@ from mock_server.cassette import (
     save_cassette,
     script_to_cassette,
 )
-from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
-from mock_server.faults import FAULTS, FaultInfo
-from mock_server.generate.chunks import QUIRKS, generate_chunks
-from mock_server.generate.completion import build_completion
-from mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
-from mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
-from mock_server.generate.split import FragmentPlan, SplitPlan, split_text
-from mock_server.generate.writes import WritePlan, plan_writes
-from mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
-from mock_server.record import Recorder
-from mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
-from mock_server.routing import SESSION_HEADER, session_of
-from mock_server.scripts import (
+from dshkit.mock_server.factories import (
+    MockServerFactory,
+    ReplayServerFactory,
+    SyncMockServerFactory,
+)
+from dshkit.mock_server.faults import FAULTS, FaultInfo
+from dshkit.mock_server.generate.chunks import QUIRKS, generate_chunks
+from dshkit.mock_server.generate.completion import build_completion
+from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from dshkit.mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
+from dshkit.mock_server.record import Recorder
+from dshkit.mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
+from dshkit.mock_server.routing import SESSION_HEADER, session_of
+from dshkit.mock_server.scripts import (
     ChunksSpec,
     ChunksStep,
     FaultStep,
@@ -54,8 +58,8 @@ from mock_server.scripts import (
     parse_script,
     script_json_schema,
 )
-from mock_server.server import MockServer, sequence_script
-from mock_server.validation import MODELS, ChatRequest, Rejection, validate_chat
+from dshkit.mock_server.server import MockServer, sequence_script
+from dshkit.mock_server.validation import MODELS, ChatRequest, Rejection, validate_chat
 
 #: Items of the server checklist (`wire.md` §13) this server implements; each is checked by
 #: tests/mock_server/test_claims.py against a server started with `--api-key`. S40 (FIM) is not.

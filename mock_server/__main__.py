@@ -1,16 +1,16 @@
-"""`python -m mock_server serve ...`: the `dshkit serve` command without the root CLI."""
+"""`python -m dshkit.mock_server serve ...`: the `dshkit serve` command without the root CLI."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from mock_server import record
-from mock_server.cli import register
+from dshkit.mock_server import record
+from dshkit.mock_server.cli import register
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mock_server")
+    parser = argparse.ArgumentParser(prog="python -m dshkit.mock_server")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)
     record.register(sub)

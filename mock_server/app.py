@@ -1,18 +1,18 @@
 """The aiohttp application: routes and typed state, nothing else.
 
-`make_app` wires the handlers of :mod:`mock_server.handlers` to DeepSeek's paths (S1: the root,
+`make_app` wires the handlers of :mod:`dshkit.mock_server.handlers` to DeepSeek's paths (S1: the root,
 `/v1` and `/beta` prefixes are one endpoint; `/anthropic/v1/messages` is the Anthropic
 Messages surface) and stores the runtime and router under typed
-`web.AppKey`s. Serving, binding and shutdown live in :mod:`mock_server.server`.
+`web.AppKey`s. Serving, binding and shutdown live in :mod:`dshkit.mock_server.server`.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from mock_server.anthropic.surface import ANTHROPIC_PATHS
-from mock_server.exchange import Runtime
-from mock_server.handlers import (
+from dshkit.mock_server.anthropic.surface import ANTHROPIC_PATHS
+from dshkit.mock_server.exchange import Runtime
+from dshkit.mock_server.handlers import (
     ROUTER_KEY,
     RUNTIME_KEY,
     anthropic_messages,
@@ -21,7 +21,7 @@ from mock_server.handlers import (
     list_models,
     not_found,
 )
-from mock_server.routing import Router
+from dshkit.mock_server.routing import Router
 
 __all__ = ["CHAT_PATHS", "make_app"]
 

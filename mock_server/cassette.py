@@ -31,10 +31,19 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from mock_server.generate.writes import WritePlan, plan_writes
-from mock_server.journal import is_secret_header
-from mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
-from mock_server.scripts import Match, RawSpec, RawStep, RawWrite, Script, ScriptError, Step, Timing
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.journal import is_secret_header
+from dshkit.mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
+from dshkit.mock_server.scripts import (
+    Match,
+    RawSpec,
+    RawStep,
+    RawWrite,
+    Script,
+    ScriptError,
+    Step,
+    Timing,
+)
 
 __all__ = [
     "CASSETTE_SUFFIX",

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     ErrorCode,
@@ -37,8 +37,8 @@ from harness.llm import (
     Usage,
     is_context_window_exceeded,
 )
-from mock_server.generate.encode import Framing, encode_events
-from mock_server.generate.reply import StreamMeta
+from dshkit.mock_server.generate.encode import Framing, encode_events
+from dshkit.mock_server.generate.reply import StreamMeta
 
 __all__ = ["WirePlan", "wire_plan", "wire_usage"]
 

@@ -1,7 +1,7 @@
 """`dshkit serve`: run the mock DeepSeek server from a shell.
 
 `register(subparsers)` adds the `serve` subcommand to the root `dshkit` parser (and to
-`python -m mock_server`). On stdout the command prints one JSON line `{"type": "ready",
+`python -m dshkit.mock_server`). On stdout the command prints one JSON line `{"type": "ready",
 "base_url", "port", "seed"}` once the port is bound, then one `request` and one `result` line
 per request; diagnostics go to stderr. SIGINT exits 130 and SIGTERM 143, after closing every
 open stream, stalled ones included, and printing an end-of-run summary: a `summary` JSON line on
@@ -21,10 +21,10 @@ import textwrap
 from collections import Counter
 from typing import Any
 
-from harness.llm import HarnessError
-from mock_server.journal import DEFAULT_KEEP, json_line
-from mock_server.scripts import ScriptError
-from mock_server.server import MockServer
+from dshkit.harness.llm import HarnessError
+from dshkit.mock_server.journal import DEFAULT_KEEP, json_line
+from dshkit.mock_server.scripts import ScriptError
+from dshkit.mock_server.server import MockServer
 
 __all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
 
@@ -87,7 +87,7 @@ Stop it with Ctrl-C: it prints a summary (requests, unused steps, rejections) an
 
 def serve_epilog() -> str:
     """The examples and the fault catalogue, by kind, as `serve --help` prints them."""
-    from mock_server.faults import FAULTS
+    from dshkit.mock_server.faults import FAULTS
 
     kinds: dict[str, list[str]] = {}
     for name, info in sorted(FAULTS.items()):
@@ -221,7 +221,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
-        from mock_server.replay import replay_scripts
+        from dshkit.mock_server.replay import replay_scripts
 
         replayed = [
             s

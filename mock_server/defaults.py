@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mock_server.generate.reply import Reply, ToolCall
-from mock_server.validation import ChatRequest
+from dshkit.mock_server.generate.reply import Reply, ToolCall
+from dshkit.mock_server.validation import ChatRequest
 
 __all__ = ["apply_stop", "default_reply", "example_from_schema"]
 

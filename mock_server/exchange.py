@@ -28,23 +28,23 @@ from typing import Any, Literal, TypedDict, overload
 
 from aiohttp import web
 
-from mock_server.chunk_wire import wire_plan
-from mock_server.defaults import apply_stop
-from mock_server.generate.completion import build_completion
-from mock_server.generate.encode import encode_stream
-from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta, tool_call_id
-from mock_server.generate.split import FragmentPlan
-from mock_server.generate.writes import plan_writes
-from mock_server.journal import Journal, JournalEntry, Write
-from mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
-from mock_server.validation import ChatRequest, error_body
+from dshkit.mock_server.chunk_wire import wire_plan
+from dshkit.mock_server.defaults import apply_stop
+from dshkit.mock_server.generate.completion import build_completion
+from dshkit.mock_server.generate.encode import encode_stream
+from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta, tool_call_id
+from dshkit.mock_server.generate.split import FragmentPlan
+from dshkit.mock_server.generate.writes import plan_writes
+from dshkit.mock_server.journal import Journal, JournalEntry, Write
+from dshkit.mock_server.scripts import ChunksSpec, RawSpec, StreamSpec, Timing, WriteSpec
+from dshkit.mock_server.validation import ChatRequest, error_body
 
 __all__ = ["SSE_HEADERS", "Exchange", "Runtime", "ServerConfig", "Surface"]
 
 #: Which wire a request came to: Chat Completions, or the Anthropic Messages surface.
 Surface = Literal["chat", "anthropic"]
 
-log = logging.getLogger("mock_server")
+log = logging.getLogger("dshkit.mock_server")
 
 SSE_HEADERS: Mapping[str, str] = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -479,7 +479,7 @@ class Exchange:
         headers: Mapping[str, str] | None = None,
     ) -> str:
         if self.surface == "anthropic":
-            from mock_server.anthropic.surface import error_body_for, error_type
+            from dshkit.mock_server.anthropic.surface import error_body_for, error_type
 
             envelope = self.runtime.config.anthropic_envelope
             if "anthropic_envelope" in self.quirks:
@@ -559,7 +559,7 @@ class Exchange:
     ) -> Sequence[bytes]:
         """The SSE events of a reply, one bytes object per event (no network splitting yet)."""
         if self.surface == "anthropic":
-            from mock_server.anthropic import render
+            from dshkit.mock_server.anthropic import render
 
             args = self._generator_args(spec, None)
             return render.encode_events(
@@ -594,7 +594,7 @@ class Exchange:
     def completion(self, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> bytes:
         """The non-streaming JSON body of a reply."""
         if self.surface == "anthropic":
-            from mock_server.anthropic import render
+            from dshkit.mock_server.anthropic import render
 
             args = self._generator_args(spec, None)
             message = render.build_message(
@@ -693,8 +693,8 @@ class Exchange:
         self, chunks: Sequence[Any], failure: Any, spec: ChunksSpec, timing: Timing
     ) -> str:
         """A logged call on the Anthropic surface: the same reply, in this protocol's events."""
-        from mock_server.anthropic import render
-        from mock_server.anthropic.replay import chunk_replay
+        from dshkit.mock_server.anthropic import render
+        from dshkit.mock_server.anthropic.replay import chunk_replay
 
         plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
         if not await self._headers_delay(timing):
@@ -735,9 +735,9 @@ class Exchange:
 
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
-        from harness.llm import LlmFailure, chunk_from_json
-        from harness.session import ReplayError, fill_from_request
-        from harness.session.replay_scripts import request_strings
+        from dshkit.harness.llm import LlmFailure, chunk_from_json
+        from dshkit.harness.session import ReplayError, fill_from_request
+        from dshkit.harness.session.replay_scripts import request_strings
 
         chat = self._chat()
         messages = chat.body.get("messages")

@@ -1,13 +1,13 @@
 """The types of the pytest plugin's factory fixtures, apart from the plugin so that annotating
 a test (`dshkit_mock_server: MockServerFactory`) or importing `mock_server` does not import
-pytest: the fixtures themselves are in :mod:`mock_server.pytest_plugin`."""
+pytest: the fixtures themselves are in :mod:`dshkit.mock_server.pytest_plugin`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Protocol
 
-from mock_server.server import MockServer, ScriptSource
+from dshkit.mock_server.server import MockServer, ScriptSource
 
 __all__ = ["MockServerFactory", "ReplayServerFactory", "SyncMockServerFactory"]
 

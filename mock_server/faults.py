@@ -1,7 +1,7 @@
 """The fault catalogue: each fault name maps to one small function that misbehaves on purpose.
 
 A `fault:` step (or `--sequence` entry) names one of these. Each function gets the
-:class:`~mock_server.exchange.Exchange` and the step's tuning fields and returns the outcome it
+:class:`~dshkit.mock_server.exchange.Exchange` and the step's tuning fields and returns the outcome it
 produced. Upstream's 24 behaviours keep their names (`dsh-testing.md` §1.3); the rest cover
 §6.1.3 and §6.2 (stall after event k, finish without `[DONE]`, in-band errors, garbage lines,
 DeepSeek's real error bodies). Stream faults on a non-streaming request act on the JSON body
@@ -22,14 +22,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mock_server.anthropic.render import error_event
-from mock_server.anthropic.surface import error_type
-from mock_server.anthropic.validation import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
-from mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
-from mock_server.generate.reply import Reply, ToolCall
-from mock_server.generate.writes import WritePlan, plan_writes
-from mock_server.scripts import FaultStep, SplitSpec, StreamSpec
-from mock_server.validation import PASSBACK_MESSAGE
+from dshkit.mock_server.anthropic.render import error_event
+from dshkit.mock_server.anthropic.surface import error_type
+from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE as ANTHROPIC_PASSBACK
+from dshkit.mock_server.exchange import JSON_HEADERS, SSE_HEADERS, Exchange
+from dshkit.mock_server.generate.reply import Reply, ToolCall
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.scripts import FaultStep, SplitSpec, StreamSpec
+from dshkit.mock_server.validation import PASSBACK_MESSAGE
 
 __all__ = ["FAULTS", "HTTP_FAULTS", "Fault", "FaultInfo", "HttpFault", "pick_random"]
 

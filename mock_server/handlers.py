@@ -20,15 +20,15 @@ from typing import Any
 
 from aiohttp import web
 
-from mock_server.anthropic.surface import check_anthropic_auth
-from mock_server.anthropic.validation import validate_messages
-from mock_server.defaults import default_reply
-from mock_server.exchange import Exchange, Runtime, Surface
-from mock_server.faults import FAULTS, pick_random
-from mock_server.journal import JournalEntry, NestingTooDeep, redact_body
-from mock_server.routing import Decision, Router, session_of
-from mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
-from mock_server.validation import (
+from dshkit.mock_server.anthropic.surface import check_anthropic_auth
+from dshkit.mock_server.anthropic.validation import validate_messages
+from dshkit.mock_server.defaults import default_reply
+from dshkit.mock_server.exchange import Exchange, Runtime, Surface
+from dshkit.mock_server.faults import FAULTS, pick_random
+from dshkit.mock_server.journal import JournalEntry, NestingTooDeep, redact_body
+from dshkit.mock_server.routing import Decision, Router, session_of
+from dshkit.mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
+from dshkit.mock_server.validation import (
     MAX_DEPTH,
     MODELS,
     Rejection,
@@ -49,7 +49,7 @@ __all__ = [
     "not_found",
 ]
 
-log = logging.getLogger("mock_server")
+log = logging.getLogger("dshkit.mock_server")
 
 RUNTIME_KEY = web.AppKey("dshkit_runtime", Runtime)
 ROUTER_KEY = web.AppKey("dshkit_router", Router)

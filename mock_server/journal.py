@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.llm.errors import JsonShapeError
+from dshkit.harness.llm.errors import JsonShapeError
 
 __all__ = [
     "DEFAULT_KEEP",

@@ -1,6 +1,6 @@
 """The pytest plugin (entry point `dshkit_mock_server`): fixtures over :class:`MockServer`.
 
-Thin by design, like aiohttp's plugin: the machinery lives in :mod:`mock_server.server`.
+Thin by design, like aiohttp's plugin: the machinery lives in :mod:`dshkit.mock_server.server`.
 `dshkit_mock_server` is a factory fixture that starts servers on port 0 and closes them in
 reverse at teardown; `mock_deepseek` is one server per test, loaded from the `dshkit_script`
 marker. In a sync test the servers run on a background thread, so blocking clients (the sync
@@ -14,12 +14,12 @@ or xdist workers. After a passing test, `mock_deepseek` checks that every script
 The marker takes script files (relative to the test file) and inline scripts alike: a `Script`
 (`Script.of(...)`), a list of steps, or a script mapping with `steps`.
 
-The factories' types (`MockServerFactory`, ...) live in :mod:`mock_server.factories`, so that
-`import mock_server` never imports pytest; pytest, pytest-asyncio and syrupy come with the
+The factories' types (`MockServerFactory`, ...) live in :mod:`dshkit.mock_server.factories`, so that
+`import dshkit.mock_server` never imports pytest; pytest, pytest-asyncio and syrupy come with the
 `pytest` extra (`pip install dshkit[pytest]`).
 
 Record mode (`dshkit_cassette`, `--dshkit-record none|once|new_episodes|all`) replays a cassette
-named after the test id, or records it through the recording proxy; see `mock_server.record_mode`.
+named after the test id, or records it through the recording proxy; see `dshkit.mock_server.record_mode`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from mock_server.factories import MockServerFactory, ReplayServerFactory, SyncMockServerFactory
-from mock_server.scripts import Script, ScriptError, parse_script
-from mock_server.server import MockServer, ScriptSource
+from dshkit.mock_server.factories import (
+    MockServerFactory,
+    ReplayServerFactory,
+    SyncMockServerFactory,
+)
+from dshkit.mock_server.scripts import Script, ScriptError, parse_script
+from dshkit.mock_server.server import MockServer, ScriptSource
 
 __all__ = [
     "CASSETTE_MARKER",
@@ -215,7 +219,7 @@ async def dshkit_replay(
     file's folder, then the working directory. `speed` defaults to 0 (no recorded waits) in
     tests; pass 1 for recorded timing. After a passing test every recorded exchange must have
     been used (`check_consumed=False` to opt out)."""
-    from mock_server.replay import replay_scripts
+    from dshkit.mock_server.replay import replay_scripts
 
     checked: list[MockServer] = []
 
@@ -250,12 +254,12 @@ def dshkit_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     The cassette is `<test folder>/cassettes/<module>/<test name>.cassette.jsonl` (or the marker's
     name, relative to the test file); `--dshkit-record` decides whether it is replayed or recorded
-    (`mock_server.record_mode`). After a passing test every replayed exchange must have been used
+    (`dshkit.mock_server.record_mode`). After a passing test every replayed exchange must have been used
     in modes none and once.
     """
     import os
 
-    from mock_server.record_mode import (
+    from dshkit.mock_server.record_mode import (
         RECORD_MODES,
         CassetteMissing,
         default_cassette_path,

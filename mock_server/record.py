@@ -5,10 +5,10 @@ upstream with aiohttp's client and streams the response back as it arrives: each
 is written to the client at once (the client's first byte is the upstream's first byte; vcrpy,
 by contrast, buffers the whole stream, peers.md). Every read is kept with its delay since the
 previous one. When an exchange ends, one line is appended to the cassette and fsynced
-(:class:`~mock_server.cassette.CassetteAppender`), so a crash loses at most the exchange in
+(:class:`~dshkit.mock_server.cassette.CassetteAppender`), so a crash loses at most the exchange in
 flight and never what came before. An upstream that breaks mid-body is recorded too, marked
 `cut`, and the client sees the same break. Secrets are scrubbed before anything touches the
-disk (:class:`~mock_server.cassette.Scrubber`).
+disk (:class:`~dshkit.mock_server.cassette.Scrubber`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 import aiohttp
 from aiohttp import web
 
-from mock_server.cassette import (
+from dshkit.mock_server.cassette import (
     _HOP_HEADERS,
     Cassette,
     CassetteAppender,
@@ -405,7 +405,7 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 async def _record(recorder: Recorder) -> int:
-    from mock_server.cli import exit_on_signals  # the CLI module imports this one
+    from dshkit.mock_server.cli import exit_on_signals  # the CLI module imports this one
 
     stop = exit_on_signals()
     try:

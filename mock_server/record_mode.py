@@ -11,7 +11,7 @@ is there, record it through the recording proxy when asked.
 | `all` | record it again, from scratch | record it |
 
 Replay is the mock server serving the cassette byte for byte (no recorded waits); recording is
-:class:`~mock_server.record.Recorder` in front of the upstream (`--dshkit-record-upstream URL`,
+:class:`~dshkit.mock_server.record.Recorder` in front of the upstream (`--dshkit-record-upstream URL`,
 `$DSHKIT_RECORD_UPSTREAM` or the marker's `upstream=`), which scrubs secrets before anything is
 written. For `new_episodes` a small dispatcher asks the replay server first and forwards a
 request the cassette does not hold (answered 418 `mock_no_match`/`mock_script_exhausted`) to the
@@ -33,10 +33,15 @@ from typing import Any, Literal, TypeVar
 import aiohttp
 from aiohttp import web
 
-from harness.llm.errors import UsageError
-from mock_server.cassette import CASSETTE_SUFFIX, cassette_path, cassette_to_scripts, load_cassette
-from mock_server.record import Recorder
-from mock_server.server import MockServer
+from dshkit.harness.llm.errors import UsageError
+from dshkit.mock_server.cassette import (
+    CASSETTE_SUFFIX,
+    cassette_path,
+    cassette_to_scripts,
+    load_cassette,
+)
+from dshkit.mock_server.record import Recorder
+from dshkit.mock_server.server import MockServer
 
 __all__ = [
     "RECORD_MODES",

@@ -1,9 +1,9 @@
 """Session logs served as SSE: replay scripts of `chunks` steps for the mock server.
 
-`harness.session` (replay_scripts) derives one entry per logged model call (overrides, children and placeholders
+`dshkit.harness.session` (replay_scripts) derives one entry per logged model call (overrides, children and placeholders
 included); this module turns each `SessionScript` into a mock-server `Script` of `chunks` steps,
 in the same order, so that live sessions claim them in first-call order (dsh-testing.md §2.8)
-and the real adapter parses what :mod:`mock_server.chunk_wire` re-encodes.
+and the real adapter parses what :mod:`dshkit.mock_server.chunk_wire` re-encodes.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.session import ReplayEntry, SessionScript, load_session_scripts
-from mock_server.cassette import (
+from dshkit.harness.session import ReplayEntry, SessionScript, load_session_scripts
+from dshkit.mock_server.cassette import (
     CASSETTE_SUFFIX,
     CassetteError,
     MatchMode,
@@ -22,7 +22,7 @@ from mock_server.cassette import (
     cassette_to_scripts,
     load_cassette,
 )
-from mock_server.scripts import ChunksSpec, ChunksStep, Script, Step
+from dshkit.mock_server.scripts import ChunksSpec, ChunksStep, Script, Step
 
 __all__ = ["entry_step", "replay_scripts", "session_log_scripts", "session_scripts_to_mock"]
 

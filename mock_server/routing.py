@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mock_server.scripts import Match, Script, Step
+from dshkit.mock_server.scripts import Match, Script, Step
 
 __all__ = [
     "SESSION_HEADER",

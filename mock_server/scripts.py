@@ -1,7 +1,7 @@
 """Scripts people write for the mock server: pydantic models, and a loader that locates errors.
 
 A script is an ordered list of steps a session consumes; each step is a logical reply (turned
-into wire chunks by :mod:`mock_server.generate`), a named fault (:mod:`mock_server.faults`) or
+into wire chunks by :mod:`dshkit.mock_server.generate`), a named fault (:mod:`dshkit.mock_server.faults`) or
 raw bytes served as written. Scripts come from YAML or JSON files or are built in Python; an
 invalid one fails at load with the file, line, step and field named. This module is validated
 once per load; nothing here runs per chunk.
@@ -30,12 +30,12 @@ from pydantic import (
     model_validator,
 )
 
-from harness.llm import InputError
-from mock_server.generate.encode import Framing, frame_jsonl
-from mock_server.generate.reply import Reply, ToolCall
-from mock_server.generate.split import FragmentPlan, SplitPlan
-from mock_server.generate.writes import WritePlan, plan_writes
-from mock_server.locate import field_path, yaml_line_of
+from dshkit.harness.llm import InputError
+from dshkit.mock_server.generate.encode import Framing, frame_jsonl
+from dshkit.mock_server.generate.reply import Reply, ToolCall
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.locate import field_path, yaml_line_of
 
 __all__ = [
     "ChunksSpec",
@@ -129,7 +129,7 @@ QuirkName = Literal[
     "finish_repeated",
     "comments",
     "data_no_space",
-    # The Anthropic surface's (mock_server.anthropic.render.ANTHROPIC_QUIRKS); each surface ignores
+    # The Anthropic surface's (dshkit.mock_server.anthropic.render.ANTHROPIC_QUIRKS); each surface ignores
     # the other's names.
     "thinking_start_signature",
     "no_pings",
@@ -455,7 +455,7 @@ class RawStep(_StepBase):
 
 class ChunksSpec(_Model):
     """One logged model call replayed as SSE: `StreamChunk`s (DSH JSON shapes) re-encoded as
-    DeepSeek wire chunks (:mod:`mock_server.chunk_wire`), like an upstream replay entry
+    DeepSeek wire chunks (:mod:`dshkit.mock_server.chunk_wire`), like an upstream replay entry
     (dsh-testing.md §2.4–2.6). String leaves may hold `{{fromRequest:REGEX}}` placeholders (§2.7),
     filled from the live request's messages when the step is served."""
 
@@ -476,7 +476,7 @@ class ChunksSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> ChunksSpec:
-        from harness.llm import CodecError, chunk_from_json
+        from dshkit.harness.llm import CodecError, chunk_from_json
 
         for i, chunk in enumerate(self.chunks):
             try:

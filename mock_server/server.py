@@ -22,12 +22,12 @@ from typing import Any, Literal, Self
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from mock_server.app import make_app
-from mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
-from mock_server.generate.reply import Era
-from mock_server.journal import DEFAULT_KEEP, Journal
-from mock_server.routing import Router
-from mock_server.scripts import Script, load_scripts, parse_script
+from dshkit.mock_server.app import make_app
+from dshkit.mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
+from dshkit.mock_server.generate.reply import Era
+from dshkit.mock_server.journal import DEFAULT_KEEP, Journal
+from dshkit.mock_server.routing import Router
+from dshkit.mock_server.scripts import Script, load_scripts, parse_script
 
 __all__ = ["MockServer", "ScriptSource", "sequence_script"]
 
@@ -49,7 +49,7 @@ class _OneLineClientErrors(logging.Filter):
 
 
 #: The logger aiohttp's connection handlers use (instead of `aiohttp.server`).
-_HTTP_LOG = logging.getLogger("mock_server.http")
+_HTTP_LOG = logging.getLogger("dshkit.mock_server.http")
 _HTTP_LOG.addFilter(_OneLineClientErrors())
 
 ScriptSource = Script | str | os.PathLike[str]
@@ -65,7 +65,7 @@ def sequence_script(names: Sequence[str] | str, *, repeat_last: bool = False) ->
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:
-    from mock_server.faults import FAULTS
+    from dshkit.mock_server.faults import FAULTS
 
     out: dict[str, float] = {}
     for name, w in weights.items():

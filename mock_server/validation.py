@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mock_server.generate.reply import Era
-from mock_server.journal import NestingTooDeep, redact_body, redact_headers
-from mock_server.routing import RequestView
+from dshkit.mock_server.generate.reply import Era
+from dshkit.mock_server.journal import NestingTooDeep, redact_body, redact_headers
+from dshkit.mock_server.routing import RequestView
 
 __all__ = [
     "MAX_DEPTH",

@@ -1,6 +1,6 @@
 """Regenerate the committed cassettes: `python recordings/make_recordings.py [OUT_DIR]`.
 
-Each recording puts dshkit's own recorder (`mock_server.Recorder`, what `dshkit record` runs) in
+Each recording puts dshkit's own recorder (`dshkit.mock_server.Recorder`, what `dshkit record` runs) in
 front of the mock server, which generates realistic DeepSeek streams from the scripts below, and
 drives it with the real `DeepSeekAdapter` (alone, or inside the agent loop for multi-step ones).
 No live API is involved. The mock paces its writes (`chunk_delay_ms`), so the cassettes carry
@@ -20,13 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from dshkit.harness.llm import GenerateOptions, StreamChunk, UserMessage  # noqa: E402
+from dshkit.harness.loop import Agent, AgentOptions  # noqa: E402
+from dshkit.harness.providers.deepseek import DeepSeekAdapter  # noqa: E402
+from dshkit.harness.session import Session, SessionHeader  # noqa: E402
+from dshkit.harness.tools import ToolRuntime, auto_approver, builtin_tools  # noqa: E402
+from dshkit.mock_server import MockServer, Recorder, Script, parse_script  # noqa: E402
 from dshkit.run import BUNDLED_SCRIPT  # noqa: E402
-from harness.llm import GenerateOptions, StreamChunk, UserMessage  # noqa: E402
-from harness.loop import Agent, AgentOptions  # noqa: E402
-from harness.providers.deepseek import DeepSeekAdapter  # noqa: E402
-from harness.session import Session, SessionHeader  # noqa: E402
-from harness.tools import ToolRuntime, auto_approver, builtin_tools  # noqa: E402
-from mock_server import MockServer, Recorder, Script, parse_script  # noqa: E402
 
 MODEL = "deepseek-v4-flash"
 KEY = "sk-dshkit-recording-not-a-real-key"

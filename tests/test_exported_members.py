@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("harness", "mock_server", "conformance", "dshkit_view")
+PACKAGES = ("dshkit.harness", "dshkit.mock_server", "dshkit.conformance", "dshkit.view")
 
 
 def _modules() -> list[str]:

@@ -1,5 +1,5 @@
 """The package layers hold: `harness` imports neither `mock_server` nor `conformance` (nor the
-`dshkit` application layer), `import mock_server` does not import pytest, the `dshkit` command
+`dshkit` application layer), `import dshkit.mock_server` does not import pytest, the `dshkit` command
 imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
 without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
@@ -24,7 +24,12 @@ from dshkit.cli import COMMANDS, build_parser
 from dshkit.run import API_KEY_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN_IN_HARNESS = ("mock_server", "conformance", "dshkit", "dshkit_view")
+FORBIDDEN_IN_HARNESS = ("dshkit.mock_server", "dshkit.conformance", "dshkit.view", "dshkit.cli",
+                        "dshkit.run", "dshkit.replay", "dshkit.decode", "dshkit.args")
+"""Everything of dshkit the harness may not import: the other libraries and the command line."""
+BARE_NAMES = ("harness", "mock_server", "conformance", "dshkit_view")
+"""The repository's folder names, installed only as `dshkit.<name>` (`dshkit.view` for the
+last): importing one bare would load a second copy of the module, or a user's own package."""
 
 
 def _modules_after(code: str) -> set[str]:
@@ -37,33 +42,64 @@ def _modules_after(code: str) -> set[str]:
 
 
 def _top(name: str) -> str:
-    return name.split(".", 1)[0]
+    """The package a module belongs to: `dshkit.harness` for `dshkit.harness.llm.chunks`, `dshkit.cli`
+    for itself, `httpx` for `httpx._client`."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "dshkit" and len(parts) > 1 else parts[0]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every absolute import in a source file, with its line, function bodies included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.append((node.lineno, node.module or ""))
+    return found
 
 
 def test_no_harness_module_imports_the_other_packages_even_lazily() -> None:
-    found = []
-    for path in sorted((ROOT / "harness").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
-            found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}"
-                      for n in names if _top(n) in FORBIDDEN_IN_HARNESS]
+    found = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+             for path in sorted((ROOT / "harness").rglob("*.py"))
+             for line, name in _imports(path) if _top(name) in FORBIDDEN_IN_HARNESS]
     assert found == []
+
+
+def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
+    sources = [p for folder in ("dshkit", *BARE_NAMES, "tests", "bench", "recordings")
+               for p in sorted((ROOT / folder).rglob("*.py")) if ".venv" not in p.parts]
+    assert len(sources) > 100
+    found = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+             for path in sources for line, name in _imports(path) if name.split(".")[0] in BARE_NAMES]
+    assert found == []
+
+
+def test_installed_namespace_leaves_the_bare_names_free() -> None:
+    """A user's own `harness`, `mock_server` or `conformance` package never meets dshkit's."""
+    modules = _modules_after(
+        "import importlib, pkgutil, dshkit\n"
+        "for info in pkgutil.walk_packages(dshkit.__path__, 'dshkit.'):\n"
+        "    if not info.name.endswith('__main__') and '.pytest_plugin' not in info.name:\n"
+        "        importlib.import_module(info.name)"
+    )
+    assert "dshkit.mock_server.server" in modules and "dshkit.view.pages" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in BARE_NAMES) == []
 
 
 def test_importing_every_harness_module_loads_no_other_package() -> None:
     modules = _modules_after(
-        "import importlib, pkgutil, harness\n"
-        "for info in pkgutil.walk_packages(harness.__path__, 'harness.'):\n"
+        "import importlib, pkgutil, dshkit.harness\n"
+        "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
         "    importlib.import_module(info.name)"
     )
-    assert len([m for m in modules if _top(m) == "harness"]) > 20  # the walk did import them
+    assert len([m for m in modules if _top(m) == "dshkit.harness"]) > 20  # the walk did import them
     assert sorted(m for m in modules if _top(m) in FORBIDDEN_IN_HARNESS) == []
 
 
 def test_import_mock_server_imports_no_pytest() -> None:
-    modules = _modules_after("import mock_server")
-    assert "mock_server.server" in modules
+    modules = _modules_after("import dshkit.mock_server")
+    assert "dshkit.mock_server.server" in modules
     assert sorted(m for m in modules if _top(m) in ("pytest", "_pytest", "pytest_asyncio", "syrupy")) == []
 
 
@@ -80,7 +116,7 @@ def test_the_cli_imports_only_the_module_of_the_command_it_runs(command: str) ->
     assert own in modules
     others = {m for name, m in COMMANDS.items() if name != command} - {own}
     assert sorted(others & modules) == []
-    assert "conformance" not in modules and "dshkit_view" not in modules
+    assert "dshkit.conformance" not in modules and "dshkit.view" not in modules
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -92,7 +128,7 @@ def test_a_command_alone_has_the_same_help_as_in_the_whole_parser(command: str) 
     assert help_of(build_parser(command)) == help_of(build_parser())
 
 
-HEAVY_BEFORE_FIRST_REQUEST = ("jsonschema", "pydantic", "mock_server", "conformance", "dshkit_view",
+HEAVY_BEFORE_FIRST_REQUEST = ("jsonschema", "pydantic", "dshkit.mock_server", "dshkit.conformance", "dshkit.view",
                               "aiohttp", "yaml")
 """Top-level packages `dshkit run --base-url` must not import before its first request: each
 costs tens of milliseconds of a cold start and none is needed until a tool runs (jsonschema,
@@ -135,18 +171,18 @@ def _closed_port() -> int:
 
 def test_import_dshkit_run_loads_no_heavy_module() -> None:
     modules = _modules_after("import dshkit.run")
-    assert "harness.loop" in modules and "httpx" in modules
+    assert "dshkit.harness.loop" in modules and "httpx" in modules
     assert sorted(m for m in modules if _top(m) in HEAVY_BEFORE_FIRST_REQUEST) == []
 
 
 def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(tmp_path: Path) -> None:
     modules = _modules_at_first_connection(tmp_path, "--base-url", f"http://127.0.0.1:{_closed_port()}")
-    assert "harness.tools.builtin" in modules and "harness.providers.deepseek.adapter" in modules
+    assert "dshkit.harness.tools.builtin" in modules and "dshkit.harness.providers.deepseek.adapter" in modules
     assert sorted({_top(m) for m in modules} & set(HEAVY_BEFORE_FIRST_REQUEST)) == []
-    assert "harness.session.replay_scripts" not in modules  # replaying logs: loaded on first use
+    assert "dshkit.harness.session.replay_scripts" not in modules  # replaying logs: loaded on first use
 
 
 def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: Path) -> None:
     modules = _modules_at_first_connection(tmp_path)
-    assert "mock_server.server" in modules and "aiohttp" in modules
-    assert sorted({_top(m) for m in modules} & {"jsonschema", "conformance", "dshkit_view"}) == []
+    assert "dshkit.mock_server.server" in modules and "aiohttp" in modules
+    assert sorted({_top(m) for m in modules} & {"jsonschema", "dshkit.conformance", "dshkit.view"}) == []

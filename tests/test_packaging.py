@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,8 +19,13 @@ _NOT_OURS = re.compile(r"Location '.*' is ignored|byte-compiling is disabled", r
 
 def test_wheel_builds_without_setuptools_warnings(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # Built from a copy: setuptools builds in the source tree, and a stale build/ from an older
+    # layout would end up in the wheel.
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", ".dshkit", "__pycache__"))
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "dist"), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=300, env=env, check=False,
     )
     output = result.stdout + result.stderr
@@ -31,6 +37,8 @@ def test_wheel_builds_without_setuptools_warnings(tmp_path: Path) -> None:
     assert warnings == []
     (wheel,) = (tmp_path / "dist").glob("dshkit-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for package in ("dshkit", "harness", "mock_server", "conformance", "dshkit_view"):
+    for package in ("dshkit", "dshkit/harness", "dshkit/mock_server", "dshkit/conformance", "dshkit/view"):
         assert f"{package}/__init__.py" in names
-    assert "harness/data/seed_walk.yaml" in names and not any(n.startswith("tests/") for n in names)
+    assert "dshkit/harness/data/seed_walk.yaml" in names and not any(n.startswith("tests/") for n in names)
+    # one installed namespace: nothing at the top level but dshkit itself and its metadata
+    assert sorted({n.split("/")[0] for n in names if not n.startswith("dshkit-")}) == ["dshkit"]

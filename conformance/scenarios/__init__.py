@@ -1,1 +1,1 @@
-"""The scenario catalogue: data files read by `conformance.scenario.load_catalogue`."""
+"""The scenario catalogue: data files read by `dshkit.conformance.scenario.load_catalogue`."""

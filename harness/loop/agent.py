@@ -13,7 +13,7 @@ import random as _random
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     Adapter,
     ErrorCode,
     LlmError,
@@ -21,9 +21,9 @@ from harness.llm import (
     UserMessage,
     failure_to_json,
 )
-from harness.prompt import Assembly, RuntimeContextSnapshot, SystemPrompt
-from harness.session import Session
-from harness.tools import ToolRuntime
+from dshkit.harness.prompt import Assembly, RuntimeContextSnapshot, SystemPrompt
+from dshkit.harness.session import Session
+from dshkit.harness.tools import ToolRuntime
 
 from .header import HeaderLog
 from .inbox import Inbox, Target

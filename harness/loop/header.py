@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     GenerateOptions,
     HarnessError,
     Message,
@@ -26,8 +26,8 @@ from harness.llm import (
     tool_schema_from_json,
     tool_schema_to_json,
 )
-from harness.prompt import Assembly
-from harness.session import Session, SessionEvent, thaw_json
+from dshkit.harness.prompt import Assembly
+from dshkit.harness.session import Session, SessionEvent, thaw_json
 
 from .options import AgentOptions
 

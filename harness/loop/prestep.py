@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from harness.llm import UserMessage
+from dshkit.harness.llm import UserMessage
 
 __all__ = ["Enter", "PreStep", "PreStepDecision", "PreStepHook", "Reject", "run_waterfall"]
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     Adapter,
     BlockAssembler,
     ErrorCode,
@@ -27,9 +27,9 @@ from harness.llm import (
     failure_to_json,
     retry_delay_ms,
 )
-from harness.prompt import Assembly
-from harness.session import JsonValue, Session
-from harness.tools import ToolResult, ToolRuntime, run_tool_calls
+from dshkit.harness.prompt import Assembly
+from dshkit.harness.session import JsonValue, Session
+from dshkit.harness.tools import ToolResult, ToolRuntime, run_tool_calls
 
 from .header import HeaderLog, RequestHeader
 from .inbox import Inbox

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from harness.llm import ToolSchema
+from dshkit.harness.llm import ToolSchema
 
 from .interpolate import VARIABLE_NAME, PromptError, interpolate
 

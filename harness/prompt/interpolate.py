@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from harness.llm import HarnessError
+from dshkit.harness.llm import HarnessError
 
 __all__ = ["VARIABLE_NAME", "PromptError", "interpolate"]
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.llm import PluginSource, TextBlock, UserMessage
-from harness.session import Session, SessionEvent
-from harness.session.events import SurfaceReplace
+from dshkit.harness.llm import PluginSource, TextBlock, UserMessage
+from dshkit.harness.session import Session, SessionEvent
+from dshkit.harness.session.events import SurfaceReplace
 
 from .assembly import Assembly, RenderedSection
 

@@ -26,7 +26,7 @@ from typing import ClassVar, Protocol, Self
 
 import httpx
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AdapterCapabilities,
     ErrorCode,
     Finish,

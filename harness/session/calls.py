@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from harness.llm import BlockAssembler, StreamChunk, chunk_from_json
+from dshkit.harness.llm import BlockAssembler, StreamChunk, chunk_from_json
 
 from .events import SessionEvent
 

@@ -5,7 +5,7 @@ folds a run of ≥3 deltas of one block into a single row (`text-chunks`, `reaso
 `tool-call-chunks`) keeping each fragment and its timing (dsh-core.md §1.11, dsh-testing.md
 §2.2). This module is the codec in both directions, on plain JSON dicts, and the envelope
 synthesis for projected logs that omit `seq`/`time` (dsh-testing.md §2.3). It imports nothing
-but the standard library and `harness.llm`, so the mock server can use it to replay logs.
+but the standard library and `dshkit.harness.llm`, so the mock server can use it to replay logs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import Any, Final
 
-from harness.llm import SessionError
+from dshkit.harness.llm import SessionError
 
 __all__ = [
     "CHUNK_ROW_TYPES",

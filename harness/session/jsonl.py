@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from harness.llm import SessionError
+from dshkit.harness.llm import SessionError
 
 from .chunk_rows import is_chunk_row, pack_events, unpack_line
 from .events import SessionEvent, event_from_json, event_to_json
@@ -220,7 +220,7 @@ def _event_line(event: SessionEvent, projected: bool) -> str:
     return dumps_json_line(obj)
 
 
-_log = logging.getLogger("harness.session")
+_log = logging.getLogger("dshkit.harness.session")
 
 
 def load_session(

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from typing import Any, NoReturn, SupportsIndex
 
-from harness.llm.errors import JsonShapeError
+from dshkit.harness.llm.errors import JsonShapeError
 
 __all__ = ["FrozenDict", "FrozenList", "JsonValue", "LosslessJsonError", "freeze_json", "thaw_json"]
 

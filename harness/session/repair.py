@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from harness.llm import ToolCallBlock, ToolResultMessage
+from dshkit.harness.llm import ToolCallBlock, ToolResultMessage
 
 from .events import SessionEvent
 from .lossless import JsonValue

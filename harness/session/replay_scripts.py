@@ -5,7 +5,7 @@ A session log records every model call as its `assistant/chunk` events (§2.2).
 §2.4); `load_session_scripts` adds override sidecars (§2.6) and the logs of a parent's subagents
 (§2.8); `fill_from_request` resolves `{{fromRequest:REGEX}}` placeholders (§2.7). These are
 codecs over the log, so the mock server can import them to serve a log as SSE; the loop-level
-replay (`ReplayAdapter`, `replay_session`) lives in `harness.replay`, `dshkit replay` in `dshkit.replay`.
+replay (`ReplayAdapter`, `replay_session`) lives in `dshkit.harness.replay`, `dshkit replay` in `dshkit.replay`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from harness.llm import HarnessError, StreamChunk, chunk_from_json
+from dshkit.harness.llm import HarnessError, StreamChunk, chunk_from_json
 
 from .events import SessionEvent
 from .jsonl import parse_session_log
 from .lossless import thaw_json
 from .session import Session
 
-_log = logging.getLogger("harness.session")
+_log = logging.getLogger("dshkit.harness.session")
 
 __all__ = [
     "ReplayEntry",

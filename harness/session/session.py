@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any, overload
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     Message,
     SessionError,
@@ -49,7 +49,7 @@ __all__ = ["EventLog", "History", "Session", "SessionObserver"]
 SessionObserver = Callable[[SessionEvent], None]
 """Called synchronously after each committed event; its exceptions never undo the append."""
 
-_log = logging.getLogger("harness.session")
+_log = logging.getLogger("dshkit.harness.session")
 
 
 class EventLog(Sequence[SessionEvent]):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     CodecError,
     Message,
@@ -31,7 +31,7 @@ from harness.llm import (
     UserMessage,
     message_from_json,
 )
-from harness.llm.codec import block_from_json, source_from_json
+from dshkit.harness.llm.codec import block_from_json, source_from_json
 
 from .events import SURFACE_EVENT_TYPES
 from .lossless import JsonValue

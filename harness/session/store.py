@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from harness.llm import UsageError
+from dshkit.harness.llm import UsageError
 
 from .header import SessionHeader
 from .jsonl import JsonlWriter, load_session

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from harness.llm import ToolError
+from dshkit.harness.llm import ToolError
 
 from .results import ABORTED
 

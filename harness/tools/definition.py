@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from harness.llm import (
+from dshkit.harness.llm import (
     ContentBlock,
     TextBlock,
     ToolArgsError,
@@ -25,7 +25,7 @@ from harness.llm import (
     ToolSchema,
     UsageError,
 )
-from harness.session import LosslessJsonError, freeze_json, thaw_json
+from dshkit.harness.session import LosslessJsonError, freeze_json, thaw_json
 
 from .results import INVALID_TOOL_OUTPUT
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
-from harness.llm import ContentBlock, UserMessage
+from dshkit.harness.llm import ContentBlock, UserMessage
 
 if TYPE_CHECKING:
     from .results import ToolResult

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
+from dshkit.harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
 
 __all__ = [
     "ABORTED",

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     ContentBlock,
     TextBlock,
     ToolNotFoundError,
@@ -27,7 +27,7 @@ from harness.llm import (
     UsageError,
     UserMessage,
 )
-from harness.session import LosslessJsonError, freeze_json
+from dshkit.harness.session import LosslessJsonError, freeze_json
 
 from .definition import ToolDefinition
 from .policy import (
@@ -58,7 +58,7 @@ from .results import (
 
 __all__ = ["PreparedCall", "ToolCall", "ToolRuntime", "parse_arguments"]
 
-_log = logging.getLogger("harness.tools")
+_log = logging.getLogger("dshkit.harness.tools")
 
 
 def _no_constants(name: str) -> Any:

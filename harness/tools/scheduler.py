@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.llm import ToolCallBlock
+from dshkit.harness.llm import ToolCallBlock
 
 from .results import ToolResult, aborted_before_dispatch_result
 from .runtime import PreparedCall, ToolRuntime

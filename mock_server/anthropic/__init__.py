@@ -21,7 +21,7 @@ the chat route; names starting `claude-opus` → `deepseek-v4-pro`, any other `c
 `deepseek-flash`; a `[1m]` suffix (Claude Code's 1M-context marker) is stripped first; any
 other name → 400. The response's `model` is the DeepSeek name.
 
-**Validation** (:func:`~mock_server.anthropic.validation.validate_messages`, first problem wins, nothing consumes a step):
+**Validation** (:func:`~dshkit.mock_server.anthropic.validation.validate_messages`, first problem wins, nothing consumes a step):
 `model`, `max_tokens` and `messages` are required; known fields are type-checked (DeepSeek's
 strict deserializer: "Failed to deserialize the JSON body into the target type: <path>: …");
 ignored fields (`top_k`, `service_tier`, `container`, `mcp_servers`, `cache_control`, the
@@ -37,7 +37,7 @@ thinking is off. `output_config.effort` takes DeepSeek's effort words.
 `{"error": {"message", "type", "param", "code"}}`, no `request_id`); the server option
 `anthropic_envelope="anthropic"` (or a step's `anthropic_envelope` quirk) switches to Anthropic's
 `{"type": "error", "error": {"type", "message"}, "request_id"}`. On this surface `error.type`
-follows the status the way Anthropic names them (:func:`~mock_server.anthropic.surface.error_type`: 429 `rate_limit_error`,
+follows the status the way Anthropic names them (:func:`~dshkit.mock_server.anthropic.surface.error_type`: 429 `rate_limit_error`,
 500 `api_error`, 529 `overloaded_error`, …) unless a fault step sets `type`.
 
 **Script steps** are logical replies rendered by the surface the request came to:
@@ -60,7 +60,7 @@ follows the status the way Anthropic names them (:func:`~mock_server.anthropic.s
   `overloaded_error` unless `type`/`message` say otherwise, `overloaded` answers 529.
 - `raw`: the bytes as scripted (cassette replay uses this).
 - `chunks` (session-log replay): served as a reply built from the chunks' text, reasoning and
-  tool calls, cut where the logged deltas were cut (:func:`~mock_server.anthropic.replay.chunk_replay`); a logged failure
+  tool calls, cut where the logged deltas were cut (:func:`~dshkit.mock_server.anthropic.replay.chunk_replay`); a logged failure
   becomes an HTTP error before any content, an in-band `error` event after it, a plain EOF for
   a closed stream or a reset for a transport failure.
 
@@ -72,7 +72,7 @@ indices (`content_block_start`, one `ping` after the first start, the deltas, a
 `message_stop`. The journal keeps every request (`Journal.messages()` lists this surface's).
 """
 
-from mock_server.anthropic.render import ANTHROPIC_QUIRKS, build_message, encode_events
-from mock_server.anthropic.validation import PASSBACK_MESSAGE
+from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS, build_message, encode_events
+from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE
 
 __all__ = ["ANTHROPIC_QUIRKS", "PASSBACK_MESSAGE", "build_message", "encode_events"]

@@ -1,7 +1,7 @@
 """Rendering: a reply as the Messages stream events, or as one non-streaming Messages body.
 
 Both are built from the same fragments as the chat route
-(:func:`~mock_server.generate.split.cut_reply`), so a script step means the same reply on
+(:func:`~dshkit.mock_server.generate.split.cut_reply`), so a script step means the same reply on
 either surface. Stop sequences cut the text first; usage is converted from Chat Completions
 shape; :data:`ANTHROPIC_QUIRKS` switch on the shapes other servers send.
 """
@@ -15,10 +15,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mock_server.defaults import apply_stop
-from mock_server.generate.encode import Framing
-from mock_server.generate.reply import Reply, compute_usage
-from mock_server.generate.split import FragmentPlan, ReplyPieces, cut_reply
+from dshkit.mock_server.defaults import apply_stop
+from dshkit.mock_server.generate.encode import Framing
+from dshkit.mock_server.generate.reply import Reply, compute_usage
+from dshkit.mock_server.generate.split import FragmentPlan, ReplyPieces, cut_reply
 
 __all__ = [
     "ANTHROPIC_QUIRKS",

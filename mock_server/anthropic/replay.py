@@ -1,7 +1,7 @@
 """Session-log replay on the Anthropic surface: a logged call's StreamChunks as a reply.
 
 A session log keeps each model call as the adapter's `StreamChunk`s; :func:`chunk_replay` turns
-one call back into a :class:`~mock_server.generate.reply.Reply` cut where the logged deltas were
+one call back into a :class:`~dshkit.mock_server.generate.reply.Reply` cut where the logged deltas were
 cut, and says how the response must end so the client sees the same outcome again (a clean
 stop, a held stream, an EOF, a reset, an in-band error or an HTTP error).
 """
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mock_server.generate.reply import Reply, ToolCall
-from mock_server.generate.split import FragmentPlan, SplitPlan
+from dshkit.mock_server.generate.reply import Reply, ToolCall
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 
 __all__ = ["ChunkReplay", "chunk_replay"]
 
@@ -56,9 +56,9 @@ def _points(fragments: Sequence[str]) -> SplitPlan:
 
 
 def chunk_replay(chunks: Sequence[Any], failure: Any = None, *, hang: bool = False) -> ChunkReplay:
-    """A logged call's `StreamChunk`s (see :mod:`mock_server.chunk_wire` for the chat route's
+    """A logged call's `StreamChunk`s (see :mod:`dshkit.mock_server.chunk_wire` for the chat route's
     form) as a reply for this surface; `failure` (an `LlmFailure`) overrides how it ends."""
-    from harness.llm import (
+    from dshkit.harness.llm import (
         BlockEnd,
         Finish,
         ReasoningBlock,

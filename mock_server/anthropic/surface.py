@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from mock_server.generate.reply import Era
-from mock_server.validation import MODELS, Rejection, error_body, resolve_model
+from dshkit.mock_server.generate.reply import Era
+from dshkit.mock_server.validation import MODELS, Rejection, error_body, resolve_model
 
 __all__ = [
     "ANTHROPIC_PATHS",

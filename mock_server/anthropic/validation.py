@@ -14,11 +14,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from mock_server.anthropic.surface import map_model
-from mock_server.generate.reply import Era
-from mock_server.journal import redact_headers
-from mock_server.routing import RequestView
-from mock_server.validation import ChatRequest, Rejection, parse_body
+from dshkit.mock_server.anthropic.surface import map_model
+from dshkit.mock_server.generate.reply import Era
+from dshkit.mock_server.journal import redact_headers
+from dshkit.mock_server.routing import RequestView
+from dshkit.mock_server.validation import ChatRequest, Rejection, parse_body
 
 __all__ = ["PASSBACK_MESSAGE", "validate_messages"]
 

@@ -12,12 +12,12 @@ rest (`Era`, `Framing`, `ReplyPieces`, `cut_reply`, `tool_call_id`, `ENCODE_QUIR
 imported from its own module.
 """
 
-from mock_server.generate.chunks import QUIRKS, generate_chunks
-from mock_server.generate.completion import build_completion
-from mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
-from mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
-from mock_server.generate.split import FragmentPlan, SplitPlan, split_text
-from mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.generate.chunks import QUIRKS, generate_chunks
+from dshkit.mock_server.generate.completion import build_completion
+from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from dshkit.mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 
 __all__ = [
     "QUIRKS",

@@ -1,7 +1,7 @@
 """Chunk generation: a reply's fragments become the chunk dicts DeepSeek V4 streams.
 
 This is the server side of the seed's walk run backwards: where the adapter turns chunks into
-blocks, :func:`generate_chunks` turns a :class:`~mock_server.generate.reply.Reply` into the
+blocks, :func:`generate_chunks` turns a :class:`~dshkit.mock_server.generate.reply.Reply` into the
 `chat.completion.chunk` dicts of `wire.md` §4, §5, §8, §10: a role opener, reasoning deltas,
 text deltas, each tool call opened then fed argument fragments, a finish chunk carrying usage,
 and optional logprobs. Named quirks produce the shapes other OpenAI-compatible servers send,
@@ -14,8 +14,8 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
-from mock_server.generate.split import FragmentPlan, SplitPlan, cut_reply, reply_usage
+from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, cut_reply, reply_usage
 
 __all__ = ["QUIRKS", "generate_chunks", "logprob_entry"]
 
@@ -93,7 +93,7 @@ def generate_chunks(
     answer, each tool call opened with id/type/name and empty arguments then argument fragments,
     one finish chunk with `finish_reason` and usage (earlier chunks `usage: null`), the same
     envelope on every chunk. `[DONE]` is added by the encoder
-    (:mod:`mock_server.generate.encode`).
+    (:mod:`dshkit.mock_server.generate.encode`).
 
     Args:
         thinking: thinking mode; it shapes the deltas (S23, S24) and enables reasoning.

@@ -1,6 +1,6 @@
 """The non-streaming completion: the one `chat.completion` body a `stream: false` request gets.
 
-It is built from the same fragments as the stream (:func:`~mock_server.generate.split.cut_reply`),
+It is built from the same fragments as the stream (:func:`~dshkit.mock_server.generate.split.cut_reply`),
 joined back together, so the text, tool calls, finish reason and token counts of a step are the
 same whether the client streams or not (S14–S16).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from mock_server.generate.chunks import logprob_entry
-from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
-from mock_server.generate.split import FragmentPlan, SplitPlan, cut_reply, reply_usage
+from dshkit.mock_server.generate.chunks import logprob_entry
+from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, cut_reply, reply_usage
 
 __all__ = ["build_completion"]
 
@@ -32,7 +32,7 @@ def build_completion(
 ) -> dict[str, Any]:
     """The non-streaming `chat.completion` body for a reply (S14–S16).
 
-    Token counts match what :func:`~mock_server.generate.chunks.generate_chunks` would report
+    Token counts match what :func:`~dshkit.mock_server.generate.chunks.generate_chunks` would report
     for the same arguments.
     """
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)

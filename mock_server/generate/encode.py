@@ -13,9 +13,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from mock_server.generate.chunks import generate_chunks
-from mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
-from mock_server.generate.split import (
+from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
+from dshkit.mock_server.generate.split import (
     FragmentPlan,
     ReplyPieces,
     SplitPlan,
@@ -34,8 +34,8 @@ __all__ = [
 
 Framing = Literal["lf", "crlf"]
 
-#: The quirks (:data:`~mock_server.generate.chunks.QUIRKS`) that act on framing, applied by
-#: :func:`encode_events`, not by :func:`~mock_server.generate.chunks.generate_chunks`.
+#: The quirks (:data:`~dshkit.mock_server.generate.chunks.QUIRKS`) that act on framing, applied by
+#: :func:`encode_events`, not by :func:`~dshkit.mock_server.generate.chunks.generate_chunks`.
 ENCODE_QUIRKS = frozenset({"comments", "data_no_space"})
 
 

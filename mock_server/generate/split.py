@@ -2,9 +2,9 @@
 
 DeepSeek streams text, reasoning and tool-call arguments in token-sized pieces; adapters must
 survive any other cut too (one piece, fixed sizes, chosen offsets, seeded random sizes). This
-module cuts a :class:`~mock_server.generate.reply.Reply` into :class:`ReplyPieces` (with the
+module cuts a :class:`~dshkit.mock_server.generate.reply.Reply` into :class:`ReplyPieces` (with the
 `max_tokens` truncation applied), which both surfaces render: Chat Completions chunks
-(:mod:`mock_server.generate.chunks`) and Anthropic events (:mod:`mock_server.anthropic`).
+(:mod:`dshkit.mock_server.generate.chunks`) and Anthropic events (:mod:`dshkit.mock_server.anthropic`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
-from mock_server.generate.reply import Reply, compute_usage, tool_call_id
+from dshkit.mock_server.generate.reply import Reply, compute_usage, tool_call_id
 
 __all__ = [
     "FragmentPlan",
@@ -102,7 +102,7 @@ class ReplyPieces:
     """The fragments of one reply after splitting and max_tokens truncation.
 
     Both surfaces render from these (the Chat Completions chunks of
-    :mod:`mock_server.generate.chunks`, the Anthropic events of :mod:`mock_server.anthropic`),
+    :mod:`dshkit.mock_server.generate.chunks`, the Anthropic events of :mod:`dshkit.mock_server.anthropic`),
     so a script step means the same reply on either.
     """
 

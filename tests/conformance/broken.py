@@ -19,8 +19,15 @@ from typing import Any, ClassVar
 
 import httpx
 
-from harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, StreamChunk, is_retryable
-from harness.providers.deepseek import DeepSeekAdapter, SSEDecoder, StreamDecoder, Translator
+from dshkit.harness.llm import (
+    ErrorCode,
+    Finish,
+    GenerateOptions,
+    LlmFailure,
+    StreamChunk,
+    is_retryable,
+)
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, SSEDecoder, StreamDecoder, Translator
 
 
 class _ConcatIdsTranslator(Translator):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.llm import StreamChunk
-from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+from dshkit.harness.llm import StreamChunk
+from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from .broken import RewritesBody
 

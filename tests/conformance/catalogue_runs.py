@@ -17,13 +17,13 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from conformance import for_protocol, load_catalogue, run_catalogue
-from conformance.runner import ScenarioResult
-from conformance.scenario import Scenario
-from harness.providers.anthropic import AnthropicAdapter
-from harness.providers.anthropic_sdk import AnthropicSDKAdapter
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.providers.openai_compat import OpenAICompatAdapter
+from dshkit.conformance import for_protocol, load_catalogue, run_catalogue
+from dshkit.conformance.runner import ScenarioResult
+from dshkit.conformance.scenario import Scenario
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.openai_compat import OpenAICompatAdapter
 
 from .broken import BROKEN
 from .broken_anthropic import BROKEN_ANTHROPIC

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.providers.openai_compat import OpenAICompatAdapter
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.openai_compat import OpenAICompatAdapter
 
 from .catalogue_runs import GROUP, CatalogueRuns
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import run_anthropic_checks
 from dshkit.cli import main
-from mock_server import MockServer
+from dshkit.conformance import run_anthropic_checks
+from dshkit.mock_server import MockServer
 
 
 def _totals(out: str) -> dict[str, int]:
@@ -27,13 +27,13 @@ def test_adapter_run_defaults_to_the_anthropic_adapter(tmp_path: Path, capsys: p
     out = capsys.readouterr().out
     assert code == 0, out
     doc = json.loads(report.read_text())
-    assert doc["adapter"] == "harness.providers.anthropic:AnthropicAdapter"
+    assert doc["adapter"] == "dshkit.harness.providers.anthropic:AnthropicAdapter"
     assert _totals(out) == {"pass": len(doc["scenarios"]), "fail": 0, "n/a": 0}
     assert {s["id"] for s in doc["scenarios"]} >= {"an-signature-passback", "an-neutral-text"}
 
 
 def test_sdk_adapter_and_a_broken_one(capsys: pytest.CaptureFixture[str]) -> None:
-    sdk = "harness.providers.anthropic_sdk:AnthropicSDKAdapter"
+    sdk = "dshkit.harness.providers.anthropic_sdk:AnthropicSDKAdapter"
     assert main(["conformance", "--protocol", "anthropic", "--adapter", sdk, "--only", "AN27"]) == 0
     capsys.readouterr()
     broken = "tests.conformance.broken_anthropic:BlanksSignaturesAdapter"
@@ -71,18 +71,18 @@ def test_unknown_server_check_is_a_usage_error(capsys: pytest.CaptureFixture[str
 
 
 def test_pytest_plugin_on_the_anthropic_protocol(pytester: pytest.Pytester) -> None:
-    """`pytest --pyargs conformance --dshkit-protocol anthropic`: scenarios as tests, a broken
+    """`pytest --pyargs dshkit.conformance --dshkit-protocol anthropic`: scenarios as tests, a broken
     adapter failing its own (each a pytest session of its own, run in this process by pytester)."""
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
     def run(adapter: str) -> tuple[int, str]:
         result = pytester.runpytest_inprocess(
-            "-p", "no:cacheprovider", "-p", "no:xdist", "--pyargs", "conformance", "--dshkit-adapter", adapter,
+            "-p", "no:cacheprovider", "-p", "no:xdist", "--pyargs", "dshkit.conformance", "--dshkit-adapter", adapter,
             "--dshkit-protocol", "anthropic", "--dshkit-only", "AN28", "-v",
         )
         return int(result.ret), "\n".join(result.outlines)
 
-    code, out = run("harness.providers.anthropic:AnthropicAdapter")
+    code, out = run("dshkit.harness.providers.anthropic:AnthropicAdapter")
     assert code == 0, out
     assert "test_scenario[an-signature-passback] PASSED" in out
     code, out = run("tests.conformance.broken_anthropic:BlanksSignaturesAdapter")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import for_protocol
-from harness.providers.anthropic import AnthropicAdapter
-from harness.providers.anthropic_sdk import AnthropicSDKAdapter
+from dshkit.conformance import for_protocol
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
 
 from .broken_anthropic import BROKEN_ANTHROPIC
 from .catalogue_runs import ANTHROPIC_GROUP, CatalogueRuns, catalogue

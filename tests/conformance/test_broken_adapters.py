@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import run_catalogue
+from dshkit.conformance import run_catalogue
 
 from .broken import BROKEN
 from .catalogue_runs import GROUP, CatalogueRuns, catalogue

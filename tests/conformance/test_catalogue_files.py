@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import SCENARIO_DIR, ScenarioError, load_catalogue, load_scenario_file
-from conformance.scenario import checklist_ids
+from dshkit.conformance import SCENARIO_DIR, ScenarioError, load_catalogue, load_scenario_file
+from dshkit.conformance.scenario import checklist_ids
 
 
 def test_every_file_validates_and_ids_are_unique() -> None:
@@ -85,7 +85,7 @@ def test_missing_recording_is_reported(tmp_path: Path) -> None:
 
 
 def test_every_capability_says_what_it_means() -> None:
-    from conformance.scenario import CAPABILITIES, CAPABILITY_NOTES
+    from dshkit.conformance.scenario import CAPABILITIES, CAPABILITY_NOTES
 
     assert set(CAPABILITY_NOTES) == set(CAPABILITIES)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import to_junit
-from conformance.runner import ScenarioResult
 from dshkit.cli import main
-from mock_server import MockServer
+from dshkit.conformance.report import to_junit
+from dshkit.conformance.runner import ScenarioResult
+from dshkit.mock_server import MockServer
 
 BROKEN = "tests.conformance.broken:LosesUsageAdapter"
 
@@ -29,7 +29,7 @@ def test_all_pass_exits_0_and_reports_agree(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert code == 0
     doc = json.loads(j.read_text())
-    assert doc["adapter"] == "harness.providers.deepseek:DeepSeekAdapter"
+    assert doc["adapter"] == "dshkit.harness.providers.deepseek:DeepSeekAdapter"
     assert set(doc) == {"adapter", "scenarios", "summary"}
     assert doc["summary"] == _table_totals(out)
     assert all(set(s) == {"id", "tags", "status", "reason", "failed", "seconds", "notes"} for s in doc["scenarios"])
@@ -63,7 +63,7 @@ def test_failure_exits_1_with_a_json_diff(tmp_path: Path, capsys: pytest.Capture
     "argv",
     [
         ["conformance", "--adapter", "no_such_module:Factory"],
-        ["conformance", "--adapter", "harness.providers.deepseek:NoSuchThing"],
+        ["conformance", "--adapter", "dshkit.harness.providers.deepseek:NoSuchThing"],
         ["conformance", "--adapter", "missing-colon"],
         ["conformance", "--only", "not-a-tag"],
         ["conformance", "--server", "http://127.0.0.1:9", "--only", "S99"],
@@ -83,7 +83,7 @@ def test_bad_scenario_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_openai_adapter_reports_na(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     j = tmp_path / "r.json"
-    code = main(["conformance", "--adapter", "harness.providers.openai_compat:OpenAICompatAdapter",
+    code = main(["conformance", "--adapter", "dshkit.harness.providers.openai_compat:OpenAICompatAdapter",
                  "--only", "A2", "--json", str(j)])
     out = capsys.readouterr().out
     assert code == 0

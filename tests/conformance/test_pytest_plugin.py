@@ -1,4 +1,4 @@
-"""The pytest plugin: `pytest --pyargs conformance --dshkit-adapter …`, and inert without it.
+"""The pytest plugin: `pytest --pyargs dshkit.conformance --dshkit-adapter …`, and inert without it.
 
 Each check is a pytest session of its own, run in this process through pytest's `pytester`
 (a fresh session with its own options, as a user's command line would start it), except the
@@ -25,7 +25,7 @@ def _session(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
 
 
 def test_catalogue_runs_as_parametrized_tests(pytester: pytest.Pytester) -> None:
-    code, out = _session(pytester, "--pyargs", "conformance", "--dshkit-adapter", "harness.providers.deepseek:DeepSeekAdapter",
+    code, out = _session(pytester, "--pyargs", "dshkit.conformance", "--dshkit-adapter", "dshkit.harness.providers.deepseek:DeepSeekAdapter",
                          "--dshkit-only", "A22", "--dshkit-only", "tool-split-arguments", "-v")
     assert code == 0, out
     assert "test_scenario[ser-stream-flags] PASSED" in out
@@ -36,7 +36,7 @@ def test_markers_and_failures_and_xdist(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYTEST_XDIST_WORKER", None)
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance", "--dshkit-adapter",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "dshkit.conformance", "--dshkit-adapter",
          "tests.conformance.broken:LosesUsageAdapter", "-m", "A8", "-n", "2", "-q"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
@@ -45,13 +45,13 @@ def test_markers_and_failures_and_xdist(tmp_path: Path) -> None:
 
 
 def test_not_applicable_is_skipped(pytester: pytest.Pytester) -> None:
-    code, out = _session(pytester, "--pyargs", "conformance", "--dshkit-adapter",
-                         "harness.providers.openai_compat:OpenAICompatAdapter",
+    code, out = _session(pytester, "--pyargs", "dshkit.conformance", "--dshkit-adapter",
+                         "dshkit.harness.providers.openai_compat:OpenAICompatAdapter",
                          "--dshkit-only", "end-eof-after-finish-flagged", "-rs", "-q")
     assert code == 0, out
     assert "1 skipped" in out and "done_marker" in out
 
 
 def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
-    code, out = _session(pytester, "--pyargs", "conformance", "-q")
+    code, out = _session(pytester, "--pyargs", "dshkit.conformance", "-q")
     assert code == 5, out  # no tests collected, no server started

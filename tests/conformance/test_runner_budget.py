@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from conformance import load_catalogue, run_catalogue
-from conformance.cli import select
+from dshkit.conformance import load_catalogue, run_catalogue
+from dshkit.conformance.cli import select
 
 from .broken import HangingCloseAdapter, SwallowsCancelAdapter, release_holds
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance import SERVER_CHECKS, run_server_checks
-from mock_server import CLAIMED_S_ITEMS, MockServer
+from dshkit.conformance import SERVER_CHECKS, run_server_checks
+from dshkit.mock_server import CLAIMED_S_ITEMS, MockServer
 
 #: Claimed items a client cannot verify from outside (replay needs a recording on the server).
 NOT_VISIBLE = {"S35"}

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from conformance.server_checks import run_server_checks
+from dshkit.conformance.server_checks import run_server_checks
 
 #: Checks whose verdict used to come from an empty list when the answer was missing.
 VACUOUS = ["S17", "S21", "S21b", "S24", "S25", "S34"]

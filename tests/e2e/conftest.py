@@ -32,14 +32,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from harness.llm import Adapter, UserMessage
-from harness.loop import Agent, AgentOptions, PreStepHook, TurnOutcome, rebuild_requests
-from harness.prompt import SystemPrompt
-from harness.providers.deepseek import DeepSeekAdapter, encode_body, serialize
-from harness.providers.deepseek.serialize import DeepSeekConfig
-from harness.session import Session, SessionEvent, SessionHeader, event_to_json
-from harness.tools import ToolDefinition, ToolRuntime, builtin_tools
-from mock_server import JournalEntry, MockServer, MockServerFactory, Script, parse_script
+from dshkit.harness.llm import Adapter, UserMessage
+from dshkit.harness.loop import Agent, AgentOptions, PreStepHook, TurnOutcome, rebuild_requests
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, encode_body, serialize
+from dshkit.harness.providers.deepseek.serialize import DeepSeekConfig
+from dshkit.harness.session import Session, SessionEvent, SessionHeader, event_to_json
+from dshkit.harness.tools import ToolDefinition, ToolRuntime, builtin_tools
+from dshkit.mock_server import JournalEntry, MockServer, MockServerFactory, Script, parse_script
 
 MODEL = "deepseek-v4-flash"
 API_KEY = "sk-dshkit-e2e"

@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harness.llm import GenerateOptions, UserMessage
-from harness.providers.deepseek import serialize
-from harness.session import (
+from dshkit.harness.llm import GenerateOptions, UserMessage
+from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.session import (
     Session,
     SessionEvent,
     SessionHeader,
@@ -17,8 +17,8 @@ from harness.session import (
     load_session,
     save_session,
 )
-from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
-from harness.tools import ToolCall, define_tool
+from dshkit.harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
+from dshkit.harness.tools import ToolCall, define_tool
 
 from .conftest import MODEL, RigFactory, call, check_one_rule, reply
 

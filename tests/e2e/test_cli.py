@@ -17,9 +17,9 @@ import pytest
 
 import dshkit.run
 from dshkit.cli import main
-from harness.loop import Agent, PreStep, PreStepDecision, Reject
-from harness.session import load_session
-from mock_server import MockServer
+from dshkit.harness.loop import Agent, PreStep, PreStepDecision, Reject
+from dshkit.harness.session import load_session
+from dshkit.mock_server import MockServer
 
 from .conftest import API_KEY, check_one_rule, reply, script
 

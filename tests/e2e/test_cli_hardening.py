@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from dshkit.cli import main
-from harness.session import load_session, save_session
-from mock_server import MockServer
+from dshkit.harness.session import load_session, save_session
+from dshkit.mock_server import MockServer
 
 from .conftest import API_KEY, call, reply, script
 
@@ -227,7 +227,7 @@ def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(wire: bool
 
 
 def test_replay_of_a_too_deep_log_is_a_located_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.session import Session, SessionHeader
+    from dshkit.harness.session import Session, SessionHeader
 
     log = tmp_path / "deep.jsonl"
     save_session(Session(SessionHeader.new(id="deep", cwd=str(tmp_path))), log)

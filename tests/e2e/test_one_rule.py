@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from harness.llm import GenerateOptions, StreamChunk, UserMessage
-from harness.loop import Enter, PreStep, PreStepDecision
-from harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.llm import GenerateOptions, StreamChunk, UserMessage
+from dshkit.harness.loop import Enter, PreStep, PreStepDecision
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
 
 from .conftest import OneRuleViolation, RigFactory, reply
 

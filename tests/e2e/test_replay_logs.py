@@ -18,9 +18,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.replay import replay_session
-from dshkit.run import run_command
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockEnd,
     Finish,
     GenerateOptions,
@@ -31,9 +29,9 @@ from harness.llm import (
     UserMessage,
     is_retryable,
 )
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import ReplayAdapter, turn_inputs
-from harness.session import (
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.replay import ReplayAdapter, turn_inputs
+from dshkit.harness.session import (
     ReplayError,
     SessionScript,
     event_to_json,
@@ -43,12 +41,14 @@ from harness.session import (
     parse_override,
     save_session,
 )
-from mock_server import (
+from dshkit.mock_server import (
     MockServerFactory,
     ReplayServerFactory,
     load_cassette,
     session_scripts_to_mock,
 )
+from dshkit.replay import replay_session
+from dshkit.run import run_command
 
 from .conftest import Normalizer, RigFactory, call, reply
 
@@ -125,8 +125,8 @@ async def test_dsh_logs_replay_to_the_logged_messages(dsh_sessions: Path, tmp_pa
 async def test_packed_dsh_log_through_the_real_adapter(
     dshkit_replay: ReplayServerFactory, dsh_sessions: Path
 ) -> None:
-    from harness.llm import BlockAssembler
-    from harness.session import parse_session_log, thaw_json
+    from dshkit.harness.llm import BlockAssembler
+    from dshkit.harness.session import parse_session_log, thaw_json
 
     path = dsh_sessions / "packed-chunks--session.jsonl"
     assert '"text-chunks"' in path.read_text()
@@ -140,7 +140,7 @@ async def test_packed_dsh_log_through_the_real_adapter(
             assembler = BlockAssembler()
             async for chunk in adapter.stream(_options()):
                 assembler.feed(chunk)
-            from harness.llm import ModelSource, message_to_json
+            from dshkit.harness.llm import ModelSource, message_to_json
 
             got.append(message_to_json(assembler.message(ModelSource(provider="p", model="m")))["content"])
     finally:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import build_parser, main
+from dshkit.mock_server import MockServer, Script
 from dshkit.run import DEFAULT_PACE_MS, _pace_ms, _paced
-from mock_server import MockServer, Script
 
 from .conftest import API_KEY
 

@@ -15,7 +15,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from harness.session import event_to_json
+from dshkit.harness.session import event_to_json
 
 from .conftest import README_TEXT, Normalizer, RigFactory, call, reply
 

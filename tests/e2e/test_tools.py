@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.tools import ApprovalResult, Deny, ToolCall, define_tool, no_tty_approver
+from dshkit.harness.tools import ApprovalResult, Deny, ToolCall, define_tool, no_tty_approver
 
 from .conftest import RigFactory, call, reply
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from harness.llm import GenerateOptions, SessionError, StreamChunk, UserMessage
-from harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject
-from harness.prompt import UNLISTED_TOOLS, SystemPrompt
-from harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.providers.deepseek.serialize import DeepSeekConfig
-from harness.session import SessionEvent, SessionHeader, SessionStore
-from harness.tools import Accept, Deny, ToolCall, ToolResult, builtin_tools, define_tool
+from dshkit.harness.llm import GenerateOptions, SessionError, StreamChunk, UserMessage
+from dshkit.harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject
+from dshkit.harness.prompt import UNLISTED_TOOLS, SystemPrompt
+from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.deepseek.serialize import DeepSeekConfig
+from dshkit.harness.session import SessionEvent, SessionHeader, SessionStore
+from dshkit.harness.tools import Accept, Deny, ToolCall, ToolResult, builtin_tools, define_tool
 
 from .conftest import MODEL, RigFactory, call, reply, script
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.llm import UserMessage
-from harness.loop import AgentOptions, Enter, PreStep, PreStepDecision, Reject
-from harness.prompt import RUNTIME_CONTEXT_PLUGIN, SystemPrompt
-from harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
+from dshkit.harness.llm import UserMessage
+from dshkit.harness.loop import AgentOptions, Enter, PreStep, PreStepDecision, Reject
+from dshkit.harness.prompt import RUNTIME_CONTEXT_PLUGIN, SystemPrompt
+from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
 
 from .conftest import MODEL, RigFactory, call, reply, script
 

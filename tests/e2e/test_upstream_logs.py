@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 
-from dshkit.replay import replay_session
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     Finish,
     GenerateOptions,
@@ -34,9 +33,9 @@ from harness.llm import (
     UserSource,
     message_to_json,
 )
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.replay import turn_inputs
-from harness.session import (
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.replay import turn_inputs
+from dshkit.harness.session import (
     LoadedLog,
     ReplayEntry,
     ReplayError,
@@ -51,7 +50,8 @@ from harness.session import (
     split_model_calls,
     thaw_json,
 )
-from mock_server import MockServer, session_scripts_to_mock
+from dshkit.mock_server import MockServer, session_scripts_to_mock
+from dshkit.replay import replay_session
 
 from ..conftest import DSH_UPSTREAM, upstream_folders
 

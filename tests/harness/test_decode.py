@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from harness.decode import CaptureError, decode_capture, detect_format
+from dshkit.harness.decode import CaptureError, decode_capture, detect_format
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed-walk.sse"
@@ -166,8 +166,8 @@ RECORDINGS = REPO / "recordings"
 
 
 def _session_log(answer: str = "Hello!") -> bytes:
-    from harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
-    from harness.session import Session, SessionHeader, dump_session
+    from dshkit.harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
+    from dshkit.harness.session import Session, SessionHeader, dump_session
 
     s = Session(SessionHeader.new(id="decode-me", created_at=1), clock=lambda: 5)
     s.append("turn/start", {"turn": 1})

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dshkit.cli import main
-from harness.decode import decode_capture, detect_protocol
+from dshkit.harness.decode import decode_capture, detect_protocol
 from tests.harness.providers.anthropic.conftest import corpus_sidecars
 
 SIDECARS = corpus_sidecars()

@@ -1,4 +1,4 @@
-"""Run `python -m mock_server serve` as a subprocess and read its JSON lines (no fixed port, no sleep)."""
+"""Run `python -m dshkit.mock_server serve` as a subprocess and read its JSON lines (no fixed port, no sleep)."""
 
 from __future__ import annotations
 

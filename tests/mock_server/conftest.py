@@ -9,7 +9,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from mock_server import MockServer
+from dshkit.mock_server import MockServer
 
 
 @pytest_asyncio.fixture

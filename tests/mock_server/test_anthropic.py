@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_server import MockServer, MockServerFactory, Reply, Script, SplitPlan, ToolCall
-from mock_server.anthropic.render import encode_events
-from mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
-from mock_server.generate.split import FragmentPlan
-from mock_server.validation import Rejection
+from dshkit.mock_server import MockServer, MockServerFactory, Reply, Script, SplitPlan, ToolCall
+from dshkit.mock_server.anthropic.render import encode_events
+from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
+from dshkit.mock_server.generate.split import FragmentPlan
+from dshkit.mock_server.validation import Rejection
 
 from .wire import parse_sse
 
@@ -591,7 +591,7 @@ def test_serve_cli_prints_the_anthropic_url_and_takes_the_envelope() -> None:
 def test_docs_list_every_anthropic_quirk() -> None:
     from pathlib import Path
 
-    from mock_server.anthropic.render import ANTHROPIC_QUIRKS
+    from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
 
     guide = (Path(__file__).parents[2] / "docs" / "mock_server.md").read_text(encoding="utf-8")
     assert "## The Anthropic Messages surface" in guide

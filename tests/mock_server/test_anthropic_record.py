@@ -9,7 +9,13 @@ from typing import Any
 import anthropic
 import httpx
 
-from mock_server import MockServerFactory, Recorder, ReplayServerFactory, Script, load_cassette
+from dshkit.mock_server import (
+    MockServerFactory,
+    Recorder,
+    ReplayServerFactory,
+    Script,
+    load_cassette,
+)
 
 KEY = "sk-ant-live-SECRET-0123456789"
 REQUEST: dict[str, Any] = {"model": "claude-opus-4-1", "max_tokens": 512,

@@ -12,8 +12,8 @@ from typing import Any
 import anthropic
 import pytest
 
-from mock_server import MockServer, MockServerFactory, Script
-from mock_server.anthropic.validation import PASSBACK_MESSAGE
+from dshkit.mock_server import MockServer, MockServerFactory, Script
+from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE
 from tests.conftest import SHARED
 
 KEY = "sk-ant-sdk-test"

@@ -12,8 +12,8 @@ import httpx
 import jsonschema
 import pytest
 
-from mock_server import CLAIMED_S_ITEMS, encode_sse, generate_chunks
-from mock_server.generate.reply import Reply
+from dshkit.mock_server import CLAIMED_S_ITEMS, encode_sse, generate_chunks
+from dshkit.mock_server.generate.reply import Reply
 
 from .cli_process import ServeProcess
 from .wire import parse_sse, reassemble

@@ -1,4 +1,4 @@
-"""`python -m mock_server serve` (the `dshkit serve` command) as a subprocess."""
+"""`python -m dshkit.mock_server serve` (the `dshkit serve` command) as a subprocess."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mock_server.__main__ import main
+from dshkit.mock_server.__main__ import main
 
 from .cli_process import ServeProcess
 from .wire import chat
@@ -129,7 +129,7 @@ def test_stopping_prints_a_summary_of_the_run(serve) -> None:  # type: ignore[no
 
 
 def test_serve_help_lists_every_fault_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    from mock_server.faults import FAULTS
+    from dshkit.mock_server.faults import FAULTS
 
     with pytest.raises(SystemExit):
         main(["serve", "--help"])

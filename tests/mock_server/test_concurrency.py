@@ -6,7 +6,7 @@ import asyncio
 
 import aiohttp
 
-from mock_server import SESSION_HEADER, MockServerFactory, Script
+from dshkit.mock_server import SESSION_HEADER, MockServerFactory, Script
 
 from .wire import chat, parse_sse, reassemble
 

@@ -9,7 +9,7 @@ import selectors
 import socket
 import time
 
-from mock_server import MockServer, Script
+from dshkit.mock_server import MockServer, Script
 
 CLIENTS = 400
 BODY = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}).encode()

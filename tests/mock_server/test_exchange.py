@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import MockServerFactory, Reply, Script, encode_stream
-from mock_server.exchange import BATCH_BYTES, _EncodedStreams
-from mock_server.generate.reply import StreamMeta, make_meta
+from dshkit.mock_server import MockServerFactory, Reply, Script, encode_stream
+from dshkit.mock_server.exchange import BATCH_BYTES, _EncodedStreams
+from dshkit.mock_server.generate.reply import StreamMeta, make_meta
 
 from .wire import chat, parse_sse, reassemble
 
@@ -117,7 +117,7 @@ def test_an_encoded_stream_is_reused_with_this_responses_id_and_created() -> Non
 def test_a_filled_template_cuts_its_events_where_the_fields_changed_length() -> None:
     """The filled stream is one bytes object; its events are cut at ends shifted by how much the
     id and `created` grew or shrank, and must equal the stream encoded afresh, event by event."""
-    from mock_server.exchange import FilledEvents, _batches
+    from dshkit.mock_server.exchange import FilledEvents, _batches
 
     cache = _EncodedStreams()
     reply = Reply(content="word " * 50)

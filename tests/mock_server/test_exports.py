@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-import mock_server
+import dshkit.mock_server
 
 
 def test_claimed_items_are_checklist_ids() -> None:
     import re
 
-    assert all(re.fullmatch(r"S\d+b?", s) for s in mock_server.CLAIMED_S_ITEMS)
-    assert len(set(mock_server.CLAIMED_S_ITEMS)) == len(mock_server.CLAIMED_S_ITEMS)
+    assert all(re.fullmatch(r"S\d+b?", s) for s in dshkit.mock_server.CLAIMED_S_ITEMS)
+    assert len(set(dshkit.mock_server.CLAIMED_S_ITEMS)) == len(dshkit.mock_server.CLAIMED_S_ITEMS)
 
 
 def test_docs_list_every_fault_and_quirk() -> None:
@@ -20,7 +20,7 @@ def test_docs_list_every_fault_and_quirk() -> None:
     root = Path(__file__).parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
     guide = (root / "docs" / "mock_server.md").read_text(encoding="utf-8")
-    for name in mock_server.FAULTS:  # the fault table lives in the README (issue 3)
+    for name in dshkit.mock_server.FAULTS:  # the fault table lives in the README (issue 3)
         assert f"| `{name}` |" in readme, name
-    for name in mock_server.QUIRKS:
+    for name in dshkit.mock_server.QUIRKS:
         assert f"| `{name}` |" in guide, name

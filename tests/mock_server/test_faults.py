@@ -15,8 +15,8 @@ import aiohttp
 import httpx
 import pytest
 
-from mock_server import FAULTS, MockServer, MockServerFactory
-from mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
+from dshkit.mock_server import FAULTS, MockServer, MockServerFactory
+from dshkit.mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
 
 from .wire import chat, parse_sse, reassemble
 
@@ -330,7 +330,7 @@ async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, na
 
 
 async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerFactory) -> None:
-    from mock_server import Script
+    from dshkit.mock_server import Script
 
     server = await dshkit_mock_server(Script.of({"fault": "rate_limit", "retry_after": 2.5, "request_id": "req-1"}))
     seen = await via_httpx(server.url, chat())
@@ -365,7 +365,7 @@ def _parses(body: bytes) -> bool:
 
 
 async def test_behavior_header_plays_a_fault_without_consuming(dshkit_mock_server: MockServerFactory) -> None:
-    from mock_server import Script
+    from dshkit.mock_server import Script
 
     server = await dshkit_mock_server(Script.replies("scripted"))
     async with httpx.AsyncClient(timeout=1) as c:

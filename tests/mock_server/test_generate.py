@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_server import (
+from dshkit.mock_server import (
     QUIRKS,
     FragmentPlan,
     Reply,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mock_server import MockServer, MockServerFactory
+from dshkit.mock_server import MockServer, MockServerFactory
 
 from .cli_process import ServeProcess
 
@@ -222,7 +222,7 @@ async def test_right_types_still_pass(dshkit_mock_server: MockServerFactory) -> 
 def test_forced_tool_with_a_hostile_schema_does_not_crash() -> None:
     """The default reply builds arguments from the tool's schema: sizes are capped, bad
     keywords ignored (a `minItems` of a billion must not allocate a billion items)."""
-    from mock_server.defaults import example_from_schema
+    from dshkit.mock_server.defaults import example_from_schema
 
     assert example_from_schema({"type": "array", "minItems": 10**9}) == ["example"] * 16
     assert len(example_from_schema({"type": "string", "minLength": 10**12})) == 4096
@@ -268,9 +268,9 @@ _BODY = st.fixed_dictionaries(
 def test_any_body_is_accepted_or_a_4xx_never_a_crash(payload: dict[str, Any]) -> None:
     """Whatever JSON arrives, validation ends in a request or a 4xx Rejection, and an accepted
     request gets its default reply and a journal line without an exception."""
-    from mock_server.defaults import default_reply
-    from mock_server.journal import json_line
-    from mock_server.validation import Rejection, validate_chat
+    from dshkit.mock_server.defaults import default_reply
+    from dshkit.mock_server.journal import json_line
+    from dshkit.mock_server.validation import Rejection, validate_chat
 
     raw_body = json.dumps(payload).encode()
     try:

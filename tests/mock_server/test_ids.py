@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from mock_server import MockServer, Script
+from dshkit.mock_server import MockServer, Script
 
 from .wire import chat, parse_sse, reassemble
 

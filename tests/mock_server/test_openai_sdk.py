@@ -7,7 +7,7 @@ from typing import Any
 import openai
 import pytest
 
-from mock_server import MockServer, MockServerFactory, Script
+from dshkit.mock_server import MockServer, MockServerFactory, Script
 
 ARGS = '{"city": "Paris", "note": "say \\"hi\\" – 你好"}'
 SHAPES: dict[str, dict[str, Any]] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mock_server import MockServer
+from dshkit.mock_server import MockServer
 
 from .wire import chat
 

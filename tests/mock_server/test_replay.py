@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from mock_server import MockServerFactory, Script, frame_jsonl
+from dshkit.mock_server import MockServerFactory, Script, frame_jsonl
 
 from .wire import chat, parse_sse, reassemble
 

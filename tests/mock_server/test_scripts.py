@@ -9,8 +9,8 @@ from typing import get_args
 
 import pytest
 
-import mock_server
-from mock_server import (
+import dshkit.mock_server
+from dshkit.mock_server import (
     FAULTS,
     QUIRKS,
     FaultStep,
@@ -22,10 +22,10 @@ from mock_server import (
     load_scripts,
     script_json_schema,
 )
-from mock_server.anthropic.render import ANTHROPIC_QUIRKS
-from mock_server.scripts import FaultName, QuirkName
+from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
+from dshkit.mock_server.scripts import FaultName, QuirkName
 
-SCHEMA = Path(mock_server.__file__).parent / "script.schema.json"
+SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 
 
 def test_fault_names_match_the_catalogue() -> None:
@@ -114,7 +114,7 @@ def test_errors_name_file_line_step_and_field(tmp_path: Path, text: str, line: i
 
 
 def test_errors_inside_a_scripts_list_name_their_line(tmp_path: Path) -> None:
-    from mock_server import load_scripts
+    from dshkit.mock_server import load_scripts
 
     f = tmp_path / "many.yaml"
     f.write_text(

@@ -54,7 +54,7 @@ INLINE = '''
 import httpx
 import pytest
 
-from mock_server import Script
+from dshkit.mock_server import Script
 
 
 def post(server, text):

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import MockServerFactory, Script
+from dshkit.mock_server import MockServerFactory, Script
 
 D = "Failed to deserialize the JSON body into the target type: "
 U = [{"role": "user", "content": "hi"}]

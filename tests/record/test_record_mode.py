@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mock_server import MockServer, Script
-from mock_server.record_mode import cassette_name_for
+from dshkit.mock_server import MockServer, Script
+from dshkit.mock_server.record_mode import cassette_name_for
 
 TEST_FILE = '''
 import openai

@@ -20,9 +20,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from harness.llm import Finish, GenerateOptions, StreamChunk, UserMessage
-from harness.providers.deepseek import DeepSeekAdapter
-from mock_server import (
+from dshkit.harness.llm import Finish, GenerateOptions, StreamChunk, UserMessage
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.mock_server import (
     CassetteError,
     MockServerFactory,
     Recorder,
@@ -327,7 +327,7 @@ async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
 
 
 def test_replaying_a_torn_cassette_warns_by_default(tmp_path: Path) -> None:
-    from mock_server import replay_scripts
+    from dshkit.mock_server import replay_scripts
 
     rec = Path(__file__).parents[2] / "recordings" / "plain-text.cassette.jsonl"
     torn = tmp_path / "torn.cassette.jsonl"

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from mock_server import CassetteError, Recorder, ReplayServerFactory, load_cassette
+from dshkit.mock_server import CassetteError, Recorder, ReplayServerFactory, load_cassette
 
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from harness.loop import Agent, AgentOptions
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.session import Session, SessionHeader, save_session
-from harness.tools import ToolRuntime, builtin_tools
-from mock_server import MockServer, Script
+from dshkit.harness.loop import Agent, AgentOptions
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.session import Session, SessionHeader, save_session
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.mock_server import MockServer, Script
 
 ARGUMENTS = '{"file_path":"README.md"}'
 FRAGMENT_POINTS = [2, 6, 11, 15, 22]

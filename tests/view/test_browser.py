@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dshkit_view import render_paths
+from dshkit.view import render_paths
 
 from .conftest import ARGUMENTS, Walk
 

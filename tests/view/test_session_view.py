@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit_view import ViewError, detect_kind, render_paths
-from dshkit_view.sessions import build_session_view
-from harness.session import parse_session_log
+from dshkit.harness.session import parse_session_log
+from dshkit.view import ViewError, detect_kind, render_paths
+from dshkit.view.sessions import build_session_view
 
 from .conftest import ARGUMENTS, FRAGMENT_POINTS, Walk
 

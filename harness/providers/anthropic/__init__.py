@@ -1,5 +1,5 @@
 """The Anthropic Messages provider (DeepSeek's second wire, `https://api.deepseek.com/anthropic`):
-serialize → HTTP → SSE → translate, the same walk as `harness.providers.deepseek`."""
+serialize → HTTP → SSE → translate, the same walk as `dshkit.harness.providers.deepseek`."""
 
 from .adapter import ANTHROPIC_VERSION, DEFAULT_BASE_URL, AnthropicAdapter
 from .failures import failure_from_error_event, failure_from_exception, failure_from_response

@@ -2,7 +2,7 @@
 
 One call is one streaming POST to `{base_url}/v1/messages` (httpx; `base_url` is DeepSeek's
 `https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and run
-through `StreamDecoder` by `harness.providers.http_stream`. The contract is `DeepSeekAdapter`'s:
+through `StreamDecoder` by `dshkit.harness.providers.http_stream`. The contract is `DeepSeekAdapter`'s:
 every provider or transport failure becomes a terminal `finish` of kind `error`; setting
 `options.signal` ends the stream with `aborted`; an `asyncio.CancelledError` closes the response
 and propagates; no retries of its own.
@@ -17,8 +17,8 @@ from typing import Literal
 
 import httpx
 
-from harness.llm import GenerateOptions
-from harness.providers.http_stream import (
+from dshkit.harness.llm import GenerateOptions
+from dshkit.harness.providers.http_stream import (
     HttpAdapter,
     HttpWire,
     checked_api_key,

@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from harness.llm import LlmFailure
-from harness.providers.deepseek import (
+from dshkit.harness.llm import LlmFailure
+from dshkit.harness.providers.deepseek import (
     classify_status,
     failure_from_error_object,
     failure_from_exception,

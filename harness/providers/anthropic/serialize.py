@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,

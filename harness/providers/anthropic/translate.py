@@ -1,6 +1,6 @@
 """Translation: Anthropic Messages stream events → `StreamChunk`s (anthropic.md §9–§13, §15).
 
-`Translator` holds one response's state (the shared `harness.llm.StreamState` plus what this
+`Translator` holds one response's state (the shared `dshkit.harness.llm.StreamState` plus what this
 wire adds): the message id and model from `message_start`, one harness block per wire
 `content_block` index (`thinking` → reasoning, `text` → text, `tool_use` →
 tool-call; other block types pass through as opaque blocks, AN78), each thinking block's
@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockState,
     ContentBlock,
     ErrorCode,
@@ -30,7 +30,7 @@ from harness.llm import (
     StreamState,
     TokenUsage,
 )
-from harness.providers.deepseek import SSEDecoder
+from dshkit.harness.providers.deepseek import SSEDecoder
 
 from .failures import failure_from_error_event
 from .serialize import REPLAY_PROTOCOL

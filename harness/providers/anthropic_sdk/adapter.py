@@ -5,7 +5,7 @@ contract as `AnthropicAdapter`.
 It exists so the conformance suite's Anthropic scenarios are shown to judge behaviour, not one
 implementation: the SDK does its own HTTP, SSE parsing and event models, and this module only
 maps the SDK's typed events to `StreamChunk`s (the blocks and end rules are the shared
-`harness.llm.StreamState`) and the SDK's exceptions to `LlmFailure`s. The request body comes
+`dshkit.harness.llm.StreamState`) and the SDK's exceptions to `LlmFailure`s. The request body comes
 from the Anthropic serializer (the message format is the same); fields the SDK does not type
 travel in `extra_body`. Known differences, visible in a conformance run: the SDK drops events
 that have no `event:` line (AN43) and raises on an `error` event, so the partial blocks before
@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AdapterCapabilities,
     BlockState,
     ContentBlock,
@@ -35,7 +35,7 @@ from harness.llm import (
     UsageError,
     race_signal,
 )
-from harness.providers.anthropic import (
+from dshkit.harness.providers.anthropic import (
     REPLAY_PROTOCOL,
     AnthropicConfig,
     failure_from_error_event,

@@ -1,7 +1,7 @@
 """`DeepSeekAdapter`: the DeepSeek provider's request builder on the shared HTTP life cycle.
 
 One call is one streaming POST to `{base_url}/chat/completions` (httpx), its body read as it
-arrives and run through `StreamDecoder` by `harness.providers.http_stream`. Every provider or transport failure becomes a terminal
+arrives and run through `StreamDecoder` by `dshkit.harness.providers.http_stream`. Every provider or transport failure becomes a terminal
 `finish` chunk of kind `error`; setting `options.signal` ends the stream with `aborted`. An
 `asyncio.CancelledError` closes the response and propagates. The adapter never retries on its
 own: retrying is the loop's decision (dsh-core.md §3.9).
@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import httpx
 
-from harness.llm import GenerateOptions
-from harness.providers.http_stream import (
+from dshkit.harness.llm import GenerateOptions
+from dshkit.harness.providers.http_stream import (
     HttpAdapter,
     HttpWire,
     checked_api_key,

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import msgspec
 
-from harness.llm import StreamChunk
+from dshkit.harness.llm import StreamChunk
 
 from .sse import SSEDecoder
 from .translate import Translator

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from harness.llm import (
+from dshkit.harness.llm import (
     ErrorCode,
     LlmFailure,
     ProviderError,

@@ -3,7 +3,7 @@
 `Translator` parses one response: which harness block each wire stream maps to (one reasoning
 block, one text block, one block per `tool_calls[].index`), the last finish_reason, the last
 non-null usage and the response ids; the blocks, usage and end rules it hands to the shared
-`harness.llm.StreamState`. Dialect quirks of other
+`dshkit.harness.llm.StreamState`. Dialect quirks of other
 OpenAI-compatible servers (`delta.reasoning`, usage on a `choices: []` chunk, ids repeated or
 blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
 `StreamDecoder` (in `decoder`) composes the SSE decoder with it: bytes in, chunks out, one
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockState,
     ErrorCode,
     FinishReason,

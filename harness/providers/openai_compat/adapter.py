@@ -3,7 +3,7 @@ streaming), with the same `Adapter` contract as `DeepSeekAdapter`.
 
 It exists to prove the conformance suite judges behaviour, not design: the SDK does its own SSE
 parsing and chunk models, so this adapter only maps SDK chunk objects to `StreamChunk`s and SDK
-exceptions to `LlmFailure`s; the blocks and end rules are the shared `harness.llm.StreamState`,
+exceptions to `LlmFailure`s; the blocks and end rules are the shared `dshkit.harness.llm.StreamState`,
 as in the DeepSeek translator. The request body comes from the DeepSeek serializer (the message
 format is the same); DeepSeek-only fields travel in `extra_body`, as the SDK requires. Known
 differences from `DeepSeekAdapter`, visible in a conformance run: the SDK cannot tell EOF from
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AdapterCapabilities,
     ErrorCode,
     Finish,
@@ -29,7 +29,7 @@ from harness.llm import (
     UsageError,
     race_signal,
 )
-from harness.providers.deepseek import (
+from dshkit.harness.providers.deepseek import (
     DeepSeekConfig,
     failure_from_error_object,
     failure_from_http,

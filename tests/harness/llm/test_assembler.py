@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     BlockAssembler,
     BlockEnd,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     BlockEnd,
     BlockStart,

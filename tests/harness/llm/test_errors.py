@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     ErrorCode,
     HarnessError,
     LlmError,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.llm import (
+from dshkit.harness.llm import (
     DEFAULT_RETRYABLE_CODES,
     Backoff,
     LlmFailure,
@@ -15,7 +15,7 @@ from harness.llm import (
     is_retryable,
     retry_delay_ms,
 )
-from harness.llm.retry import MAX_TIMER_DELAY_MS
+from dshkit.harness.llm.retry import MAX_TIMER_DELAY_MS
 
 NO_JITTER = RetryPolicy(backoff=Backoff(jitter_ratio=0))
 

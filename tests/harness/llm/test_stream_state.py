@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     BlockState,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -27,12 +27,19 @@ from harness.llm import (
     ToolSchema,
     chunk_to_json,
 )
-from harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject, rebuild_requests
-from harness.loop.header import RequestHeader
-from harness.prompt import SystemPrompt
-from harness.replay import ReplayAdapter
-from harness.session import ReplayEntry, Session, SessionScript, thaw_json
-from harness.tools import ToolRuntime, define_tool
+from dshkit.harness.loop import (
+    Agent,
+    AgentOptions,
+    PreStep,
+    PreStepDecision,
+    Reject,
+    rebuild_requests,
+)
+from dshkit.harness.loop.header import RequestHeader
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.replay import ReplayAdapter
+from dshkit.harness.session import ReplayEntry, Session, SessionScript, thaw_json
+from dshkit.harness.tools import ToolRuntime, define_tool
 
 MODEL = "deepseek-v4-flash"
 

@@ -1,7 +1,13 @@
 import pytest
 
-from harness.llm import ToolSchema
-from harness.prompt import HARNESS_IDENTITY, UNLISTED_TOOLS, PromptError, SystemPrompt, interpolate
+from dshkit.harness.llm import ToolSchema
+from dshkit.harness.prompt import (
+    HARNESS_IDENTITY,
+    UNLISTED_TOOLS,
+    PromptError,
+    SystemPrompt,
+    interpolate,
+)
 
 
 def schema(name: str) -> ToolSchema:

@@ -1,8 +1,8 @@
-from harness.llm import PluginSource, TextBlock, UserMessage, message_to_json
-from harness.prompt import RUNTIME_CONTEXT_PLUGIN, RuntimeContextSnapshot, SystemPrompt
-from harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
-from harness.session import Session
-from harness.session.events import SurfaceReplace
+from dshkit.harness.llm import PluginSource, TextBlock, UserMessage, message_to_json
+from dshkit.harness.prompt import RUNTIME_CONTEXT_PLUGIN, RuntimeContextSnapshot, SystemPrompt
+from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
+from dshkit.harness.session import Session
+from dshkit.harness.session.events import SurfaceReplace
 
 
 def test_five_steps_changing_context_initial_changed_cleared() -> None:

@@ -1,4 +1,4 @@
-"""The shared HTTP half of the httpx adapters (`harness.providers.http_stream`)."""
+"""The shared HTTP half of the httpx adapters (`dshkit.harness.providers.http_stream`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import ssl
 
 import pytest
 
-from harness.providers.anthropic import AnthropicAdapter
-from harness.providers.deepseek import DeepSeekAdapter
-from harness.providers.http_stream import default_ssl_context
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.http_stream import default_ssl_context
 
 
 async def test_new_adapters_reuse_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,7 +37,7 @@ async def test_new_adapters_reuse_one_verifying_tls_context(monkeypatch: pytest.
 def test_an_http_adapter_without_a_request_builder_cannot_be_made() -> None:
     """`build_request` is the one thing a subclass must add; forgetting it fails at construction,
     not on the first call."""
-    from harness.providers.http_stream import HttpAdapter
+    from dshkit.harness.providers.http_stream import HttpAdapter
 
     class Incomplete(HttpAdapter):
         pass

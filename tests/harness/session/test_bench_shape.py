@@ -10,8 +10,8 @@ import tracemalloc
 from types import FrameType
 from typing import Any
 
-from harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
-from harness.session import Session
+from dshkit.harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
+from dshkit.harness.session import Session
 
 SRC = ModelSource(provider="p", model="m")
 

@@ -1,7 +1,7 @@
 import pytest
 
-from harness.llm import SessionError
-from harness.session.chunk_rows import pack_events, unpack_row, unpack_rows
+from dshkit.harness.llm import SessionError
+from dshkit.harness.session.chunk_rows import pack_events, unpack_row, unpack_rows
 
 
 def chunk(seq: int, time: int, kind: str, index: int = 0, **fields: object) -> dict[str, object]:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.llm import AssistantMessage, ModelSource, message_from_json, message_to_json
-from harness.session import (
+from dshkit.harness.llm import AssistantMessage, ModelSource, message_from_json, message_to_json
+from dshkit.harness.session import (
     assemble_chunk_events,
     dump_session,
     parse_session_log,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ModelSource,
     SessionError,
@@ -19,7 +19,12 @@ from harness.llm import (
     UserMessage,
     message_to_json,
 )
-from harness.session import derive_replay_script, dump_session, logged_message, parse_session_log
+from dshkit.harness.session import (
+    derive_replay_script,
+    dump_session,
+    logged_message,
+    parse_session_log,
+)
 
 HEADER = '{"type":"session","version":0,"id":"x","createdAt":0,"cwd":"{{cwd}}","delegationDepth":0}'
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ModelSource,
     SessionError,
@@ -11,7 +11,7 @@ from harness.llm import (
     ToolCallBlock,
     UserMessage,
 )
-from harness.session import (
+from dshkit.harness.session import (
     Session,
     SessionHeader,
     SessionStore,
@@ -21,7 +21,7 @@ from harness.session import (
     parse_session_log,
     save_session,
 )
-from harness.session.repair import TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN_TEXT
+from dshkit.harness.session.repair import TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN_TEXT
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 
@@ -145,7 +145,7 @@ def test_a_cut_tail_is_kept_and_reported(tmp_path: Path, caplog: pytest.LogCaptu
     path = tmp_path / "k.jsonl"
     bad = b'{"type":"turn/start","seq":99,"time":1,"data":{"turn":"not a number"}}\n'
     path.write_bytes(dump_session(s).encode() + bad)
-    with caplog.at_level("WARNING", logger="harness.session"):
+    with caplog.at_level("WARNING", logger="dshkit.harness.session"):
         loaded = load_session(path)
     assert list(loaded.events) == list(s.events)
     assert (tmp_path / "k.jsonl.torn").read_bytes() == bad

@@ -2,8 +2,14 @@
 
 import pytest
 
-from harness.llm import TextDelta
-from harness.session import ReplayEntry, ReplayError, Session, derive_replay_script, parse_override
+from dshkit.harness.llm import TextDelta
+from dshkit.harness.session import (
+    ReplayEntry,
+    ReplayError,
+    Session,
+    derive_replay_script,
+    parse_override,
+)
 
 FINISH = {"type": "finish", "reason": {"kind": "stop"}}
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ModelSource,
     SessionError,
@@ -13,8 +13,8 @@ from harness.llm import (
     UserMessage,
     message_to_json,
 )
-from harness.session import FrozenDict, Session, SessionEvent, SessionHeader
-from harness.session.events import SurfaceReplace
+from dshkit.harness.session import FrozenDict, Session, SessionEvent, SessionHeader
+from dshkit.harness.session.events import SurfaceReplace
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
-from harness.tools.builtin import (
+from dshkit.harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
+from dshkit.harness.tools.builtin import (
     BASH_PARAMETERS,
     GREP_PARAMETERS,
     LIST_PARAMETERS,

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.tools import LocalShell, ToolRuntime, ToolTimeoutError, auto_approver, builtin_tools
-from harness.tools.blocking import run_blocking
+from dshkit.harness.tools import (
+    LocalShell,
+    ToolRuntime,
+    ToolTimeoutError,
+    auto_approver,
+    builtin_tools,
+)
+from dshkit.harness.tools.blocking import run_blocking
 
 CATASTROPHIC = '{"pattern": "(a+)+$"}'
 """Nested quantifiers against a line of `a`s ending in `!`: 2^40 backtracking paths."""

@@ -4,8 +4,8 @@ import io
 import pytest
 from pydantic import BaseModel
 
-from harness.llm import TextBlock, UsageError, UserMessage
-from harness.tools import (
+from dshkit.harness.llm import TextBlock, UsageError, UserMessage
+from dshkit.harness.tools import (
     Accept,
     Allow,
     Ask,
@@ -17,7 +17,7 @@ from harness.tools import (
     define_tool,
     terminal_approver,
 )
-from harness.tools.runtime import parse_arguments
+from dshkit.harness.tools.runtime import parse_arguments
 
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 

@@ -1,7 +1,7 @@
 import asyncio
 
-from harness.llm import ToolCallBlock
-from harness.tools import ToolCall, ToolResult, ToolRuntime, define_tool, run_tool_calls
+from dshkit.harness.llm import ToolCallBlock
+from dshkit.harness.tools import ToolCall, ToolResult, ToolRuntime, define_tool, run_tool_calls
 
 OBJ = {"type": "object", "properties": {"name": {"type": "string"}}}
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from harness.llm import (
+from dshkit.harness.llm import (
     Adapter,
     BlockAssembler,
     ErrorCode,
@@ -26,7 +26,7 @@ from harness.llm import (
     UserMessage,
     is_retryable,
 )
-from harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from ..deepseek.conftest import RawServer, body, pieces
 from .conftest import load_capture

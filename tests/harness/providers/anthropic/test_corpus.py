@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     BlockEnd,
     ErrorCode,
@@ -25,7 +25,7 @@ from harness.llm import (
     TextBlock,
     ToolCallBlock,
 )
-from harness.providers.anthropic import (
+from dshkit.harness.providers.anthropic import (
     StreamDecoder,
     Translator,
     events_from_message,

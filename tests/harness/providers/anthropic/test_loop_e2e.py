@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from dshkit.cli import main
-from harness.llm import ErrorCode, GenerateOptions, UserMessage
-from harness.loop import Agent, AgentOptions, rebuild_requests
-from harness.providers.anthropic import AnthropicAdapter, encode_body, serialize
-from harness.session import Session, SessionHeader, load_session
-from harness.tools import ToolRuntime, builtin_tools
-from mock_server import MockServer, Script
+from dshkit.harness.llm import ErrorCode, GenerateOptions, UserMessage
+from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
+from dshkit.harness.providers.anthropic import AnthropicAdapter, encode_body, serialize
+from dshkit.harness.session import Session, SessionHeader, load_session
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.mock_server import MockServer, Script
 
 KEY = "sk-anthropic-e2e"
 TOOL_THEN_ANSWER = (

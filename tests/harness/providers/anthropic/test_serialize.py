@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
@@ -23,13 +23,13 @@ from harness.llm import (
     UsageError,
     UserMessage,
 )
-from harness.providers.anthropic import (
+from dshkit.harness.providers.anthropic import (
     DEFAULT_MAX_TOKENS,
     REPLAY_PROTOCOL,
     AnthropicConfig,
     serialize,
 )
-from harness.providers.anthropic.serialize import tool_input
+from dshkit.harness.providers.anthropic.serialize import tool_input
 
 READ = ToolSchema(name="read", description="Read a file.", parameters={"type": "object", "properties": {"file_path": {"type": "string"}}})
 

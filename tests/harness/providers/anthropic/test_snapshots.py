@@ -11,7 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     GenerateOptions,
     ModelSource,
@@ -21,7 +21,7 @@ from harness.llm import (
     chunk_to_json,
     message_to_json,
 )
-from harness.providers.anthropic import StreamDecoder, serialize
+from dshkit.harness.providers.anthropic import StreamDecoder, serialize
 
 from .wire import TOOL_TURN
 

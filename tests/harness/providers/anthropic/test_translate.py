@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     BlockEnd,
     ErrorCode,
@@ -20,7 +20,7 @@ from harness.llm import (
     ToolCallBlock,
     chunk_to_json,
 )
-from harness.providers.anthropic import StreamDecoder, map_stop_reason
+from dshkit.harness.providers.anthropic import StreamDecoder, map_stop_reason
 
 from .wire import (
     MESSAGE_STOP,

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from harness.llm import (
+from dshkit.harness.llm import (
     Adapter,
     BlockAssembler,
     Finish,
@@ -30,7 +30,7 @@ from harness.llm import (
     UserMessage,
     is_retryable,
 )
-from harness.providers.deepseek import (
+from dshkit.harness.providers.deepseek import (
     DeepSeekAdapter,
     DeepSeekConfig,
     StreamDecoder,

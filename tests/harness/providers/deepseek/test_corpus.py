@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     BlockAssembler,
     Finish,
@@ -24,7 +24,7 @@ from harness.llm import (
     TextBlock,
     UserMessage,
 )
-from harness.providers.deepseek import StreamDecoder, map_finish_reason, map_usage, serialize
+from dshkit.harness.providers.deepseek import StreamDecoder, map_finish_reason, map_usage, serialize
 from tests.conftest import REAL_CORPUS
 
 STEMS = sorted(p.name[: -len(".expected.json")] for p in REAL_CORPUS.glob("*.expected.json")) if REAL_CORPUS.is_dir() else []

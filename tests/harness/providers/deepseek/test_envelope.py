@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.llm import chunk_to_json
-from harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
-from mock_server import QUIRKS, Reply, ToolCall, encode_sse, generate_chunks
+from dshkit.harness.llm import chunk_to_json
+from dshkit.harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
+from dshkit.mock_server import QUIRKS, Reply, ToolCall, encode_sse, generate_chunks
 
 CAPTURES = Path(__file__).parent / "captures"
 

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.llm import ErrorCode, Finish, StreamChunk, chunk_to_json
-from harness.providers.deepseek import StreamDecoder, Translator
+from dshkit.harness.llm import ErrorCode, Finish, StreamChunk, chunk_to_json
+from dshkit.harness.providers.deepseek import StreamDecoder, Translator
 
 _ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 _HEAD = '{"id":"' + _ID + '","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":'

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     AssistantMessage,
     GenerateOptions,
     ImageAttachment,
@@ -23,7 +23,7 @@ from harness.llm import (
     UsageError,
     UserMessage,
 )
-from harness.providers.deepseek import (
+from dshkit.harness.providers.deepseek import (
     DeepSeekAdapter,
     DeepSeekConfig,
     encode_body,

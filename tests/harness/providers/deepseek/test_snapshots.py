@@ -15,7 +15,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockAssembler,
     GenerateOptions,
     ModelSource,
@@ -25,7 +25,7 @@ from harness.llm import (
     chunk_to_json,
     message_to_json,
 )
-from harness.providers.deepseek import DeepSeekConfig, serialize
+from dshkit.harness.providers.deepseek import DeepSeekConfig, serialize
 
 from .wire import decode
 

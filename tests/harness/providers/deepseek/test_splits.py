@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.llm import ModelSource, TextBlock
-from harness.providers.deepseek import SSEDecoder, StreamDecoder
+from dshkit.harness.llm import ModelSource, TextBlock
+from dshkit.harness.providers.deepseek import SSEDecoder, StreamDecoder
 
 from .wire import USAGE, assemble, call, chunk, decode, sse
 

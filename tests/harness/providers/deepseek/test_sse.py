@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.providers.deepseek import SSEComment, SSEDecoder, SSEEvent
+from dshkit.harness.providers.deepseek import SSEComment, SSEDecoder, SSEEvent
 
 
 def decode(*reads: bytes) -> tuple[list[SSEEvent | SSEComment], str | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.llm import (
+from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -22,7 +22,7 @@ from harness.llm import (
     ToolCallDelta,
     Usage,
 )
-from harness.providers.deepseek import Translator, map_finish_reason, map_usage
+from dshkit.harness.providers.deepseek import Translator, map_finish_reason, map_usage
 
 from .wire import FP, ID, MODEL, USAGE, assemble, call, chunk, decode, sse
 
@@ -410,7 +410,7 @@ def test_translator_direct_use_and_terminal() -> None:
 
 
 def test_comments_counted_not_translated() -> None:
-    from harness.providers.deepseek import StreamDecoder
+    from dshkit.harness.providers.deepseek import StreamDecoder
 
     d = StreamDecoder()
     out = d.feed(b": keep-alive\n\n: keep-alive\n\n" + sse(chunk({"content": "x"}, "stop")))

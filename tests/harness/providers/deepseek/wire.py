@@ -6,8 +6,8 @@ import itertools
 import json
 from typing import Any
 
-from harness.llm import BlockAssembler, StreamChunk
-from harness.providers.deepseek import StreamDecoder
+from dshkit.harness.llm import BlockAssembler, StreamChunk
+from dshkit.harness.providers.deepseek import StreamDecoder
 
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 MODEL = "deepseek-v4-flash"
