@@ -1,12 +1,12 @@
 """`AnthropicAdapter`: the Anthropic-format provider's request builder on the shared HTTP life cycle.
 
 One call is one streaming POST to `{base_url}/v1/messages` (httpx; `base_url` is DeepSeek's
-`https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and decoded
-by `FastStreamDecoder` (or the decoder `decoder=` makes) on the shared HTTP life cycle. The contract is `DeepSeekAdapter`'s:
-every provider or transport failure becomes a terminal `finish` of kind `error`; setting
+`https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and decoded by
+`FastStreamDecoder` (or the decoder `decoder=` makes). The contract is `DeepSeekAdapter`'s: every
+provider or transport failure becomes a terminal `finish` of kind `error`; setting
 `options.signal` ends the stream with `aborted`; an `asyncio.CancelledError` closes the response
-and propagates; no retries of its own.
-The idle timeout defaults to 600 s because DeepSeek may stay silent while it thinks (AN8).
+and propagates; no retries of its own. The idle timeout defaults to 600 s because DeepSeek may
+stay silent while it thinks (AN8).
 """
 
 from __future__ import annotations
