@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -72,6 +73,10 @@ def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
     assert len(sources) > 100
     found = [f"{path.relative_to(ROOT)}:{line} imports {name}"
              for path in sources for line, name in _imports(path) if name.split(".")[0] in BARE_NAMES]
+    # `python -m NAME` in a subprocess would import the bare folder as well
+    run_as_main = re.compile(r'"-m",\s*"(?:%s)[".]' % "|".join(BARE_NAMES))
+    found += [f"{path.relative_to(ROOT)} runs python -m on a bare name"
+              for path in sources if run_as_main.search(path.read_text(encoding="utf-8"))]
     assert found == []
 
 

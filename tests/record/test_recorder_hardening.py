@@ -55,7 +55,7 @@ async def _sse(request: web.Request, *pieces: bytes) -> web.StreamResponse:
 
 
 def _record_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mock_server", "record", *args]
+    return [sys.executable, "-m", "dshkit.mock_server", "record", *args]
 
 
 async def _line(stream: asyncio.StreamReader) -> dict[str, Any]:
