@@ -129,7 +129,7 @@ async def test_secrets_in_query_headers_fields_url_and_split_reads_never_reach_t
             assert secret.encode() not in data, (f.name, name)
     cassette = load_cassette(tmp_path / "s")
     x = cassette.exchanges[0]
-    assert x.request.path == "/chat/completions?api_key={{scrubbed:apikey}}&key={{scrubbed:key}}&mode=fast"
+    assert x.request.path == "/chat/completions?api_key={{scrubbed:api_key}}&key={{scrubbed:key}}&mode=fast"
     assert x.request.body["metadata"]["auth"] == {"key": "{{scrubbed:key}}", "client_secret": "{{scrubbed:client_secret}}"}
     assert x.request.body["API_KEY"] == "{{scrubbed:API_KEY}}" and x.request.body["token"] == "{{scrubbed:token}}"
     assert {k: v for k, v in x.request.headers.items() if "scrubbed" in v}.keys() >= {
