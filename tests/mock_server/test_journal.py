@@ -131,6 +131,39 @@ async def test_server_journal_keep_over_http() -> None:
     assert b"data: [DONE]" in entries[-1].data and entries[-1].body["messages"][0]["content"] == "m2"
 
 
+JOURNAL_SECRETS = {
+    "ocp": "ocp-subscription-0001", "token": "tok-field-0002", "nested": "client-secret-0003",
+    "xat": "x-access-token-0004", "top_cs": "client-secret-0005", "x_api_key": "anthropic-key-0006",
+}
+
+
+async def test_the_journal_file_holds_no_secret_on_either_surface(tmp_path: Path) -> None:
+    """Over HTTP, through both wires: the names the journal's old list missed never reach its
+    file or its entries (a rejected request is journaled too, and scrubbed the same way)."""
+    path = tmp_path / "journal.jsonl"
+    s = JOURNAL_SECRETS
+    extra = {"token": s["token"], "x_access_token": s["xat"], "client_secret": s["top_cs"],
+             "metadata": {"user_id": "u", "auth": {"client_secret": s["nested"]}}}
+    async with MockServer(journal=path) as server, httpx.AsyncClient(timeout=5) as c:
+        chat = await c.post(server.url, headers={"Ocp-Apim-Subscription-Key": s["ocp"]}, json={
+            "model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}], **extra})
+        messages = await c.post(server.base_url + "/anthropic/v1/messages",
+                                headers={"x-api-key": s["x_api_key"], "Ocp-Apim-Subscription-Key": s["ocp"]},
+                                json={"model": "deepseek-chat", "max_tokens": 16,
+                                      "messages": [{"role": "user", "content": "hi"}], **extra})
+        assert {chat.status_code, messages.status_code} <= {200, 400}
+    text = path.read_text(encoding="utf-8")
+    assert [name for name, value in s.items() if value in text] == []
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) == 2
+    for line, entry in zip(lines, server.journal.entries, strict=True):
+        assert line["headers"]["ocp-apim-subscription-key"] == "{{scrubbed:ocp-apim-subscription-key}}"
+        assert line["body"]["token"] == "{{scrubbed:token}}" and line["body"]["x_access_token"] == "{{scrubbed:x_access_token}}"
+        assert line["body"]["client_secret"] == "{{scrubbed:client_secret}}"
+        assert line["body"]["metadata"]["auth"] == {"client_secret": "{{scrubbed:client_secret}}"}
+        assert entry.body == line["body"] and entry.headers == line["headers"]
+
+
 def test_json_line_is_always_valid_json() -> None:
     line = json_line({"a": float("nan"), "b": [float("inf"), -float("inf")], "s": "x\ud800", "é": "é"})
     assert json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c}")) == {
