@@ -121,7 +121,7 @@ them past a scrubber), into files of the workspace."""
 
 
 def _decoded(line: str) -> tuple[int, bytes, bytes]:
-    pid, env, cmdline = (line.split(" ") + ["", ""])[:3]
+    pid, env, cmdline = [*line.split(" "), "", ""][:3]
     return int(pid), base64.b64decode(env), base64.b64decode(cmdline)
 
 
