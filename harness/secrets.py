@@ -179,34 +179,62 @@ def scrub_json(
     return _scrub(value, text, -1 if max_depth is None else max_depth, False)
 
 
+_FIELD_NAMES: dict[str, bool] = {}
+"""`is_credential_name` of JSON field names seen so far: a plain dict lookup per field, since
+the mock server scrubs every body it journals (cleared when it grows past a bound)."""
+
+
 def _is_credential_field(key: Any, value: Any, schema_map: bool) -> bool:
     """The one rule for a field of a JSON object (`schema_map`: the object is a JSON Schema
     name map, whose object values are schemas)."""
-    return (
-        isinstance(key, str) and value is not None and not (schema_map and isinstance(value, dict))
-        and is_credential_name(key)
-    )
+    if value is None or key.__class__ is not str:
+        return False
+    hit = _FIELD_NAMES.get(key)
+    if hit is None:
+        hit = _learn_field_name(key)
+    return hit and not (schema_map and isinstance(value, dict))
+
+
+def _learn_field_name(key: str) -> bool:
+    if len(_FIELD_NAMES) > 8192:
+        _FIELD_NAMES.clear()
+    hit = _FIELD_NAMES[key] = is_credential_name(key)
+    return hit
 
 
 def _names_schemas(key: Any, value: Any) -> bool:
-    return isinstance(key, str) and key in SCHEMA_NAME_MAPS and isinstance(value, dict)
+    return key in SCHEMA_NAME_MAPS and isinstance(value, dict)
 
 
 def _scrub(value: Any, text: Callable[[str], str] | None, left: int, schema_map: bool) -> Any:
+    # `_is_credential_field` is written out in the loop, and scalars are handled there rather
+    # than by a call each: this runs on every request the mock server journals.
     if isinstance(value, dict):
         if not left:
             raise _too_deep()
         out: dict[Any, Any] = {}
+        names = _FIELD_NAMES
         for k, v in value.items():
-            if _is_credential_field(k, v, schema_map):
-                out[k] = _all_scrubbed(v, k, left - 1)
+            if v is not None and k.__class__ is str:
+                hit = names.get(k)
+                if hit is None:
+                    hit = _learn_field_name(k)
+                if hit and not (schema_map and isinstance(v, dict)):
+                    out[k] = _all_scrubbed(v, k, left - 1)
+                    continue
+            if isinstance(v, (dict, list)):
+                out[k] = _scrub(v, text, left - 1, k in SCHEMA_NAME_MAPS and isinstance(v, dict))
             else:
-                out[k] = _scrub(v, text, left - 1, _names_schemas(k, v))
+                out[k] = text(v) if text is not None and isinstance(v, str) else v
         return out
     if isinstance(value, list):
         if not left:
             raise _too_deep()
-        return [_scrub(v, text, left - 1, False) for v in value]
+        return [
+            _scrub(v, text, left - 1, False) if isinstance(v, (dict, list))
+            else text(v) if text is not None and isinstance(v, str) else v
+            for v in value
+        ]
     if isinstance(value, str) and text is not None:
         return text(value)
     return value
