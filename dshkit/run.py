@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,6 +26,7 @@ from dshkit.args import http_url, positive_float, positive_int
 from dshkit.harness.llm import Adapter, HarnessError
 from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.secrets import scrub_url
 from dshkit.harness.session import (
     DEFAULT_SESSIONS_DIR,
     Session,
@@ -274,6 +276,12 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
     unknown = sorted(set(names) - set(BUILTIN_TOOLS))
     if unknown:
         print(f"dshkit run: unknown tool(s) {', '.join(unknown)}; choose from {', '.join(BUILTIN_TOOLS)}", file=sys.stderr)
+        return 2
+    if args.base_url is not None and "@" in urlsplit(args.base_url).netloc:
+        # httpx would send them as Basic auth in place of the key, and every failure message
+        # (shown, and written to the session log) would quote them.
+        print(f"dshkit run: --base-url {scrub_url(args.base_url)} carries credentials (user@ or "
+              "user:password@); give the API key with --api-key or $DEEPSEEK_API_KEY instead", file=sys.stderr)
         return 2
     async with contextlib.AsyncExitStack() as stack:
         # The key goes to the adapter only: out of the environment tools inherit, and blanked

@@ -107,6 +107,19 @@ def test_a_short_key_rewrites_nothing_the_model_receives(
     assert [m["content"] for m in tool_messages] == [number_lines(NOTES)]
 
 
+def test_a_base_url_with_credentials_is_refused_without_echoing_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """httpx would send `user:password@` as Basic auth in place of the key (every request a
+    401), and the adapter's failure messages, shown and logged, would quote the password."""
+    session = tmp_path / "s.jsonl"
+    code = main(["run", "hi", "--base-url", "http://user:TOPSECRET-PW-1@127.0.0.1:1", "--api-key", "sk-abcdefgh",
+                 "--workspace", str(tmp_path), "--session", str(session)])
+    err = capsys.readouterr().err
+    assert code == 2 and "carries credentials" in err and "{{scrubbed:password}}" in err
+    assert "TOPSECRET-PW-1" not in err and not session.exists()
+
+
 # --- the key is not readable from the process tree ---------------------------------------------
 
 DUMP = (
