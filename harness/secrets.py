@@ -39,6 +39,7 @@ __all__ = [
     "scrub_headers",
     "scrub_json",
     "scrub_query",
+    "scrub_strings",
     "scrub_url",
 ]
 
@@ -257,6 +258,17 @@ def _all_scrubbed(value: Any, label: str, left: int) -> Any:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return placeholder(label)
     return value
+
+
+def scrub_strings(value: Any, text: Callable[[str], str]) -> Any:
+    """A copy of a JSON value with every string (not keys) passed through `text`, names not
+    judged: for values that are not a request (tool result metadata, a recorder told to keep
+    credentials). Objects become dicts and arrays lists."""
+    if isinstance(value, Mapping):
+        return {k: scrub_strings(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_strings(v, text) for v in value]
+    return text(value) if isinstance(value, str) else value
 
 
 def credential_values(value: Any) -> Iterator[tuple[str, str]]:

@@ -25,7 +25,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,7 @@ from dshkit.harness.secrets import (
     scrub_headers,
     scrub_json,
     scrub_query,
+    scrub_strings,
     scrub_url,
 )
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
@@ -629,16 +630,8 @@ class Scrubber:
         if isinstance(value, str):
             return self.text(scrub_credential_text(value) if self.enabled else value)
         if not self.enabled:
-            return _strings(value, self.text)
+            return scrub_strings(value, self.text)
         return scrub_json(value, text=self.text)
-
-
-def _strings(value: Any, text: Callable[[str], str]) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strings(v, text) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strings(v, text) for v in value]
-    return text(value) if isinstance(value, str) else value
 
 
 # --- cassettes ⇄ scripts ---------------------------------------------------------------------

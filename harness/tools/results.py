@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from dshkit.harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
-from dshkit.harness.secrets import KnownSecrets, placeholder
+from dshkit.harness.secrets import KnownSecrets, placeholder, scrub_strings
 
 __all__ = [
     "ABORTED",
@@ -123,9 +123,10 @@ def _scrub_blocks(blocks: Sequence[ContentBlock], secrets: KnownSecrets) -> tupl
 
 
 def scrub_result(result: ToolResult, secrets: KnownSecrets | Iterable[str]) -> ToolResult:
-    """`result` with every secret value in its text (content, error message, deferred contexts)
-    replaced by `{{scrubbed:secret}}`: tool output is logged and sent to the model, and a command
-    such as `env` or `cat .env` would otherwise put the API key in both.
+    """`result` with every secret value in its text (content, error message, deferred contexts,
+    the strings of `meta`, which the session log keeps) replaced by `{{scrubbed:secret}}`: tool
+    output is logged and sent to the model, and a command such as `env` or `cat .env` would
+    otherwise put the API key in both.
 
     Values are matched whole and only from `MIN_SECRET_LENGTH` characters on (the secrets
     policy, `dshkit.harness.secrets`): a one-letter key must not rewrite every word holding it.
@@ -137,4 +138,6 @@ def scrub_result(result: ToolResult, secrets: KnownSecrets | Iterable[str]) -> T
     if error is not None:
         error = replace(error, message=known.scrub(error.message))
     contexts = tuple(replace(m, content=_scrub_blocks(m.content, known)) for m in result.additional_contexts)
-    return replace(result, content=_scrub_blocks(result.content, known), error=error, additional_contexts=contexts)
+    meta = result.meta if result.meta is None else scrub_strings(result.meta, known.scrub)
+    return replace(result, content=_scrub_blocks(result.content, known), error=error, additional_contexts=contexts,
+                   meta=meta)

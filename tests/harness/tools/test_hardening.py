@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dshkit.harness.llm import TextBlock, UserMessage
 from dshkit.harness.tools import (
     LocalShell,
     ToolRuntime,
@@ -19,6 +20,7 @@ from dshkit.harness.tools import (
     builtin_tools,
 )
 from dshkit.harness.tools.blocking import run_blocking
+from dshkit.harness.tools.results import ToolErrorInfo, ToolResult, scrub_result
 
 CATASTROPHIC = '{"pattern": "(a+)+$"}'
 """Nested quantifiers against a line of `a`s ending in `!`: 2^40 backtracking paths."""
@@ -136,6 +138,20 @@ async def test_secrets_are_scrubbed_from_tool_results(workspace: Path, monkeypat
     assert result.text == "SOME_TOKEN={{scrubbed:secret}}\n"
     failed = await rt.execute("c", "bash", '{"command": "echo sk-very-secret-42; exit 3"}')
     assert "sk-very-secret" not in failed.text and "{{scrubbed:secret}}" in failed.text
+
+
+def test_scrub_result_covers_every_text_of_a_result_and_its_meta() -> None:
+    result = ToolResult(
+        is_error=True, content=(TextBlock(text="key sk-very-secret-42"),),
+        error=ToolErrorInfo(message="failed with sk-very-secret-42", code="X", name="E"),
+        meta={"shown": ["sk-very-secret-42", 3], "path": "sk-very-secret-42.txt"},
+        additional_contexts=(UserMessage.text("ctx sk-very-secret-42"),),
+    )
+    scrubbed = scrub_result(result, ["sk-very-secret-42", "k"])
+    assert "sk-very-secret-42" not in repr(scrubbed)
+    assert scrubbed.meta == {"shown": ["{{scrubbed:secret}}", 3], "path": "{{scrubbed:secret}}.txt"}
+    assert scrubbed.text == "key {{scrubbed:secret}}" and scrubbed.error is not None
+    assert scrubbed.error.message == "failed with {{scrubbed:secret}}"
 
 
 @pytest.mark.parametrize("key", ["k", "the", "test"])
