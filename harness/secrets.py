@@ -81,6 +81,7 @@ _WORD_CHAR = r"[^\W_]"
 """A letter or digit (any script): a known secret glued to one is part of another token."""
 
 
+@lru_cache(maxsize=1024)
 def placeholder(label: str) -> str:
     """`{{scrubbed:LABEL}}`, LABEL kept to `[A-Za-z0-9_.-]` so the placeholder reads back whole."""
     return "{{scrubbed:" + (_LABEL_UNSAFE.sub("_", label)[:64] or "secret") + "}}"
@@ -180,9 +181,9 @@ def scrub_json(
     return _scrub(value, text, -1 if max_depth is None else max_depth, False)
 
 
-_FIELD_NAMES: dict[str, bool] = {}
-"""`is_credential_name` of JSON field names seen so far: a plain dict lookup per field, since
-the mock server scrubs every body it journals (cleared when it grows past a bound)."""
+_NAMES_SEEN: dict[str, bool] = {}
+"""`is_credential_name` of the field and header names seen so far: a plain dict lookup per
+name, since the mock server scrubs every request it journals (cleared past a bound)."""
 
 
 def _is_credential_field(key: Any, value: Any, schema_map: bool) -> bool:
@@ -190,16 +191,16 @@ def _is_credential_field(key: Any, value: Any, schema_map: bool) -> bool:
     name map, whose object values are schemas)."""
     if value is None or key.__class__ is not str:
         return False
-    hit = _FIELD_NAMES.get(key)
+    hit = _NAMES_SEEN.get(key)
     if hit is None:
-        hit = _learn_field_name(key)
+        hit = _learn_name(key)
     return hit and not (schema_map and isinstance(value, dict))
 
 
-def _learn_field_name(key: str) -> bool:
-    if len(_FIELD_NAMES) > 8192:
-        _FIELD_NAMES.clear()
-    hit = _FIELD_NAMES[key] = is_credential_name(key)
+def _learn_name(key: str) -> bool:
+    if len(_NAMES_SEEN) > 8192:
+        _NAMES_SEEN.clear()
+    hit = _NAMES_SEEN[key] = is_credential_name(key)
     return hit
 
 
@@ -214,12 +215,12 @@ def _scrub(value: Any, text: Callable[[str], str] | None, left: int, schema_map:
         if not left:
             raise _too_deep()
         out: dict[Any, Any] = {}
-        names = _FIELD_NAMES
+        names = _NAMES_SEEN
         for k, v in value.items():
             if v is not None and k.__class__ is str:
                 hit = names.get(k)
                 if hit is None:
-                    hit = _learn_field_name(k)
+                    hit = _learn_name(k)
                 if hit and not (schema_map and isinstance(v, dict)):
                     out[k] = _all_scrubbed(v, k, left - 1)
                     continue
@@ -297,7 +298,10 @@ def scrub_headers(headers: Mapping[str, str], *, text: Callable[[str], str] | No
     out: dict[str, str] = {}
     for name, value in headers.items():
         low = name.lower()
-        if is_credential_name(low):
+        hit = _NAMES_SEEN.get(low)
+        if hit is None:
+            hit = _learn_name(low)
+        if hit:
             out[low] = placeholder(low)
         else:
             out[low] = text(value) if text is not None else value
