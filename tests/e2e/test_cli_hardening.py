@@ -146,7 +146,9 @@ def test_bash_yes_env_does_not_put_the_api_key_in_the_session_log(
     key = "sk-live-do-not-log-0123456789"
     monkeypatch.setenv("DEEPSEEK_API_KEY", key)
     monkeypatch.setenv("ANOTHER_COPY", key)  # the key under a name dshkit does not know
-    steps = script(reply(calls=[call("bash", {"command": "env; echo $DEEPSEEK_API_KEY"}, "call_env")]), reply("done"))
+    (workspace / "key.txt").write_text(f"KEY={key}\n")
+    steps = script(reply(calls=[call("bash", {"command": "env; echo $DEEPSEEK_API_KEY; cat key.txt"}, "call_env")]),
+                   reply("done"))
     session_path = tmp_path / "s.jsonl"
     with MockServer(steps, api_key=key) as server:
         code = main(["run", "show env", "--yes", "--base-url", server.base_url, "--workspace", str(workspace),
@@ -155,8 +157,10 @@ def test_bash_yes_env_does_not_put_the_api_key_in_the_session_log(
     assert code == 0, out
     logged = session_path.read_text()
     assert key not in logged and key not in out
-    assert "ANOTHER_COPY={{scrubbed:secret}}" in logged  # scrubbed by value
-    assert "DEEPSEEK_API_KEY=" not in logged  # and not even inherited by the command
+    assert "KEY={{scrubbed:secret}}" in logged  # the key in a file is scrubbed by value
+    # Neither variable is inherited by the command: ANOTHER_COPY holds the key under a name
+    # dshkit does not know, and is taken out of the environment for its value.
+    assert "DEEPSEEK_API_KEY=" not in logged and "ANOTHER_COPY" not in logged
 
 
 # --- replay -------------------------------------------------------------------------------------
