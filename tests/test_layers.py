@@ -179,7 +179,7 @@ def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(
     modules = _modules_at_first_connection(tmp_path, "--base-url", f"http://127.0.0.1:{_closed_port()}")
     assert "dshkit.harness.tools.builtin" in modules and "dshkit.harness.providers.deepseek.adapter" in modules
     assert sorted({_top(m) for m in modules} & set(HEAVY_BEFORE_FIRST_REQUEST)) == []
-    assert "dshkit.harness.session.replay_scripts" not in modules  # replaying logs: loaded on first use
+    assert "dshkit.harness.replay" not in modules  # replaying logs: loaded on first use
 
 
 def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: Path) -> None:

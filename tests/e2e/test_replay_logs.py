@@ -30,17 +30,17 @@ from dshkit.harness.llm import (
     is_retryable,
 )
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.replay import ReplayAdapter, turn_inputs
-from dshkit.harness.session import (
+from dshkit.harness.replay import (
+    ReplayAdapter,
     ReplayError,
     SessionScript,
-    event_to_json,
     fill_from_request,
     load_log_session,
     load_session_scripts,
     parse_override,
-    save_session,
+    turn_inputs,
 )
+from dshkit.harness.session import event_to_json, save_session
 from dshkit.mock_server import (
     MockServerFactory,
     ReplayServerFactory,
@@ -343,4 +343,4 @@ def test_replay_of_a_log_without_model_calls_is_a_usage_error(
     log = tmp_path / "empty.jsonl"
     log.write_text('{"type":"session","version":0,"id":"e","createdAt":1,"delegationDepth":0}\n')
     assert main(["replay", str(log)]) == 2
-    assert "records no assistant message to replay" in capsys.readouterr().err
+    assert "records no model call to replay" in capsys.readouterr().err

@@ -34,17 +34,19 @@ from dshkit.harness.llm import (
     message_to_json,
 )
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.replay import turn_inputs
-from dshkit.harness.session import (
-    LoadedLog,
+from dshkit.harness.replay import (
     ReplayEntry,
     ReplayError,
-    SessionEvent,
     SessionScript,
-    assemble_chunk_events,
-    dump_session,
     load_log_session,
     load_session_scripts,
+    turn_inputs,
+)
+from dshkit.harness.session import (
+    LoadedLog,
+    SessionEvent,
+    assemble_chunk_events,
+    dump_session,
     logged_message,
     parse_session_log,
     split_model_calls,
