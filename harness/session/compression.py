@@ -21,9 +21,9 @@ from dshkit.harness.llm import SessionError
 __all__ = ["COMPRESSED_SUFFIXES", "MAX_DECOMPRESSED_BYTES", "decompress_log", "is_compressed", "read_log_bytes"]
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-MAX_DECOMPRESSED_BYTES = 1 << 30
-"""1 GiB: far above any real session log (each event is a line of JSON), far below what would
-hurt the machine; pass `limit=` to read a larger one."""
+MAX_DECOMPRESSED_BYTES = 256 << 20
+"""256 MiB: far above any real session log (a long DSH session with large tool outputs is tens of
+megabytes), far below what would hurt the machine; pass `limit=` to read a larger one."""
 COMPRESSED_SUFFIXES: Final = (".zstd", ".zst")
 """The names DSH (`.zstd`) and the zstd tool (`.zst`) give compressed files; used only to find a
 log's siblings (subagent logs, the override sidecar), never to decide how to read a file."""
@@ -43,7 +43,7 @@ def is_compressed(data: bytes) -> bool:
 def _too_large(source: str, limit: int) -> SessionError:
     return SessionError(
         f"{source}: the zstd-compressed log expands to more than {limit:,} bytes "
-        f"({limit / (1 << 30):g} GiB) and was not read further: a zstd bomb, or a log far larger "
+        f"({limit / (1 << 20):g} MiB) and was not read further: a zstd bomb, or a log far larger "
         "than any session writes; decompress it by hand (`zstd -d`) if you trust it",
         "SESSION_TOO_LARGE",
     )
