@@ -19,13 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    LlmFailure,
-    StreamChunk,
-    TokenUsage,
-    is_context_window_exceeded,
-)
+from dshkit.harness.llm import LlmFailure, StreamChunk, TokenUsage
 from dshkit.harness.replay import plan_call
 from dshkit.mock_server.generate.encode import Framing, encode_events
 from dshkit.mock_server.generate.reply import StreamMeta
@@ -81,17 +75,15 @@ def wire_usage(usage: TokenUsage) -> dict[str, Any]:
     return out
 
 
-def _error_object(failure: LlmFailure, status: int | None) -> dict[str, Any]:
+def _error_object(failure: LlmFailure, message: str, status: int | None) -> dict[str, Any]:
     pe = failure.provider_error
     type_ = (pe.type if pe and pe.type else None) or _TYPE_OF.get(status or 0, "api_error")
     code = (pe.code if pe and pe.code else None) or failure.code.lower()
-    return {"message": failure.message, "type": type_, "param": pe.param if pe else None, "code": code}
+    return {"message": message, "type": type_, "param": pe.param if pe else None, "code": code}
 
 
-def _http_error(failure: LlmFailure, status: int) -> WirePlan:
-    err = _error_object(failure, status)
-    if failure.code == ErrorCode.CONTEXT_WINDOW_EXCEEDED and not is_context_window_exceeded(err["message"]):
-        err["message"] += " (this model's maximum context length was exceeded)"
+def _http_error(failure: LlmFailure, message: str, status: int) -> WirePlan:
+    err = _error_object(failure, message, status)
     headers: dict[str, str] = {"Content-Type": "application/json"}
     if failure.provider_retry_after_ms is not None:
         headers["Retry-After"] = f"{failure.provider_retry_after_ms / 1000:g}"
@@ -117,7 +109,7 @@ def wire_plan(
     plan = plan_call(chunks, failure, hang=hang)
     if plan.end == "http-error":
         assert plan.failure is not None and plan.status is not None
-        return _http_error(plan.failure, plan.status)
+        return _http_error(plan.failure, plan.message, plan.status)
     payloads: list[Mapping[str, Any]] = []
 
     def chunk(delta: Mapping[str, Any], finish: str | None = None, usage: Any = None) -> None:
@@ -154,7 +146,7 @@ def wire_plan(
         return WirePlan(events=events(False), end=plan.end)
     if plan.end == "in-band-error":
         assert plan.failure is not None
-        payloads.append({"error": _error_object(plan.failure, plan.status)})  # DeepSeek's in-band error
+        payloads.append({"error": _error_object(plan.failure, plan.message, plan.status)})  # DeepSeek's in-band error
         return WirePlan(events=events(False))
     chunk({}, _FINISH_REASONS[plan.finish], wire_usage(plan.usage) if plan.usage is not None else None)
     return WirePlan(events=events(True))

@@ -62,7 +62,9 @@ def entry_step(entry: ReplayEntry, *, ready_dir: Path | None = None, label: str 
     `ready_dir` (default: the working directory) and refused when it would leave it."""
     ready = None
     if entry.ready_file is not None:
-        ready = str(ready_path(entry.ready_file, ready_dir or Path.cwd(), where=f"{entry.where}.readyFile"))
+        path = ready_path(entry.ready_file, ready_dir or Path.cwd(), where=f"{entry.where}.readyFile")
+        path.parent.mkdir(parents=True, exist_ok=True)  # inside the workspace: checked above
+        ready = str(path)
     return ChunksStep(
         label=label or entry.where or None,
         chunks=ChunksSpec(

@@ -90,18 +90,23 @@ class ReplayAdapter:
             yield Finish.error(str(exc), "REPLAY_INVALID")
             return
         signal = options.signal
-        for chunk in chunks:
-            if signal is not None and signal.is_set():
-                yield Finish.aborted(_ABORTED)
-                return
-            if isinstance(chunk, Finish) and chunk.reason.kind == "aborted":
-                break  # the recorded client gave up here: wait for this one to
-            yield chunk
-            await asyncio.sleep(0)
-        if entry.aborted:
-            if ready is not None:
+        prefix = [c for c in chunks if not (isinstance(c, Finish) and c.reason.kind == "aborted")]
+        delivered = 0
+        try:
+            for chunk in prefix if entry.aborted else chunks:
+                if signal is not None and signal.is_set():
+                    yield Finish.aborted(_ABORTED)
+                    return
+                delivered += 1
+                yield chunk
+                await asyncio.sleep(0)
+        finally:
+            # The marker says the whole prefix reached the client, which may cancel right on
+            # its last chunk (closing this stream there), as upstream's driver does on the marker.
+            if ready is not None and delivered == len(prefix):
                 ready.parent.mkdir(parents=True, exist_ok=True)
                 ready.touch()
+        if entry.aborted:  # the recorded client gave up here: wait for this one to
             await (signal.wait() if signal is not None else asyncio.Event().wait())
             yield Finish.aborted(_ABORTED)
             return

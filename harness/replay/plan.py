@@ -43,6 +43,8 @@ from dshkit.harness.llm import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
+    is_context_window_exceeded,
+    is_quota_exceeded,
 )
 
 __all__ = ["STATUS_OF_CODE", "CallEnd", "CallPlan", "FinishName", "Piece", "plan_call"]
@@ -94,6 +96,9 @@ class CallPlan:
     """With `finished`: the finish reason to send."""
     failure: LlmFailure | None = None
     """The failure the client must report again (None for a plain finish)."""
+    message: str = ""
+    """The failure's message as a wire sends it: clients tell a context overflow and an empty
+    balance by the wording alone, so a logged message without it gets it added."""
     status: int | None = None
     """The status of `http-error`; for `in-band-error`, the status its code maps to, if any."""
 
@@ -137,6 +142,16 @@ def _block_rest(chunk: BlockEnd, calls: dict[int, tuple[str, str]], sent: dict[i
     return None
 
 
+def _worded(failure: LlmFailure | None) -> str:
+    if failure is None:
+        return ""
+    if failure.code == ErrorCode.CONTEXT_WINDOW_EXCEEDED and not is_context_window_exceeded(failure.message):
+        return failure.message + " (this model's maximum context length was exceeded)"
+    if failure.code == ErrorCode.QUOTA and not is_quota_exceeded(failure.message):
+        return failure.message + " (insufficient balance)"
+    return failure.message
+
+
 def plan_call(chunks: Sequence[StreamChunk], failure: LlmFailure | None = None, *, hang: bool = False) -> CallPlan:
     """The plan of one logged call. `failure` ends it with that error even without an error
     `finish` among `chunks` (an override's `throw` entry); `hang` holds it open after the
@@ -169,7 +184,7 @@ def plan_call(chunks: Sequence[StreamChunk], failure: LlmFailure | None = None, 
     if failure is None and finish is not None and not finish.reason.ok:
         failure = finish.reason.failure
         hang = hang or finish.reason.kind == "aborted"
-    plan = CallPlan(pieces=tuple(pieces), usage=usage, failure=failure)
+    plan = CallPlan(pieces=tuple(pieces), usage=usage, failure=failure, message=_worded(failure))
     if hang:
         return replace(plan, end="hold")
     if failure is None:

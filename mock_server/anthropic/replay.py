@@ -75,7 +75,7 @@ def chunk_replay(chunks: Sequence[Any], failure: Any = None, *, hang: bool = Fal
         status = (failure_.status if failure_ is not None else None) or _OVERLOADED
     pe = failure_.provider_error if failure_ is not None else None
     etype = pe.type if pe is not None and pe.type else None
-    message = failure_.message if failure_ is not None else ""
+    message = plan.message
     if end == "http-error":
         assert status is not None  # an http-error always has one
         return ChunkReplay(reply=reply, split=split, end="http", status=status, error_type=etype, message=message)
