@@ -21,6 +21,7 @@ from dshkit.harness.llm import (
 )
 from dshkit.harness.replay import Piece, plan_call
 
+
 def stop(kind: str = "stop") -> Finish:
     return Finish(reason=FinishReason(kind=kind))  # type: ignore[arg-type]
 
