@@ -16,7 +16,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import zstandard
 
 from dshkit.cli import main
 from dshkit.harness.llm import (
@@ -31,15 +30,11 @@ from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import parse_session_log, thaw_json
 from dshkit.mock_server import ReplayServerFactory
 
+from ..harness.session.test_compression import damaged, frames
+
 WIRE_LOGS = ("subagent-parallel", "cancel", "error-finish", "packed-chunks")
 """Replayed over the wire too: subagent logs beside the parent, a hang sidecar, a pre-chunk
 throw, packed chunk rows."""
-
-
-def frames(data: bytes, per_frame: int = 4) -> bytes:
-    lines = data.splitlines(keepends=True)
-    return b"".join(zstandard.ZstdCompressor().compress(b"".join(lines[i : i + per_frame]))
-                    for i in range(0, len(lines), per_frame))
 
 
 def _scenarios(dsh_sessions: Path) -> list[str]:
@@ -127,21 +122,11 @@ async def test_the_dshkit_replay_fixture_serves_a_compressed_log(
     assert got == logged and logged
 
 
-def _damaged(plain: bytes) -> dict[str, tuple[bytes, str]]:
-    whole = zstandard.ZstdCompressor(write_checksum=True).compress(plain)
-    flipped = bytearray(whole)
-    flipped[len(whole) // 2] ^= 0xFF
-    return {
-        "truncated": (frames(plain)[:-5], "is truncated: it ends inside a frame"),
-        "corrupt": (bytes(flipped), "not a readable zstd-compressed log"),
-    }
-
-
 @pytest.mark.parametrize("kind", ["truncated", "corrupt"])
 def test_a_damaged_compressed_log_is_a_located_error_for_every_command(
     kind: str, dsh_sessions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data, problem = _damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
+    data, problem = damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
     log = tmp_path / "session.jsonl.zstd"
     log.write_bytes(data)
     for argv in (["replay", str(log), "--workspace", str(tmp_path)], ["replay", str(log), "--wire"],
@@ -156,7 +141,7 @@ def test_a_damaged_compressed_log_is_a_located_error_for_every_command(
 async def test_a_damaged_compressed_log_is_a_located_error_for_the_fixture(
     kind: str, dsh_sessions: Path, tmp_path: Path, dshkit_replay: ReplayServerFactory,
 ) -> None:
-    data, problem = _damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
+    data, problem = damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
     log = tmp_path / "session.jsonl.zstd"
     log.write_bytes(data)
     with pytest.raises(HarnessError, match=problem):

@@ -72,7 +72,7 @@ def test_a_compressed_log_is_not_resumed(dsh_sessions: Path, tmp_path: Path) -> 
         SessionStore(tmp_path).open(log)
 
 
-def _damaged(plain: bytes) -> dict[str, tuple[bytes, str]]:
+def damaged(plain: bytes) -> dict[str, tuple[bytes, str]]:
     whole = zstandard.ZstdCompressor(write_checksum=True).compress(plain)
     flipped = bytearray(whole)
     flipped[len(whole) // 2] ^= 0xFF
@@ -86,7 +86,7 @@ def _damaged(plain: bytes) -> dict[str, tuple[bytes, str]]:
 
 @pytest.mark.parametrize("kind", ["truncated", "cut-between-frames-and-inside-one", "corrupt", "trailing-garbage"])
 def test_a_damaged_file_is_a_located_error(kind: str, dsh_sessions: Path) -> None:
-    data, problem = _damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
+    data, problem = damaged((dsh_sessions / "tool-call-turn--session.jsonl").read_bytes())[kind]
     with pytest.raises(SessionError, match=problem) as caught:
         parse_session_log(data, source="logs/session.jsonl.zstd")
     assert caught.value.code == "SESSION_CORRUPT"
