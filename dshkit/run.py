@@ -307,7 +307,7 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
 
                 try:
                     sources = list(replay_scripts(replay))
-                except ScriptError as exc:
+                except (ScriptError, HarnessError, OSError) as exc:  # a session log too (zstd included)
                     print(f"dshkit run: --replay: {exc}", file=sys.stderr)
                     return 2
                 served = f"the recording {replay}"

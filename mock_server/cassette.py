@@ -13,7 +13,8 @@ connection at the same byte.
 The recorder appends one line per exchange (:class:`CassetteAppender`), so a crash can tear at
 most the last line; `load_cassette` sets a torn last line aside instead of refusing the file.
 This module holds the format (load with located errors, atomic save, append), the scrubber the
-recorder applies and the conversion to mock-server scripts (raw steps) and back.
+recorder applies and the conversion of raw-step scripts to a cassette; serving a cassette
+(`cassette_to_scripts`) is `dshkit.mock_server.replay`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote_plus
 
 from dshkit.harness.secrets import (
@@ -45,17 +46,10 @@ from dshkit.harness.secrets import (
     scrub_strings,
     scrub_url,
 )
-from dshkit.mock_server.generate.writes import WritePlan, plan_writes
-from dshkit.mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
 from dshkit.mock_server.scripts import (
-    Match,
-    RawSpec,
     RawStep,
-    RawWrite,
     Script,
     ScriptError,
-    Step,
-    Timing,
 )
 
 __all__ = [
@@ -69,7 +63,6 @@ __all__ = [
     "RecordedRequest",
     "Scrubber",
     "cassette_path",
-    "cassette_to_scripts",
     "load_cassette",
     "parse_cassette",
     "save_cassette",
@@ -634,97 +627,7 @@ class Scrubber:
         return scrub_json(value, text=self.text)
 
 
-# --- cassettes ⇄ scripts ---------------------------------------------------------------------
-
-MatchMode = Literal["sequence", "body"]
-
-
-def _session_of(x: RecordedExchange) -> str:
-    # The session headers `routing.session_of` reads; no API-key fallback: keys are scrubbed.
-    h = {k.lower(): v for k, v in x.request.headers.items()}
-    return h.get(SESSION_HEADER.lower()) or h.get(HARNESS_SESSION_HEADER) or ""
-
-
-def _writes(x: RecordedExchange, scale: float, resplit: int | None) -> tuple[float, list[RawWrite]]:
-    """(delay before the first write, the writes with the delay after each), in ms; recorded
-    delays are multiplied by `scale`."""
-    reads = [r for r in x.reads if r.data]
-    if not reads:
-        return 0.0, []
-    if resplit is None:
-        pieces = [(r.data, r.dt_ms) for r in reads]
-    else:
-        # New boundaries from a seeded plan; each new write starting in an old read takes that
-        # read's delay, so the pacing stays roughly where it was.
-        starts: dict[int, float] = {}
-        pos = 0
-        for r in reads:
-            starts[pos] = r.dt_ms
-            pos += len(r.data)
-        plan = WritePlan(events_per_write=0, random_max=24, seed=resplit, inside_utf8=True)
-        pieces = []
-        pos = 0
-        for piece in plan_writes(b"".join(r.data for r in reads), plan):
-            dt = sum(d for s, d in starts.items() if pos <= s < pos + len(piece))
-            pieces.append((piece, dt))
-            pos += len(piece)
-    first = pieces[0][1] * scale
-    writes: list[RawWrite] = []
-    for i, (data, _) in enumerate(pieces):
-        after = pieces[i + 1][1] * scale if i + 1 < len(pieces) else 0.0
-        try:
-            writes.append(RawWrite(text=data.decode("utf-8"), delay_ms=after))
-        except UnicodeDecodeError:
-            writes.append(RawWrite(b64=base64.b64encode(data).decode("ascii"), delay_ms=after))
-    return first, writes
-
-
-def cassette_to_scripts(
-    cassette: Cassette,
-    *,
-    speed: float = 1.0,
-    resplit: int | None = None,
-    match: MatchMode = "sequence",
-    name: str | None = None,
-) -> list[Script]:
-    """Mock-server scripts of raw steps that serve the cassette's chat exchanges byte for byte.
-
-    Exchanges are grouped by the session header they were recorded with (one script per
-    recorded session, in first-request order, so live sessions claim them as §2.8 binds); with
-    `match="body"` each step answers only a request whose body equals the recorded one.
-    `speed` scales the recorded delays (0: no waiting); `resplit` re-cuts the bytes with a
-    seeded plan to try other read boundaries.
-    """
-    if speed < 0:
-        raise ValueError(f"speed must be >= 0, got {speed}")
-    base = name or Path(cassette.source).name.removesuffix(CASSETTE_SUFFIX)
-    scale = 0.0 if speed == 0 else 1.0 / speed
-    groups: dict[str, list[tuple[int, RecordedExchange]]] = {}
-    for n, x in enumerate(cassette.exchanges, 1):
-        if x.is_chat:
-            groups.setdefault(_session_of(x), []).append((n, x))
-    scripts: list[Script] = []
-    for g, items in enumerate(groups.values()):
-        steps: list[Step] = []
-        for n, x in items:
-            first, writes = _writes(x, scale, resplit)
-            headers = {k: v for k, v in x.headers.items() if k.lower() not in _HOP_HEADERS}
-            steps.append(
-                RawStep(
-                    label=f"exchange {n}: {x.summary()}",
-                    match=Match(body=x.request.body) if match == "body" and x.request.body is not None else None,
-                    timing=Timing(headers_delay_ms=round(x.headers_ms * scale)),
-                    raw=RawSpec(status=x.status, headers=headers, writes=writes, first_write_delay_ms=first,
-                                end="reset" if x.cut is not None else "eof"),
-                )
-            )
-        if steps:
-            scripts.append(Script(name=base if len(groups) == 1 else f"{base}#{g}", steps=steps))
-    if not scripts:
-        raise CassetteError(
-            "the cassette holds no POST …/chat/completions or /anthropic/…/messages exchange to replay", source=cassette.source
-        )
-    return scripts
+# --- scripts → cassettes (cassettes → scripts is `dshkit.mock_server.replay`) ---------------
 
 
 def script_to_cassette(scripts: Sequence[Script], *, meta: Mapping[str, Any] | None = None) -> Cassette:
