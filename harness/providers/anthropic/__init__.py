@@ -1,5 +1,5 @@
 """The Anthropic Messages provider (DeepSeek's second wire, `https://api.deepseek.com/anthropic`):
-serialize → HTTP → SSE → translate, the same walk as `dshkit.harness.providers.deepseek`."""
+serialize → HTTP → SSE → translate, the same walk as the Chat Completions wire (`openai_chat`)."""
 
 from .adapter import ANTHROPIC_VERSION, DEFAULT_BASE_URL, AnthropicAdapter
 from .decoder import FastStreamDecoder, StreamDecoder
