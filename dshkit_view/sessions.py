@@ -26,7 +26,7 @@ from typing import Any
 from dshkit.harness.llm import HarnessError
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import title_request
-from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import LoadedLog, SessionEvent, thaw_json
 
 __all__ = [

@@ -15,7 +15,7 @@ import pytest
 from dshkit.harness.llm import HarnessError, UserMessage
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import title_request
-from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import LoadedLog, parse_session_log
 
 from ...conftest import DSH_UPSTREAM
