@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from itertools import pairwise
+from typing import Any
 
 from dshkit.harness.llm import (
     BlockAssembler,
     BlockEnd,
     BlockStart,
     Finish,
-    FinishKind,
     FinishReason,
     LlmFailure,
     ProviderError,
@@ -37,7 +37,7 @@ from dshkit.harness.llm import (
 )
 
 from .checks import CheckResult, check_assemble, check_finish, check_request, check_usage, unified
-from .scenario import BlockExpect, FinishExpect, Step
+from .scenario import FinishExpect, Step
 
 __all__ = [
     "RETRY_AFTER_SLACK_MS",
@@ -120,7 +120,7 @@ def observation_chunks(obs: Mapping[str, Any]) -> list[StreamChunk]:
                 BlockEnd(index=index, block=TextBlock(text=content))]
         index += 1
     for call in obs.get("tool_calls") or ():
-        cid, name, args = call.get("id") or "", call.get("name"), str(call.get("arguments", ""))
+        cid, name, args = call.get("id") or "", call.get("name"), call.get("arguments", "")
         out += [BlockStart(index=index, block_type="tool-call"),
                 ToolCallDelta(index=index, id=cid, name=name, arguments_delta=args),
                 BlockEnd(index=index, block=ToolCallBlock(id=cid, name=name or "", arguments=args))]
@@ -129,7 +129,7 @@ def observation_chunks(obs: Mapping[str, Any]) -> list[StreamChunk]:
     if usage is not None:
         out.append(Usage(usage=usage))
     kind = finish_kind(obs)
-    out.append(Finish(reason=FinishReason(kind=cast(FinishKind, kind), failure=_failure(obs, kind))))
+    out.append(Finish(reason=FinishReason(kind=kind, failure=_failure(obs, kind))))
     return out
 
 
@@ -182,10 +182,15 @@ def _client_finish(want: FinishExpect, obs: Mapping[str, Any], chunks: list[Stre
     return want, chunks, notes
 
 
-def _client_blocks(expected: list[BlockExpect], want: FinishExpect | None) -> tuple[list[BlockExpect], bool]:
-    """Expected blocks for a client: on a `length` finish dshkit's adapters drop a tool call the
-    limit may have cut; a library shows it, and the user must check the finish reason."""
-    return expected, want is not None and want.kind == "max-tokens"
+def _gist(diff: str, limit: int = 3) -> str:
+    """A diff in one line: its first removed and added lines (expected, then actual)."""
+    minus = [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    plus = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+    def shown(lines: list[str]) -> str:
+        return " ".join(lines[:limit]).rstrip(",") + (" …" if len(lines) > limit else "") or "nothing"
+
+    return f"expected {shown(minus)}, got {shown(plus)}"
 
 
 def _own_error(i: int, obs: Mapping[str, Any]) -> CheckResult:
@@ -204,7 +209,7 @@ def _retries(i: int, want: FinishExpect | None, entries: Sequence[Any]) -> Check
     if len(entries) <= 1:
         return CheckResult(name, True)
     gaps: list[float] = []
-    for prev, nxt in zip(entries, entries[1:], strict=False):
+    for prev, nxt in pairwise(entries):
         ended = prev.last_write_t if prev.trimmed else (prev.writes[-1].t if prev.writes else prev.t)
         gaps.append(max(0.0, (nxt.t - (ended or prev.t)) * 1000.0))
     shown = ", ".join(f"{g:.0f} ms" for g in gaps)
@@ -231,8 +236,10 @@ def judge_step(
     for chunk in chunks:
         assembler.feed(chunk)
     if exp.message is not None:
-        expected, drop_calls = _client_blocks(exp.message, exp.finish)
-        if drop_calls and obs.get("tool_calls"):
+        # On a `length` finish dshkit's adapters drop a tool call the limit may have cut; a
+        # library shows what was sent, and its user must check the finish reason.
+        expected = exp.message
+        if exp.finish is not None and exp.finish.kind == "max-tokens" and obs.get("tool_calls"):
             trimmed = BlockAssembler()
             for chunk in observation_chunks({**obs, "tool_calls": []}):
                 trimmed.feed(chunk)
@@ -245,6 +252,8 @@ def judge_step(
         want, judged, notes = _client_finish(exp.finish, obs, chunks)
         res = _named(check_finish(judged, want), i)
         res.info += notes
+        if not res.ok:
+            res.summary = f"{res.name}: expected finish {want.kind}, the library gave {observation_summary(obs)}"
         out.append(res)
     if exp.usage is not None or exp.no_usage:
         usage = None if exp.usage is None else {k: v for k, v in exp.usage.items() if not (k in _OPTIONAL_USAGE and v == 0)}
@@ -258,4 +267,7 @@ def judge_step(
         else:
             e = entries[0]
             out.append(_named(check_request(e.body, e.headers, exp.request, thinking_off=thinking_off), i))
+    for c in out:
+        if not c.ok and not c.summary:
+            c.summary = f"{c.name}: {_gist(c.diff)}"
     return out

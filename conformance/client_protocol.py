@@ -222,7 +222,7 @@ def _rewritten(sc: Scenario) -> str | None:
     want = sc.steps[0].expect.request
     if want is None or want.messages is None:
         return None
-    given = ([{"role": "system", "content": sc.request.system}] if sc.request.system is not None else [])
+    given: list[dict[str, Any]] = [{"role": "system", "content": sc.request.system}] if sc.request.system is not None else []
     given += [{"role": m.role, "content": _content(m)} for m in sc.request.messages]
     for i, (w, g) in enumerate(zip(want.messages, given, strict=False)):
         if "content" in w and w.get("role") != "assistant" and _text(w["content"]) != _text(g["content"]):

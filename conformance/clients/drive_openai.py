@@ -13,11 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import driverkit
-import httpx
 import openai
 
 DRIVER = driverkit.Driver(
-    "openai-python", protocols=["chat"], packages=["openai", "httpx"],
+    "openai-python", protocols=["chat"], packages=["openai"],
     options={"max_retries": "the client's max_retries (the SDK's default is 2)"},
     tries=[{"max_retries": "0"}, {"max_retries": "5"}],
 )
@@ -89,7 +88,7 @@ def main() -> None:
     timeouts = task["timeouts"]
     client = openai.OpenAI(
         base_url=task["base_url"], api_key=task["api_key"],
-        timeout=httpx.Timeout(timeouts["read_s"], connect=timeouts["connect_s"]),
+        timeout=openai.Timeout(timeouts["read_s"], connect=timeouts["connect_s"]),
         **({"max_retries": int(options["max_retries"])} if "max_retries" in options else {}),
     )
     history = openai_messages(task)
