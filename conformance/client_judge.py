@@ -37,7 +37,7 @@ from dshkit.harness.llm import (
 )
 
 from .checks import CheckResult, check_assemble, check_finish, check_request, check_usage, unified
-from .scenario import FinishExpect, Step
+from .scenario import BlockExpect, FinishExpect, Step
 
 __all__ = [
     "RETRY_AFTER_SLACK_MS",
@@ -222,12 +222,34 @@ def _retries(i: int, want: FinishExpect | None, entries: Sequence[Any]) -> Check
     return CheckResult(name, True, info=info)
 
 
+def _as_value(arguments: str) -> str:
+    """Tool arguments as canonical JSON ("" is `{}`); text that is not JSON stays as it is."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _by_value(obs: Mapping[str, Any], expected: list[BlockExpect]) -> tuple[dict[str, Any], list[BlockExpect]]:
+    """The Anthropic wire sends a call's `input` back as an object, so its arguments are
+    compared as JSON values there: a library that keeps only the parsed input loses nothing."""
+    calls = [{**c, "arguments": _as_value(str(c.get("arguments", "")))} for c in obs.get("tool_calls") or ()]
+    blocks = [b.model_copy(update={"arguments": _as_value(b.arguments)}) if b.arguments is not None else b
+              for b in expected]
+    return {**obs, "tool_calls": calls}, blocks
+
+
 def judge_step(
-    i: int, step: Step, obs: Mapping[str, Any], entries: Sequence[Any], *, thinking_off: bool
+    i: int, step: Step, obs: Mapping[str, Any], entries: Sequence[Any], *, thinking_off: bool,
+    protocol: str = "chat",
 ) -> list[CheckResult]:
     """Every check of one step: the observation against the step's expectations, and the
     journal entries of its requests (the first, plus retries) against its request facts."""
     exp = step.expect
+    if protocol == "anthropic" and exp.message is not None:
+        obs, by_value = _by_value(obs, exp.message)
+        exp = exp.model_copy(update={"message": by_value})
     chunks = observation_chunks(obs)
     out = [_own_error(i, obs), _retries(i, exp.finish, entries)]
     if exp.chunks is not None:

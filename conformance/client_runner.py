@@ -329,7 +329,7 @@ async def run_client_scenario(
     for i, step in enumerate(played):
         if i < len(run.observations):
             obs = run.observations[i]
-            checks += judge_step(i, step, obs, by_step[i], thinking_off=thinking_off)
+            checks += judge_step(i, step, obs, by_step[i], thinking_off=thinking_off, protocol=protocol)
             if obs.get("error") is not None and stopped_at is None:
                 stopped_at = i
         elif run.problem is None:
