@@ -146,6 +146,19 @@ def _thinking(req: RequestSpec) -> tuple[bool | None, str | None]:
     return True, effort
 
 
+def _called_tools(sc: Scenario) -> list[str]:
+    """Tools the scenario's model calls but its request does not offer: a client library may
+    refuse a call of a tool it was never given, while a model only calls offered ones."""
+    offered = {t.name for t in sc.request.tools}
+    names: list[str] = []
+    for step in sc.steps:
+        reply = step.wire.reply
+        called = [c.name for c in (reply.tool_calls if reply is not None else [])]
+        called += [b.name for b in step.expect.message or () if b.type == "tool-call" and b.name]
+        names += [n for n in called if n not in offered and n not in names]
+    return names
+
+
 def build_task(
     sc: Scenario, *, protocol: str, base_url: str, api_key: str, client_options: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
@@ -167,6 +180,9 @@ def build_task(
         "tools": [
             {"name": t.name, "description": t.description, "parameters": t.parameters, "strict": t.strict}
             for t in req.tools
+        ] + [
+            {"name": n, "description": "", "parameters": {"type": "object", "properties": {}}, "strict": None}
+            for n in _called_tools(sc)
         ],
         "options": {
             "thinking": thinking,

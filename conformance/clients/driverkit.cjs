@@ -42,10 +42,12 @@ function str(v) {
 // library attached them, and whether it is one of the library's own types (`own`).
 function describeError(err, library, own) {
   const e = err instanceof Error ? err : new Error(String(err));
-  const status = [e.status, e.statusCode].find((s) => Number.isInteger(s)) ?? null;
-  let body = e.error ?? e.data ?? null;
-  if (body === null && typeof e.responseBody === 'string') {
-    try { body = JSON.parse(e.responseBody); } catch { body = null; }
+  // A retrying library's error keeps the last attempt's (the AI SDK's RetryError.lastError).
+  const last = e.lastError && typeof e.lastError === 'object' ? e.lastError : e;
+  const status = [last.status, last.statusCode].find((s) => Number.isInteger(s)) ?? null;
+  let body = last.error ?? last.data ?? null;
+  if (body === null && typeof last.responseBody === 'string') {
+    try { body = JSON.parse(last.responseBody); } catch { body = null; }
   }
   if (body && typeof body === 'object' && body.error && typeof body.error === 'object') body = body.error;
   let provider = null;
