@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
+from dshkit.conformance.client_matrix import BEHAVIOURS, ClientRun, cell_status, render_markdown
 from dshkit.conformance.client_protocol import (
     ProtocolViolation,
     build_task,
@@ -29,7 +30,9 @@ from dshkit.conformance.client_runner import (
     resolve_client,
     run_client_catalogue,
 )
+from dshkit.conformance.report import write_json
 from dshkit.conformance.scenario import Scenario
+from dshkit.view import render_paths
 
 from .catalogue_runs import catalogue
 
@@ -180,3 +183,42 @@ def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.Ca
 def test_cli_client_usage_errors_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", *argv]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_matrix_columns_name_catalogue_scenarios_of_their_wire() -> None:
+    by_id = {s.id: s for s in catalogue()}
+    for b in BEHAVIOURS:
+        for protocol in ("chat", "anthropic"):
+            for sid in b.ids(protocol):
+                assert sid in by_id and protocol in by_id[sid].protocols, (b.name, protocol, sid)
+
+
+def _result(sid: str, status: str, reason: str = "") -> ClientScenarioResult:
+    return ClientScenarioResult(id=sid, tags=["A5", "area:tools"], status=status, reason=reason)  # type: ignore[arg-type]
+
+
+def test_matrix_page_explains_each_failing_cell_and_what_options_did() -> None:
+    fragments = BEHAVIOURS[0]
+    results = [_result(sid, "pass") for b in BEHAVIOURS for sid in b.chat]
+    results[0] = _result(fragments.chat[0], "fail", "failed: step0.assemble; step0.assemble: expected a, got b")
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1.2.3"}, "runtime": "python 3.11"},
+                    protocol="chat", results=results,
+                    tried={fragments.name: [({"max_retries": "0"}, "fail"), ({"max_retries": "5"}, "pass")]})
+    assert cell_status(results, fragments.chat) == "fail"
+    assert cell_status(results, BEHAVIOURS[2].chat) == "pass"
+    assert cell_status(results, ()) == "—"
+    page = render_markdown([run], date="2026-01-02", command="dshkit conformance --client demo --matrix-md FILE")
+    assert "Generated on 2026-01-02 by `dshkit conformance --client demo --matrix-md FILE`" in page
+    assert "| demo | **fail** [1] | pass |" in page
+    assert "| demo | chat | demo-lib 1.2.3 (python 3.11) |" in page
+    assert (f"1. **demo / {fragments.name}**: `{fragments.chat[0]}`: step0.assemble: expected a, got b." in page)
+    assert "`max_retries=0` → fail; `max_retries=5` → pass (fixed by `max_retries=5`)" in page
+
+
+def test_client_report_renders_in_dshkit_view(tmp_path: Path) -> None:
+    report = tmp_path / "client.json"
+    write_json(report, [_result("tool-split-arguments", "pass")], adapter=None, client="demo",
+               driver={"libraries": {"demo-lib": "1.2.3"}})
+    html, kind = render_paths([report])
+    assert kind == "conformance"
+    assert "1 scenarios × 1 clients" in html and "demo (demo-lib 1.2.3)" in html
