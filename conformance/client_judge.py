@@ -141,7 +141,9 @@ def observation_summary(obs: Mapping[str, Any] | None) -> str:
     if err is not None:
         status = f" status={err.get('status')}" if err.get("status") is not None else ""
         return f"error {err.get('class')}{status} message={json.dumps(str(err.get('message', ''))[:160], ensure_ascii=False)}"
-    return f"finish={obs.get('finish')!r}"
+    if obs.get("finish") is None:
+        return "no finish reason and no error"
+    return f"finish {obs.get('finish')!r}"
 
 
 # --- the checks, read for a client ---------------------------------------------------------------
@@ -222,6 +224,24 @@ def _retries(i: int, want: FinishExpect | None, entries: Sequence[Any]) -> Check
     return CheckResult(name, True, info=info)
 
 
+def _clip(text: str, n: int = 48) -> str:
+    return json.dumps(text if len(text) <= n else text[: n - 1] + "…", ensure_ascii=False)
+
+
+def _describe_expected(blocks: Sequence[BlockExpect]) -> str:
+    parts = [f"{b.type} {_clip(b.text or '')}" if b.type != "tool-call"
+             else f"call {b.name or '?'}({_clip(b.arguments or '')})" + (f" id {b.id}" if b.id else "") for b in blocks]
+    return "; ".join(parts) or "no blocks"
+
+
+def _describe(obs: Mapping[str, Any]) -> str:
+    parts = [f"reasoning {_clip(obs['reasoning'])}"] if obs.get("reasoning") else []
+    parts += [f"text {_clip(obs['content'])}"] if obs.get("content") else []
+    parts += [f"call {c.get('name') or '?'}({_clip(str(c.get('arguments', '')))})" + (f" id {_clip(str(c['id']))}" if c.get("id") else "")
+              for c in obs.get("tool_calls") or ()]
+    return "; ".join(parts) or "no blocks"
+
+
 def _as_value(arguments: str) -> str:
     """Tool arguments as canonical JSON ("" is `{}`); text that is not JSON stays as it is."""
     try:
@@ -269,13 +289,17 @@ def judge_step(
             res.info.append("the tool call before the `length` finish is not compared: a library shows what was sent")
         else:
             res = _named(check_assemble(assembler, expected), i)
+        if not res.ok:
+            res.summary = f"{res.name}: expected {_describe_expected(expected)}, got {_describe(obs)}"
         out.append(res)
     if exp.finish is not None:
         want, judged, notes = _client_finish(exp.finish, obs, chunks)
         res = _named(check_finish(judged, want), i)
         res.info += notes
         if not res.ok:
-            res.summary = f"{res.name}: expected finish {want.kind}, the library gave {observation_summary(obs)}"
+            gave = observation_summary(obs)
+            res.summary = (f"{res.name}: expected finish {want.kind}, the library gave {gave}" if finish_kind(obs) != want.kind
+                           else f"{res.name}: {_gist(res.diff)} (the library gave {gave})")
         out.append(res)
     if exp.usage is not None or exp.no_usage:
         usage = None if exp.usage is None else {k: v for k, v in exp.usage.items() if not (k in _OPTIONAL_USAGE and v == 0)}

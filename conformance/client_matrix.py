@@ -10,6 +10,7 @@ passes for that client. Every failing cell is rerun with each option set the dri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,9 @@ from .runner import ScenarioResult, summarize
 from .scenario import Scenario
 
 __all__ = ["BEHAVIOURS", "Behaviour", "ClientRun", "cell_status", "render_markdown", "try_options"]
+
+
+_RETRIES = re.compile(r"requests \((\d+) retries")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,12 @@ def cell_status(results: Sequence[ScenarioResult], ids: Sequence[str]) -> str:
     return "n/a" if all(r.status == "n/a" for r in cell) else "pass"
 
 
+def _retries(results: Sequence[ScenarioResult]) -> int:
+    """The most retries the client made for one call in `results` (from the journal notes)."""
+    found = [int(m.group(1)) for r in results for note in r.info if (m := _RETRIES.search(note))]
+    return max(found, default=0)
+
+
 async def try_options(
     run: ClientRun, cmd: ClientCommand, scenarios: Sequence[Scenario], *, concurrency: int = 4,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
@@ -128,7 +138,8 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
         "each client library, through the drivers in `conformance/clients/` (each plays one scenario per",
         "process against a mock server of its own; docs/client_protocol.md is the protocol). Rerun it with",
         "`make clients`. A cell passes when every scenario listed for it below passes; `—` means the",
-        "catalogue has no such scenario on that client's wire. Failing cells are explained under the table,",
+        "catalogue has no such scenario on that client's wire; \"(N retries)\" says the library retried (a",
+        "retry is allowed; one sooner than `Retry-After` fails). Failing cells are explained under the table,",
         "with what each option set the driver offers did to them.",
         "",
         "| client | " + " | ".join(b.name for b in BEHAVIOURS) + " | whole catalogue (pass / fail / n/a) |",
@@ -144,6 +155,8 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
                 cells.append(f"**fail** [{len(notes)}]")
             elif status == "—" and b.note:
                 cells.append(f"— ({b.note})")
+            elif status == "pass" and (n := _retries(_cell(run.results, b.ids(run.protocol)))):
+                cells.append(f"pass ({n} retries)")
             else:
                 cells.append(status)
         total = summarize(run.results)

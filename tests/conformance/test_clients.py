@@ -90,7 +90,7 @@ def test_openai_driver_reports_what_the_library_really_does() -> None:
     res = _run(resolve_client("openai-python"), _scenarios(["end-eof-before-finish"]))["end-eof-before-finish"]
     assert res.status == "fail"
     assert res.failed == ["step0.finish"]
-    assert "expected finish error, the library gave finish=None" in res.reason
+    assert "expected finish error, the library gave no finish reason and no error" in res.reason
     assert res.observations[0]["content"] == "partial answer"
 
 
