@@ -76,6 +76,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--matrix-md", metavar="FILE",
                    help="--client: also rerun failing behaviours with each option set the drivers offer "
                         "and write the client x behaviour matrix as Markdown (docs/clients.md)")
+    p.add_argument("--json-dir", metavar="DIR",
+                   help="--client: write each client's JSON report to DIR/<client>.json; --matrix-md then "
+                        "covers every client report in DIR")
+    p.add_argument("--matrix-scenarios", action="store_true",
+                   help="--client: run only the scenarios behind the matrix's columns (for slow clients)")
     p.add_argument("--protocol", choices=["chat", "anthropic"], default=None,
                    help="the wire: Chat Completions (default) or the Anthropic Messages surface "
                         "(with --client: the first wire the driver speaks)")

@@ -3,27 +3,30 @@
 Each `--client` is described first (its `hello`: name, versions, wires, options), then plays the
 scenarios written for its wire; the table, `--json`, `--junit` and the exit status work as for
 `--adapter`. With `--matrix-md FILE`, failing behaviours are rerun with each option set the
-driver offers and the client × behaviour matrix is written (docs/clients.md).
+driver offers and the client × behaviour matrix is written (docs/clients.md); with `--json-dir
+DIR` each client's report is kept there and the matrix covers every report in DIR, so slow
+clients can run in invocations of their own (`--matrix-scenarios`: only the columns' scenarios).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import shlex
+import json
 import sys
 from pathlib import Path
 
 from .cli import _fail, _print_results, _run_to_end, select
-from .client_matrix import ClientRun, render_markdown, try_options
+from .client_matrix import ClientRun, matrix_ids, render_markdown, try_options
 from .client_runner import (
+    BUNDLED_CLIENTS,
     ClientError,
     ClientScenarioResult,
     describe_client,
     resolve_client,
     run_client_catalogue,
 )
-from .report import Progress, write_json, write_junit
+from .report import Progress, write_junit
 from .runner import ScenarioResult, for_protocol, summarize
 from .scenario import ScenarioError, load_catalogue
 
@@ -39,6 +42,26 @@ def parse_client_options(pairs: list[str]) -> dict[str, str]:
             raise ValueError(f"--client-option {pair!r} must look like KEY=VALUE (e.g. max_retries=0)")
         out[key.strip()] = value
     return out
+
+
+def _file_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "client"
+
+
+def _write(path: Path, run: ClientRun) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(run.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _reports(folder: Path) -> list[ClientRun]:
+    """Every client report in `folder`, bundled drivers first in their listed order."""
+    runs = []
+    for f in sorted(folder.glob("*.json")):
+        doc = json.loads(f.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and doc.get("client"):
+            runs.append(ClientRun.from_json(doc))
+    order = list(BUNDLED_CLIENTS)
+    return sorted(runs, key=lambda r: (order.index(r.name) if r.name in order else len(order), r.name))
 
 
 def _title(run: ClientRun) -> str:
@@ -75,8 +98,9 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
         protocol = args.protocol or hello["protocols"][0]
         if protocol not in hello["protocols"]:
             return _fail(f"client {cmd.name!r} speaks {', '.join(hello['protocols'])}, not {protocol}"), everything
+        wire = for_protocol(catalogue, protocol)
         try:
-            scenarios = select(for_protocol(catalogue, protocol), args.only)
+            scenarios = select(wire, [*args.only, *(matrix_ids(protocol) if args.matrix_scenarios else [])])
         except ValueError as exc:
             return _fail(str(exc)), everything
         progress = Progress()
@@ -84,19 +108,23 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
             scenarios, cmd, hello=hello, protocol=protocol, client_options=options, concurrency=concurrency,
             on_result=progress))
         progress.close()
-        run = ClientRun(name=cmd.name, hello=hello, protocol=protocol, results=results)
+        run = ClientRun(name=cmd.name, hello=hello, protocol=protocol, results=results, catalogue=len(wire))
         runs.append(run)
         everything += results
         _print_results(results, _title(run), args.verbose)
-        if args.json:
-            write_json(args.json, results, adapter=None, client=cmd.name, driver=hello)
-        if args.junit:
-            write_junit(args.junit, results, name=f"dshkit client conformance: {cmd.name}")
         if args.matrix_md:
             _run_to_end(try_options(run, cmd, scenarios, concurrency=concurrency))
+        if args.json:
+            _write(Path(args.json), run)
+        if args.json_dir:
+            _write(Path(args.json_dir) / f"{_file_name(cmd.name)}.json", run)
+        if args.junit:
+            write_junit(args.junit, results, name=f"dshkit client conformance: {cmd.name}")
     if args.matrix_md:
-        command = "dshkit conformance " + " ".join(f"--client {shlex.quote(c)}" for c in args.client)
-        text = render_markdown(runs, date=datetime.date.today().isoformat(), command=command + " --matrix-md FILE")
+        if args.json_dir:
+            runs = _reports(Path(args.json_dir))
+        command = "dshkit conformance --client NAME … --json-dir DIR --matrix-md FILE"
+        text = render_markdown(runs, date=datetime.date.today().isoformat(), command=command)
         Path(args.matrix_md).write_text(text, encoding="utf-8")
         print(f"matrix: {args.matrix_md}", file=sys.stderr)
     return (1 if summarize(everything)["fail"] else 0), everything

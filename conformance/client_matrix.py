@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client_runner import ClientCommand, ClientScenarioResult, run_client_catalogue
+from .report import to_json
 from .runner import ScenarioResult, summarize
 from .scenario import Scenario
 
-__all__ = ["BEHAVIOURS", "Behaviour", "ClientRun", "cell_status", "render_markdown", "try_options"]
+__all__ = ["BEHAVIOURS", "Behaviour", "ClientRun", "cell_status", "matrix_ids", "render_markdown", "try_options"]
 
 
 _RETRIES = re.compile(r"requests \((\d+) retries")
@@ -61,9 +62,14 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
 )
 
 
+def matrix_ids(protocol: str) -> list[str]:
+    """Every scenario id behind the matrix's columns on `protocol`."""
+    return [i for b in BEHAVIOURS for i in b.ids(protocol)]
+
+
 @dataclass(slots=True)
 class ClientRun:
-    """One client's whole-catalogue run and what its option sets changed."""
+    """One client's catalogue run and what its option sets changed."""
 
     name: str
     hello: Mapping[str, Any]
@@ -71,6 +77,28 @@ class ClientRun:
     results: list[ClientScenarioResult]
     tried: dict[str, list[tuple[dict[str, str], str]]] = field(default_factory=dict)
     """Behaviour name → (option set, cell status with it), for the cells that failed."""
+    catalogue: int = 0
+    """How many catalogue scenarios its wire has (more than `results` when a subset ran)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The client's JSON report, with its wire, the catalogue size and what the option sets did."""
+        doc = to_json(self.results, adapter=None, client=self.name, driver=self.hello)
+        doc["protocol"] = self.protocol
+        doc["catalogue"] = self.catalogue
+        doc["tried"] = {b: [{"options": o, "status": st} for o, st in tries] for b, tries in self.tried.items()}
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ClientRun:
+        """A run back from its JSON report (to render a matrix over several invocations)."""
+        results = [ClientScenarioResult(id=str(r["id"]), tags=list(r.get("tags", [])), status=r["status"],
+                                        reason=str(r.get("reason", "")), info=list(r.get("notes", [])),
+                                        failed=list(r.get("failed", [])))
+                   for r in doc.get("scenarios", ())]
+        tried = {str(b): [(dict(t["options"]), str(t["status"])) for t in tries]
+                 for b, tries in (doc.get("tried") or {}).items()}
+        return cls(name=str(doc["client"]), hello=dict(doc.get("driver") or {}), protocol=str(doc.get("protocol", "chat")),
+                   results=results, tried=tried, catalogue=int(doc.get("catalogue") or len(results)))
 
 
 def _cell(results: Sequence[ScenarioResult], ids: Sequence[str]) -> list[ScenarioResult]:
@@ -140,7 +168,9 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
         "`make clients`. A cell passes when every scenario listed for it below passes; `—` means the",
         "catalogue has no such scenario on that client's wire; \"(N retries)\" says the library retried (a",
         "retry is allowed; one sooner than `Retry-After` fails). Failing cells are explained under the table,",
-        "with what each option set the driver offers did to them.",
+        "with what each option set the driver offers did to them. A client whose library takes seconds of",
+        "CPU to import runs only the scenarios behind the columns (`--matrix-scenarios`); its last column",
+        "says how many of its wire's scenarios ran.",
         "",
         "| client | " + " | ".join(b.name for b in BEHAVIOURS) + " | whole catalogue (pass / fail / n/a) |",
         "| --- | " + " | ".join("---" for _ in BEHAVIOURS) + " | --- |",
@@ -160,7 +190,8 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
             else:
                 cells.append(status)
         total = summarize(run.results)
-        lines.append(f"| {run.name} | " + " | ".join(cells) + f" | {total['pass']} / {total['fail']} / {total['n/a']} |")
+        subset = f" ({len(run.results)} of {run.catalogue} run)" if 0 < len(run.results) < run.catalogue else ""
+        lines.append(f"| {run.name} | " + " | ".join(cells) + f" | {total['pass']} / {total['fail']} / {total['n/a']}{subset} |")
     lines += ["", "## Versions", "", "| client | wire | libraries |", "| --- | --- | --- |"]
     lines += [f"| {run.name} | {run.protocol} | {_versions(run.hello)} |" for run in runs]
     lines += ["", "## Why each failing cell fails", ""]

@@ -57,9 +57,7 @@ def make_model(task: Mapping[str, Any], options: Mapping[str, str]) -> Any:
             kw[name] = opts[name]
     model = ChatDeepSeek(**kw)
     if task["tools"]:
-        tools = [{"type": "function", "function": {
-            "name": t["name"], "description": t["description"], "parameters": t["parameters"],
-            **({"strict": t["strict"]} if t["strict"] is not None else {})}} for t in task["tools"]]
+        tools = driverkit.chat_tools(task)
         choice = opts["tool_choice"]
         model = model.bind_tools(tools, **({"tool_choice": choice if isinstance(choice, str) else choice["name"]}
                                            if choice is not None else {}))

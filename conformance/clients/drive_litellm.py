@@ -24,23 +24,6 @@ OWN = tuple(c for _, c in inspect.getmembers(exceptions, inspect.isclass)
             if issubclass(c, Exception) and c.__module__.startswith("litellm"))
 
 
-def openai_messages(task: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [{"role": "system", "content": task["system"]}] if task["system"] is not None else []
-    for m in task["messages"]:
-        msg: dict[str, Any] = {"role": m["role"], "content": m["content"]}
-        if m["role"] == "assistant":
-            if m["reasoning"] is not None:
-                msg["reasoning_content"] = m["reasoning"]
-            if m["tool_calls"]:
-                msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                     for c in m["tool_calls"]]
-        elif m["role"] == "tool":
-            msg["tool_call_id"] = m["tool_call_id"]
-        out.append(msg)
-    return out
-
-
 def request_args(task: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
     opts = task["options"]
     args: dict[str, Any] = {"model": f"deepseek/{task['model']}", "api_base": task["base_url"],
@@ -49,9 +32,7 @@ def request_args(task: Mapping[str, Any], options: Mapping[str, str]) -> dict[st
     if "num_retries" in options:
         args["num_retries"] = int(options["num_retries"])
     if task["tools"]:
-        args["tools"] = [{"type": "function", "function": {
-            "name": t["name"], "description": t["description"], "parameters": t["parameters"],
-            **({"strict": t["strict"]} if t["strict"] is not None else {})}} for t in task["tools"]]
+        args["tools"] = driverkit.chat_tools(task)
     if opts["thinking"] is not None:
         args["extra_body"] = {"thinking": {"type": "enabled" if opts["thinking"] else "disabled"}}
     for name in ("reasoning_effort", "max_tokens", "temperature", "stop"):
@@ -88,7 +69,7 @@ def main() -> None:
         return
     task = DRIVER.task
     args = request_args(task, DRIVER.options())
-    history = openai_messages(task)
+    history = driverkit.chat_messages(task)
 
     def call(k: int, step: Mapping[str, Any]) -> driverkit.Observation:
         chunks: list[Any] = []

@@ -22,32 +22,12 @@ DRIVER = driverkit.Driver(
 )
 
 
-def openai_messages(task: Mapping[str, Any]) -> list[Any]:
-    """The task's history as Chat Completions message dicts."""
-    out: list[Any] = [{"role": "system", "content": task["system"]}] if task["system"] is not None else []
-    for m in task["messages"]:
-        msg: dict[str, Any] = {"role": m["role"], "content": m["content"]}
-        if m["role"] == "assistant":
-            if m["reasoning"] is not None:
-                msg["reasoning_content"] = m["reasoning"]
-            if m["tool_calls"]:
-                msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                     for c in m["tool_calls"]]
-        elif m["role"] == "tool":
-            msg["tool_call_id"] = m["tool_call_id"]
-        out.append(msg)
-    return out
-
-
 def request_args(task: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.stream` for the task's tools and options."""
     opts = task["options"]
     args: dict[str, Any] = {"model": task["model"], "stream_options": {"include_usage": True}}
     if task["tools"]:
-        args["tools"] = [{"type": "function", "function": {
-            "name": t["name"], "description": t["description"], "parameters": t["parameters"],
-            **({"strict": t["strict"]} if t["strict"] is not None else {})}} for t in task["tools"]]
+        args["tools"] = driverkit.chat_tools(task)
     if opts["thinking"] is not None:
         args["extra_body"] = {"thinking": {"type": "enabled" if opts["thinking"] else "disabled"}}
     for name in ("reasoning_effort", "max_tokens", "temperature", "stop"):
@@ -91,7 +71,7 @@ def main() -> None:
         timeout=openai.Timeout(timeouts["read_s"], connect=timeouts["connect_s"]),
         **({"max_retries": int(options["max_retries"])} if "max_retries" in options else {}),
     )
-    history = openai_messages(task)
+    history = driverkit.chat_messages(task)
     args = request_args(task)
 
     def call(k: int, step: Mapping[str, Any]) -> driverkit.Observation:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO
 
-__all__ = ["Driver", "Observation", "describe_error", "result_for"]
+__all__ = ["Driver", "Observation", "chat_messages", "chat_tools", "describe_error", "result_for"]
 
 PROTOCOL_VERSION = 1
 
@@ -68,6 +68,31 @@ def describe_error(exc: BaseException, own: tuple[type[BaseException], ...]) -> 
     return {"class": f"{cls.__module__.split('.')[0]}.{cls.__qualname__}", "message": str(exc),
             "status": status if isinstance(status, int) else None, "own": isinstance(exc, own),
             "provider": provider or None}
+
+
+def chat_messages(task: Mapping[str, Any]) -> list[Any]:
+    """The task's history as Chat Completions message dicts (for the drivers of that wire)."""
+    out: list[Any] = [{"role": "system", "content": task["system"]}] if task["system"] is not None else []
+    for m in task["messages"]:
+        msg: dict[str, Any] = {"role": m["role"], "content": m["content"]}
+        if m["role"] == "assistant":
+            if m["reasoning"] is not None:
+                msg["reasoning_content"] = m["reasoning"]
+            if m["tool_calls"]:
+                msg["tool_calls"] = [{"id": c["id"], "type": "function",
+                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                     for c in m["tool_calls"]]
+        elif m["role"] == "tool":
+            msg["tool_call_id"] = m["tool_call_id"]
+        out.append(msg)
+    return out
+
+
+def chat_tools(task: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The task's tools as Chat Completions `tools` entries."""
+    return [{"type": "function", "function": {
+        "name": t["name"], "description": t["description"], "parameters": t["parameters"],
+        **({"strict": t["strict"]} if t["strict"] is not None else {})}} for t in task["tools"]]
 
 
 def result_for(step: Mapping[str, Any], k: int) -> str:
