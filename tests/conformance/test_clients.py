@@ -222,3 +222,16 @@ def test_client_report_renders_in_dshkit_view(tmp_path: Path) -> None:
     html, kind = render_paths([report])
     assert kind == "conformance"
     assert "1 scenarios × 1 clients" in html and "demo (demo-lib 1.2.3)" in html
+
+
+def test_client_run_survives_its_json_report() -> None:
+    """`--json-dir` renders the matrix from reports written by earlier invocations."""
+    results = [_result("http-429-rate-limit", "fail", "failed: step0.finish; step0.finish: expected x, got y")]
+    results[0].info.append("step0.requests: the client sent 3 requests (2 retries, 2009 ms, 2005 ms after the previous answer)")
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1"}}, protocol="chat", results=results,
+                    tried={"429 with Retry-After": [({"max_retries": "0"}, "pass")]}, catalogue=200)
+    back = ClientRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert (back.name, back.protocol, back.catalogue, back.tried) == ("demo", "chat", 200, run.tried)
+    assert [(r.id, r.status, r.reason, r.info) for r in back.results] == [(r.id, r.status, r.reason, r.info) for r in results]
+    page = render_markdown([back], date="2026-01-02", command="x")
+    assert "0 / 1 / 0 (1 of 200 run)" in page
