@@ -71,12 +71,19 @@ async function main() {
   await driver.play(async (k, step) => {
     let stream = null;
     let final;
+    const seen = { content: '', reasoning: null };
     try {
       stream = client.chat.completions.stream({ ...p, messages: history });
-      for await (const _chunk of stream) { /* the helper assembles the message */ }
+      for await (const chunk of stream) {
+        // The helper assembles the message; what streamed is kept for a call that fails.
+        const delta = chunk.choices?.[0]?.delta ?? {};
+        if (typeof delta.content === 'string') seen.content += delta.content;
+        if (typeof delta.reasoning_content === 'string') seen.reasoning = (seen.reasoning ?? '') + delta.reasoning_content;
+      }
       final = await stream.finalChatCompletion();
     } catch (err) {
       const obs = observe(stream?.currentChatCompletionSnapshot);
+      if (!obs.content && !obs.reasoning) Object.assign(obs, seen);
       obs.finish = null;
       obs.error = describeError(err, 'openai', err instanceof OpenAI.OpenAIError);
       return obs;
