@@ -41,7 +41,16 @@ function str(v) {
 // The observation's `error`: class, message, HTTP status and provider error object where the
 // library attached them, and whether it is one of the library's own types (`own`).
 function describeError(err, library, own) {
-  const e = err instanceof Error ? err : new Error(String(err));
+  if (!(err instanceof Error)) {
+    // A library that hands over a plain value (an error event's payload, say) as its error.
+    const value = err && typeof err === 'object' ? err : { message: String(err) };
+    const inner = value.error && typeof value.error === 'object' ? value.error : value;
+    const provider = {};
+    for (const k of ['type', 'code', 'message', 'param']) if (k in inner) provider[k] = str(inner[k]);
+    return { class: `node.${value.constructor?.name ?? typeof err}`, message: JSON.stringify(err) ?? String(err),
+             status: null, own: false, provider: Object.keys(provider).length ? provider : null };
+  }
+  const e = err;
   // A retrying library's error keeps the last attempt's (the AI SDK's RetryError.lastError).
   const last = e.lastError && typeof e.lastError === 'object' ? e.lastError : e;
   const status = [last.status, last.statusCode].find((s) => Number.isInteger(s)) ?? null;
