@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="--client: an option the driver documents (e.g. max_retries=0); repeatable")
     p.add_argument("--matrix-md", metavar="FILE",
                    help="--client: also rerun failing behaviours with each option set the drivers offer "
-                        "and write the client x behaviour matrix as Markdown (docs/clients.md)")
+                        "and write the client x behaviour matrix as Markdown (docs/clients.md); without "
+                        "--client, write it from the reports in --json-dir")
     p.add_argument("--json-dir", metavar="DIR",
                    help="--client: write each client's JSON report to DIR/<client>.json; --matrix-md then "
                         "covers every client report in DIR")
@@ -173,7 +174,7 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
 
 def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """Run what `args` ask for; returns the exit status and the results."""
-    if getattr(args, "client", None):
+    if getattr(args, "client", None) or (getattr(args, "matrix_md", None) and not args.adapter and not args.server):
         from .client_cli import run_clients
 
         return run_clients(args)

@@ -64,6 +64,12 @@ def _reports(folder: Path) -> list[ClientRun]:
     return sorted(runs, key=lambda r: (order.index(r.name) if r.name in order else len(order), r.name))
 
 
+def _render(path: str, runs: list[ClientRun]) -> None:
+    command = "dshkit conformance --client NAME … --json-dir DIR --matrix-md FILE"
+    Path(path).write_text(render_markdown(runs, date=datetime.date.today().isoformat(), command=command), encoding="utf-8")
+    print(f"matrix: {path}", file=sys.stderr)
+
+
 def _title(run: ClientRun) -> str:
     libs = ", ".join(f"{k} {v}" for k, v in (run.hello.get("libraries") or {}).items())
     return f"client conformance: {run.name} ({libs}; {run.protocol})"
@@ -73,6 +79,14 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """The `--client` mode of `run_conformance`."""
     if args.adapter or args.server:
         return _fail("--client judges a client library; it cannot be combined with --adapter or --server"), []
+    if not args.client:
+        if not args.json_dir:
+            return _fail("--matrix-md without --client needs --json-dir DIR, the client reports to draw it from"), []
+        saved = _reports(Path(args.json_dir))
+        if not saved:
+            return _fail(f"--json-dir {args.json_dir}: no client report there (write some with --client … --json-dir)"), []
+        _render(args.matrix_md, saved)
+        return 0, []
     if len(args.client) > 1 and (args.json or args.junit):
         return _fail("--json and --junit take one --client; use --matrix-md FILE for several"), []
     concurrency = 4 if args.concurrency is None else args.concurrency
@@ -121,10 +135,5 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
         if args.junit:
             write_junit(args.junit, results, name=f"dshkit client conformance: {cmd.name}")
     if args.matrix_md:
-        if args.json_dir:
-            runs = _reports(Path(args.json_dir))
-        command = "dshkit conformance --client NAME … --json-dir DIR --matrix-md FILE"
-        text = render_markdown(runs, date=datetime.date.today().isoformat(), command=command)
-        Path(args.matrix_md).write_text(text, encoding="utf-8")
-        print(f"matrix: {args.matrix_md}", file=sys.stderr)
+        _render(args.matrix_md, _reports(Path(args.json_dir)) if args.json_dir else runs)
     return (1 if summarize(everything)["fail"] else 0), everything

@@ -235,3 +235,15 @@ def test_client_run_survives_its_json_report() -> None:
     assert [(r.id, r.status, r.reason, r.info) for r in back.results] == [(r.id, r.status, r.reason, r.info) for r in results]
     page = render_markdown([back], date="2026-01-02", command="x")
     assert "0 / 1 / 0 (1 of 200 run)" in page
+
+
+def test_cli_renders_the_matrix_from_saved_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reports, page = tmp_path / "reports", tmp_path / "clients.md"
+    reports.mkdir()
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1"}}, protocol="chat",
+                    results=[_result("http-500-server", "pass")], catalogue=1)
+    (reports / "demo.json").write_text(json.dumps(run.to_json()))
+    assert main(["conformance", "--json-dir", str(reports), "--matrix-md", str(page)]) == 0
+    assert "| demo | — | — | — | pass |" in page.read_text()
+    assert main(["conformance", "--matrix-md", str(page)]) == 2
+    assert "needs --json-dir DIR" in capsys.readouterr().err
