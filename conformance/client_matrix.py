@@ -142,7 +142,8 @@ async def try_options(
 
 def _gist(r: ScenarioResult) -> str:
     """A failure in one line: the first summary the checks gave, else the first failed check."""
-    summary = r.reason.split("; ", 1)[1] if "; " in r.reason else r.reason
+    timeout = r.reason.startswith("timeout:")
+    summary = r.reason.split("; ", 1)[1] if "; " in r.reason and not timeout else r.reason
     return summary.replace("|", "\\|").replace("\n", " ")[:240]
 
 
