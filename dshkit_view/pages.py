@@ -218,9 +218,18 @@ def wire_page(kind: str, source: str, exchanges: Sequence[WireExchange], meta: M
     return page(f"dshkit view · {kind} {source}", head + [_exchange(x) for x in exchanges] + ["</main>"])
 
 
+def _driver(doc: Mapping[str, Any]) -> str:
+    """A client report's library versions, as `dshkit conformance --client` recorded them."""
+    driver = doc.get("driver")
+    libraries = driver.get("libraries") if isinstance(driver, Mapping) else None
+    if not isinstance(libraries, Mapping) or not libraries:
+        return ""
+    return " (" + ", ".join(f"{esc(k)} {esc(v)}" for k, v in libraries.items()) + ")"
+
+
 def matrix_page(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     """Rows are scenario ids (catalogue order of the first report), columns one per report."""
-    columns = [str(doc.get("adapter") or doc.get("server") or name) for name, doc in reports]
+    columns = [str(doc.get("adapter") or doc.get("client") or doc.get("server") or name) for name, doc in reports]
     order: list[str] = []
     cells: dict[tuple[str, int], Mapping[str, Any]] = {}
     for col, (_, doc) in enumerate(reports):
@@ -248,10 +257,11 @@ def matrix_page(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         rows.append("".join(row) + "</tr>")
     rows.append("</tbody></table>")
     summary = " · ".join(
-        f"{esc(c)}: " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in (doc.get("summary") or {}).items())
+        f"{esc(c)}{_driver(doc)}: " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in (doc.get("summary") or {}).items())
         for c, (_, doc) in zip(columns, reports, strict=True)
     )
-    body = [f"<header><h1>Conformance: {len(order)} scenarios × {len(columns)} adapters</h1>"
+    kind = "clients" if all(doc.get("client") for _, doc in reports) else "adapters"
+    body = [f"<header><h1>Conformance: {len(order)} scenarios × {len(columns)} {kind}</h1>"
             f"<p class=\"summary\">{summary}</p></header><main>", *rows, "<h2>Failures</h2>",
             *(diffs or ["<p class=\"ok\">no failures</p>"]), "</main>"]
     return page("dshkit view · conformance", body)

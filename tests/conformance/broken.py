@@ -175,7 +175,7 @@ class SelfRetryingAdapter(DeepSeekAdapter):
         "err-no-self-retry-503", "http-429-plain-no-retry-after", "http-429-rate-limit", "http-500-empty-body",
         "http-500-server", "http-502-html-body", "http-503-server", "http-request-id",
         "http-request-id-deepseek-header", "http-retry-after-invalid", "http-retry-after-past-date",
-        "http-retry-after-zero",
+        "http-retry-after-zero", "http-529-overloaded",
     })
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:

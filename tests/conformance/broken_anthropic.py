@@ -1,16 +1,19 @@
 """Deliberately broken Anthropic-protocol adapters: each one a small, realistic bug on top of
 AnthropicAdapter, proving the `anthropic` scenarios can fail.
 
-The body bugs rewrite the request; the translator bugs hand the adapter a decoder factory (its
+The body bugs rewrite the request; the failure bugs rewrite the error finish on its way out; the
+translator bugs hand the adapter a decoder factory (its
 `decoder=` argument) that builds a broken `Translator`, so only their own instances decode wrongly. Each class lists the scenarios that must catch it in
 `MUST_FAIL`; the test runs the catalogue on the `anthropic` protocol and expects exactly that set.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-from dshkit.harness.llm import StreamChunk
+from dshkit.harness.llm import Finish, GenerateOptions, LlmFailure, StreamChunk
 from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from .broken import RewritesBody
@@ -141,7 +144,49 @@ class SplitsToolResultsAdapter(_BrokenBody):
         body["messages"] = out
 
 
+class _RewritesFailure(AnthropicAdapter):
+    """An AnthropicAdapter whose error finishes pass through `failure()` on the way out."""
+
+    MUST_FAIL: ClassVar[frozenset[str]]
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        inner = super().stream(options)
+        try:
+            async for chunk in inner:
+                failure = chunk.reason.failure if isinstance(chunk, Finish) else None
+                if isinstance(chunk, Finish) and failure is not None:
+                    chunk = dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=self.failure(failure)))
+                yield chunk
+        finally:
+            await inner.aclose()
+
+    def failure(self, failure: LlmFailure) -> LlmFailure:
+        return failure
+
+
+class DropsHttpStatusAdapter(_RewritesFailure):
+    """Reads an HTTP error from its body alone: the status and `Retry-After` are lost."""
+
+    MUST_FAIL = frozenset({"an-400-deepseek-envelope", "an-404-anthropic-envelope", "an-overloaded-529",
+                           "an-429-retry-after", "an-500-server"})
+
+    def failure(self, failure: LlmFailure) -> LlmFailure:
+        return dataclasses.replace(failure, status=None, provider_retry_after_ms=None)
+
+
+class RaisesTransportErrorsAdapter(_RewritesFailure):
+    """Lets a transport failure escape as an exception instead of ending the stream with it."""
+
+    MUST_FAIL = frozenset({"an-reset-before-headers"})
+
+    def failure(self, failure: LlmFailure) -> LlmFailure:
+        if failure.code == "TRANSPORT":
+            raise ConnectionResetError(failure.message)
+        return failure
+
+
 BROKEN_ANTHROPIC = (
     AppendsSignaturesAdapter, IgnoresErrorEventsAdapter, KeepsStartUsageAdapter, EofIsEndTurnAdapter,
-    DropsThinkingAdapter, BlanksSignaturesAdapter, SplitsToolResultsAdapter,
+    DropsThinkingAdapter, BlanksSignaturesAdapter, SplitsToolResultsAdapter, DropsHttpStatusAdapter,
+    RaisesTransportErrorsAdapter,
 )

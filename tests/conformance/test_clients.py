@@ -1,0 +1,249 @@
+"""`dshkit conformance --client`: the stdio protocol proven with the real openai-python driver
+and deliberately broken drivers (tests/conformance/broken_clients.py), so no Node is needed.
+
+Each broken driver must fail exactly the scenarios its defect touches, with a reason that says
+what happened; the ones that break the protocol must fail with a clear verdict, never a runner
+traceback, and a hung driver's whole process group must be gone afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from dshkit.cli import main
+from dshkit.conformance.client_matrix import BEHAVIOURS, ClientRun, cell_status, render_markdown
+from dshkit.conformance.client_protocol import (
+    ProtocolViolation,
+    build_task,
+    parse_line,
+    validate_task,
+)
+from dshkit.conformance.client_runner import (
+    ClientCommand,
+    ClientScenarioResult,
+    resolve_client,
+    run_client_catalogue,
+)
+from dshkit.conformance.report import write_json
+from dshkit.conformance.scenario import Scenario
+from dshkit.view import render_paths
+
+from .catalogue_runs import catalogue
+
+BROKEN = Path(__file__).resolve().parent / "broken_clients.py"
+SUBSET = ("tool-split-arguments", "tool-arguments-byte-exact", "text-reasoning-then-answer",
+          "rt-thinking-tool-call", "rt-arguments-not-reencoded")
+"""Scenarios the openai-python driver passes, and that the two defects split between them."""
+MUST_FAIL = {
+    "drops-passback": {"rt-thinking-tool-call", "rt-arguments-not-reencoded"},
+    "reencodes-arguments": {"tool-arguments-byte-exact", "rt-arguments-not-reencoded"},
+}
+
+pytestmark = pytest.mark.xdist_group("clients")
+
+
+def _scenarios(ids: Sequence[str], **update: float) -> list[Scenario]:
+    by_id = {s.id: s for s in catalogue()}
+    return [by_id[i].model_copy(update=update) for i in ids]
+
+
+def _broken(mode: str, env: dict[str, str] | None = None) -> ClientCommand:
+    return ClientCommand(name=f"broken-{mode}", argv=(sys.executable, str(BROKEN), mode), env=env or {})
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie left for a parent that does not reap counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _run(cmd: ClientCommand, scenarios: list[Scenario], **kw: object) -> dict[str, ClientScenarioResult]:
+    results = asyncio.run(run_client_catalogue(scenarios, cmd, **kw))  # type: ignore[arg-type]
+    return {r.id: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def openai_results() -> dict[str, ClientScenarioResult]:
+    return _run(resolve_client("openai-python"), _scenarios(SUBSET))
+
+
+def test_openai_driver_passes_the_subset(openai_results: dict[str, ClientScenarioResult]) -> None:
+    assert {i: r.status for i, r in openai_results.items()} == dict.fromkeys(SUBSET, "pass"), \
+        {i: r.diff for i, r in openai_results.items() if r.status == "fail"}
+    passback = openai_results["rt-thinking-tool-call"].observations
+    assert [o["finish"] for o in passback] == ["tool_calls", "stop"]
+    assert passback[0]["reasoning"] == "The user asks about Hangzhou weather. I'll call get_weather."
+
+
+def test_openai_driver_reports_what_the_library_really_does() -> None:
+    """A clean EOF before any finish: the SDK raises nothing and gives no finish reason, and the
+    runner says so instead of calling it a stop."""
+    res = _run(resolve_client("openai-python"), _scenarios(["end-eof-before-finish"]))["end-eof-before-finish"]
+    assert res.status == "fail"
+    assert res.failed == ["step0.finish"]
+    assert "expected finish error, the library gave no finish reason and no error" in res.reason
+    assert res.observations[0]["content"] == "partial answer"
+
+
+@pytest.mark.parametrize("mode", sorted(MUST_FAIL))
+def test_broken_driver_fails_exactly_its_scenarios(mode: str) -> None:
+    results = _run(_broken(mode), _scenarios(SUBSET))
+    failed = {i for i, r in results.items() if r.status == "fail"}
+    assert failed == MUST_FAIL[mode], {i: r.reason for i, r in results.items()}
+
+
+def test_dropped_passback_is_named_in_the_request_and_the_server_answer() -> None:
+    res = _run(_broken("drops-passback"), _scenarios(["rt-thinking-tool-call"]))["rt-thinking-tool-call"]
+    assert "step1.serialize" in res.failed and "step1.finish" in res.failed
+    assert "reasoning_content" in res.diff and "<absent>" in res.diff
+    assert "The reasoning_content in the thinking mode must be passed back" in res.reason
+
+
+def test_reencoded_arguments_show_the_byte_difference() -> None:
+    res = _run(_broken("reencodes-arguments"), _scenarios(["tool-arguments-byte-exact"]))["tool-arguments-byte-exact"]
+    assert res.failed == ["step0.assemble"]
+    assert '\\"ratio\\":1.50' in res.diff and '\\"ratio\\": 1.5,' in res.diff
+
+
+@pytest.mark.parametrize(("mode", "failed", "words"), [
+    ("crash", ["driver"], ["exited with status 1", "RuntimeError: the driver fell over"]),
+    ("garbage", ["driver"], ["stdout line 2 is not JSON", "calling the model now"]),
+    ("bad-schema", ["driver"], ["violates the protocol schema at `tool_calls[0].arguments`", "is not of type 'string'"]),
+    ("silent", ["step0.played"], ["step 0 was not played (the driver stopped early)"]),
+])
+def test_protocol_breakers_get_a_clear_failure(mode: str, failed: list[str], words: list[str]) -> None:
+    res = _run(_broken(mode), _scenarios(["tool-split-arguments"]))["tool-split-arguments"]
+    assert res.status == "fail"
+    assert res.failed == failed
+    text = res.reason + res.diff
+    assert all(w in text for w in words), text
+    assert "Traceback" not in res.reason
+
+
+def test_hung_driver_is_killed_with_its_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    cmd = _broken("hang-child", {"BROKEN_CLIENT_PIDFILE": str(pidfile)})
+    res = _run(cmd, _scenarios(["tool-split-arguments"], budget_s=1.0))["tool-split-arguments"]
+    assert res.status == "fail" and res.failed == ["driver"]
+    assert res.reason.startswith("timeout: the driver did not finish within the scenario's 1 s budget")
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_driver_that_never_says_hello_fails_within_the_startup_time() -> None:
+    res = _run(_broken("slow-hello"), _scenarios(["tool-split-arguments"]), hello={"type": "hello"},
+               startup_s=1.0)["tool-split-arguments"]
+    assert res.status == "fail"
+    assert "printed no `hello` line within 1 s" in res.reason
+
+
+def test_parse_line_locates_what_is_wrong() -> None:
+    with pytest.raises(ProtocolViolation, match=r"stdout line 3 is not UTF-8"):
+        parse_line(b"\xff\xfe\n", 3, expect="observation")
+    with pytest.raises(ProtocolViolation, match=r"'observation' message where the protocol expects 'hello'"):
+        parse_line(b'{"type": "observation"}\n', 1, expect="hello")
+    with pytest.raises(ProtocolViolation, match=r"at `the line`: 'step' is a required property"):
+        parse_line(json.dumps({"type": "observation"}).encode(), 2, expect="observation")
+
+
+def test_every_catalogue_task_is_valid_against_the_task_schema() -> None:
+    for sc in catalogue():
+        for protocol in sc.protocols:
+            validate_task(build_task(sc, protocol=protocol, base_url="http://127.0.0.1:1", api_key="sk-x"))
+
+
+def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "client.json"
+    code = main(["conformance", "--client", f"{sys.executable} {BROKEN} crash", "--only", "tool-split-arguments",
+                 "--json", str(report)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL tools/tool-split-arguments: failed: driver; the driver exited with status 1" in out
+    doc = json.loads(report.read_text())
+    assert doc["client"].endswith("crash") and doc["driver"]["client"] == "broken-crash"
+    assert doc["summary"] == {"pass": 0, "fail": 1, "n/a": 0}
+    assert "RuntimeError" in doc["scenarios"][0]["stderr"]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--client", "openai-python", "--adapter", "x:y"], "cannot be combined with --adapter"),
+    (["--client", "openai-python", "--client-option", "nonsense"], "must look like KEY=VALUE"),
+    (["--client", "openai-python", "--client-option", "speed=11"], "has no option speed (it offers: max_retries)"),
+    (["--client", "openai-python", "--protocol", "anthropic"], "speaks chat, not anthropic"),
+    (["--client", f"{sys.executable} {BROKEN} slow-hello-typo"], "did not describe itself"),
+])
+def test_cli_client_usage_errors_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", *argv]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_matrix_columns_name_catalogue_scenarios_of_their_wire() -> None:
+    by_id = {s.id: s for s in catalogue()}
+    for b in BEHAVIOURS:
+        for protocol in ("chat", "anthropic"):
+            for sid in b.ids(protocol):
+                assert sid in by_id and protocol in by_id[sid].protocols, (b.name, protocol, sid)
+
+
+def _result(sid: str, status: str, reason: str = "") -> ClientScenarioResult:
+    return ClientScenarioResult(id=sid, tags=["A5", "area:tools"], status=status, reason=reason)  # type: ignore[arg-type]
+
+
+def test_matrix_page_explains_each_failing_cell_and_what_options_did() -> None:
+    fragments = BEHAVIOURS[0]
+    results = [_result(sid, "pass") for b in BEHAVIOURS for sid in b.chat]
+    results[0] = _result(fragments.chat[0], "fail", "failed: step0.assemble; step0.assemble: expected a, got b")
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1.2.3"}, "runtime": "python 3.11"},
+                    protocol="chat", results=results,
+                    tried={fragments.name: [({"max_retries": "0"}, "fail"), ({"max_retries": "5"}, "pass")]})
+    assert cell_status(results, fragments.chat) == "fail"
+    assert cell_status(results, BEHAVIOURS[2].chat) == "pass"
+    assert cell_status(results, ()) == "—"
+    page = render_markdown([run], date="2026-01-02", command="dshkit conformance --client demo --matrix-md FILE")
+    assert "Generated on 2026-01-02 by `dshkit conformance --client demo --matrix-md FILE`" in page
+    assert "| demo | **fail** [1] | pass |" in page
+    assert "| demo | chat | demo-lib 1.2.3 (python 3.11) |" in page
+    assert (f"1. **demo / {fragments.name}**: `{fragments.chat[0]}`: step0.assemble: expected a, got b." in page)
+    assert "`max_retries=0` → fail; `max_retries=5` → pass (fixed by `max_retries=5`)" in page
+
+
+def test_client_report_renders_in_dshkit_view(tmp_path: Path) -> None:
+    report = tmp_path / "client.json"
+    write_json(report, [_result("tool-split-arguments", "pass")], adapter=None, client="demo",
+               driver={"libraries": {"demo-lib": "1.2.3"}})
+    html, kind = render_paths([report])
+    assert kind == "conformance"
+    assert "1 scenarios × 1 clients" in html and "demo (demo-lib 1.2.3)" in html
+
+
+def test_client_run_survives_its_json_report() -> None:
+    """`--json-dir` renders the matrix from reports written by earlier invocations."""
+    results = [_result("http-429-rate-limit", "fail", "failed: step0.finish; step0.finish: expected x, got y")]
+    results[0].info.append("step0.requests: the client sent 3 requests (2 retries, 2009 ms, 2005 ms after the previous answer)")
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1"}}, protocol="chat", results=results,
+                    tried={"429 with Retry-After": [({"max_retries": "0"}, "pass")]}, catalogue=200)
+    back = ClientRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert (back.name, back.protocol, back.catalogue, back.tried) == ("demo", "chat", 200, run.tried)
+    assert [(r.id, r.status, r.reason, r.info) for r in back.results] == [(r.id, r.status, r.reason, r.info) for r in results]
+    page = render_markdown([back], date="2026-01-02", command="x")
+    assert "0 / 1 / 0 (1 of 200 run)" in page
+
+
+def test_cli_renders_the_matrix_from_saved_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reports, page = tmp_path / "reports", tmp_path / "clients.md"
+    reports.mkdir()
+    run = ClientRun(name="demo", hello={"libraries": {"demo-lib": "1"}}, protocol="chat",
+                    results=[_result("http-500-server", "pass")], catalogue=1)
+    (reports / "demo.json").write_text(json.dumps(run.to_json()))
+    assert main(["conformance", "--json-dir", str(reports), "--matrix-md", str(page)]) == 0
+    assert "| demo | — | — | — | pass |" in page.read_text()
+    assert main(["conformance", "--matrix-md", str(page)]) == 2
+    assert "needs --json-dir DIR" in capsys.readouterr().err
