@@ -81,13 +81,7 @@ class ChatSurface(Surface):
         return deepseek_headers(trace_id)
 
     def error(
-        self,
-        call: Call,
-        status: int,
-        message: str,
-        type: str = "invalid_request_error",
-        code: str | None = "invalid_request_error",
-        headers: Mapping[str, str] | None = None,
+        self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
     ) -> Body:
         return json_body(status, error_body(message, type, code), headers)
 

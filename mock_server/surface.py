@@ -151,15 +151,10 @@ class Surface(ABC):
 
     @abstractmethod
     def error(
-        self,
-        call: Call,
-        status: int,
-        message: str,
-        type: str = "invalid_request_error",
-        code: str | None = "invalid_request_error",
-        headers: Mapping[str, str] | None = None,
+        self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
     ) -> Body:
-        """An HTTP error in this wire's envelope (`type`/`code` as the chat route names them)."""
+        """An HTTP error in this wire's envelope (`type`/`code` as the chat route names them;
+        `headers`: extra response headers such as `Retry-After`)."""
 
     def fault_type(self, status: int, type: str) -> str:
         """The `type` an HTTP fault with this status carries unless its step names one."""

@@ -104,6 +104,8 @@ def error_body_for(
     return error_body(message, kind, code if code is not None else kind)
 
 
+#: The code of the errors this wire makes up itself (the chat route's generic one).
+_CODE = "invalid_request_error"
 #: A logged call's ending → how the stream ends here (an in-band error still closes cleanly).
 _REPLAY_ENDS: Mapping[str, Literal["close", "eof", "hold", "reset"]] = {
     "close": "close", "hold": "hold", "eof": "eof", "reset": "reset", "error_event": "close",
@@ -132,13 +134,7 @@ class AnthropicSurface(Surface):
         return deepseek_headers(trace_id)
 
     def error(
-        self,
-        call: Call,
-        status: int,
-        message: str,
-        type: str = "invalid_request_error",
-        code: str | None = "invalid_request_error",
-        headers: Mapping[str, str] | None = None,
+        self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
     ) -> Body:
         envelope: Envelope = call.config.anthropic_envelope
         if "anthropic_envelope" in call.quirks:
@@ -191,7 +187,7 @@ class AnthropicSurface(Surface):
     def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:
         if reply.finish_reason == "insufficient_system_resource":
             # No stop_reason says "the server ran out"; a whole body says it with a 529.
-            return self.error(call, 529, "Overloaded", "overloaded_error", "overloaded_error")
+            return self.error(call, 529, "Overloaded", "overloaded_error", "overloaded_error", None)
         return json_body(200, render.build_message(reply, **self._render_args(call, spec)))
 
     def replay(
@@ -200,13 +196,15 @@ class AnthropicSurface(Surface):
         """The same reply, in this protocol's events."""
         plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
         if plan.end == "http":
-            return Replay(body=self.error(call, plan.status, plan.message, plan.error_type or "server_error"))
+            error = self.error(call, plan.status, plan.message, plan.error_type or "server_error", _CODE, None)
+            return Replay(body=error)
         chat = call.chat
         args: dict[str, Any] = {"model": chat.response_model, "thinking": True, "split": plan.split,
                                 "seed": call.seed, "prompt_tokens": chat.prompt_tokens}
         if not chat.stream:
             if plan.end != "close":
-                return Replay(body=self.error(call, 500, plan.message or "the logged call failed", "api_error"))
+                failed = plan.message or "the logged call failed"
+                return Replay(body=self.error(call, 500, failed, "api_error", _CODE, None))
             return Replay(body=json_body(200, render.build_message(plan.reply, **args)))
         events = render.encode_events(plan.reply, framing=spec.framing, **args)
         if plan.end in ("eof", "reset", "error_event"):

@@ -50,8 +50,8 @@ class LinesSurface(Surface):
     def response_headers(self, trace_id: str) -> Mapping[str, str]:
         return {"x-lines-trace": trace_id}
 
-    def error(self, call: Call, status: int, message: str, type: str = "invalid_request_error",
-              code: str | None = "invalid_request_error", headers: Mapping[str, str] | None = None) -> Body:
+    def error(self, call: Call, status: int, message: str, type: str, code: str | None,
+              headers: Mapping[str, str] | None) -> Body:
         return json_body(status, {"problem": {"status": status, "kind": type, "message": message}}, headers)
 
     def stream(self, call: Call, reply: Reply, spec: StreamSpec, *, done: bool = True,
@@ -69,7 +69,7 @@ class LinesSurface(Surface):
 
     def replay(self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None,
                spec: ChunksSpec) -> Replay:
-        return Replay(body=self.error(call, 501, "this wire replays no session logs"))
+        return Replay(body=self.error(call, 501, "this wire replays no session logs", "unsupported", None, None))
 
     def inband_error(self, call: Call, step: FaultStep, *, event_line: bool) -> bytes:
         return json.dumps({"error": step.message or "failed mid-stream"}).encode() + b"\n"
