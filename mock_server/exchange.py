@@ -52,6 +52,7 @@ class Exchange:
         self._direct: asyncio.Transport | None = None
 
     def _adopt(self, resp: web.StreamResponse) -> web.StreamResponse:
+        """Make `resp` this exchange's response, with the exchange's headers."""
         for name, value in self.headers.items():
             resp.headers[name] = value  # case-insensitive: replaces a response's own spelling
         self.resp = resp
@@ -96,11 +97,16 @@ class Exchange:
             await self.start(status, headers)
             await self.write(body)
             return await self.end()
-        resp = self._adopt(web.Response(status=status, headers=dict(headers), body=body))
+        resp = web.Response(status=status, headers=dict(headers), body=body)
+        self._adopt(resp)
         resp.enable_chunked_encoding()
         self.entry.writes.append(Write(time.monotonic(), body))
         await resp.prepare(self.request)
         await resp.write_eof()
+        # Sent: aiohttp keeps the response as long as the connection is busy with it, and a
+        # body kept that long costs its size per open connection (the journal keeps its own
+        # reference as long as it needs one).
+        resp.body = None
         return "completed"
 
     async def end(self) -> str:
