@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
 
-__all__ = ["BATCH_BYTES", "FastOutput", "FilledEvents", "Output", "PlainOutput", "Rendering", "Template"]
+__all__ = ["BATCH_BYTES", "FastOutput", "FilledEvents", "Output", "PlainOutput", "Rendering", "StreamCache", "Template"]
 
 E = TypeVar("E")
 
@@ -134,7 +134,7 @@ class FilledEvents(Sequence[bytes]):
     __hash__ = None  # type: ignore[assignment]
 
 
-class _Template:
+class _CachedStream:
     """One cached stream with placeholder fields: the events joined, where each event ends, and
     how many of each placeholder come before each end."""
 
@@ -214,7 +214,7 @@ class StreamCache:
     SIZE = 32
 
     def __init__(self) -> None:
-        self._templates: dict[Hashable, _Template | None] = {}
+        self._templates: dict[Hashable, _CachedStream | None] = {}
 
     def events(self, r: Rendering[Any]) -> Sequence[bytes]:
         render = r.fast or r.render
@@ -231,10 +231,10 @@ class StreamCache:
             return template.fill(values) if template is not None else render(r.envelope)
         events = render(r.envelope)
         if r.template is None:
-            stored: _Template | None = _Template(events, ())
+            stored: _CachedStream | None = _CachedStream(events, ())
         else:
             placeholder = r.template.placeholder
-            stored = _Template(render(placeholder), r.template.spell(placeholder))
+            stored = _CachedStream(render(placeholder), r.template.spell(placeholder))
             if stored.fill(values) != events:
                 stored = None
         if len(self._templates) >= self.SIZE:
