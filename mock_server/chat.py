@@ -60,6 +60,14 @@ def _spell(meta: StreamMeta) -> tuple[bytes, ...]:
     return b'"id":%s' % json.dumps(meta.id).encode(), b'"created":%d' % meta.created
 
 
+def _placeholder(meta: StreamMeta) -> StreamMeta:
+    return dataclasses.replace(meta, id=_ID, created=_CREATED)
+
+
+#: The completion id and `created` differ per response; everything else is the step's.
+_TEMPLATE = Template(placeholder=_placeholder, spell=_spell)
+
+
 class ChatSurface(Surface):
     """DeepSeek's Chat Completions (S1–S41): OpenAI-style chunks, `data:` events, `[DONE]`."""
 
@@ -143,10 +151,8 @@ class ChatSurface(Surface):
                                  include_usage=include_usage, meta=m, **args)
 
         key = (self.name, prepared, tuple(quirks), framing, done, include_usage,
-               tuple(sorted(args.items())), meta.model, meta.system_fingerprint)
-        placeholder = dataclasses.replace(meta, id=_ID, created=_CREATED)
-        return Rendering(render=render, fast=fast, envelope=meta, key=key,
-                         template=Template(placeholder=placeholder, spell=_spell))
+               *args.values(), meta.model, meta.system_fingerprint)
+        return Rendering(render=render, fast=fast, envelope=meta, key=key, template=_TEMPLATE)
 
     def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:
         args = self._generator_args(call, spec, logprobs)

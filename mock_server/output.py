@@ -30,8 +30,9 @@ BATCH_BYTES = 0x10000
 class Template(Generic[E]):
     """How a stream's per-response fields are spelled, so a cached stream can be filled in."""
 
-    placeholder: E
-    """Per-response fields with fixed values of the usual lengths, rendered once into the template."""
+    placeholder: Callable[[E], E]
+    """This response's fields with fixed values of the usual lengths instead of its own: what
+    the template is rendered with (called only when a stream is stored)."""
     spell: Callable[[E], tuple[bytes, ...]]
     """Each field as it appears in the bytes; spelled with its JSON key, so text inside a string
     value (where quotes are escaped) can never match it."""
@@ -233,7 +234,7 @@ class StreamCache:
         if r.template is None:
             stored: _CachedStream | None = _CachedStream(events, ())
         else:
-            placeholder = r.template.placeholder
+            placeholder = r.template.placeholder(r.envelope)
             stored = _CachedStream(render(placeholder), r.template.spell(placeholder))
             if stored.fill(values) != events:
                 stored = None

@@ -135,7 +135,9 @@ class Responder:
         """
         headers = headers if headers is not None else self.call.surface.stream_headers
         planned = bool(writes.model_fields_set)
-        pieces = plan_writes(b"".join(events), writes.to_plan(self.call.seed)) if writes != _NO_PLAN else events
+        pieces = events
+        if planned and writes != _NO_PLAN:
+            pieces = plan_writes(b"".join(events), writes.to_plan(self.call.seed))
         if not planned and not delay:
             if end in ("close", "eof") and not tail and not timing.first_byte_delay_ms:
                 whole = self.output.whole(pieces)

@@ -181,7 +181,7 @@ class AnthropicSurface(Surface):
             return render.encode_events(reply, framing=framing, done=done, **args)
 
         # The message id comes from the seed: the bytes depend on the key alone.
-        key = (self.name, reply, framing, done, tuple(sorted(args.items())))
+        key = (self.name, reply, framing, done, *args.values())
         return Rendering(render=events, envelope=None, key=key)
 
     def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:

@@ -170,7 +170,7 @@ def test_a_cached_stream_fills_in_to_what_the_renderer_gives(
     fast = FastOutput()
     for env in envelopes:
         r = Rendering(render=render, envelope=env, key="k",
-                      template=Template(placeholder=("p" * 36, 9_876_543_210), spell=spell))
+                      template=Template(placeholder=lambda _: ("p" * 36, 9_876_543_210), spell=spell))
         expected = render(env)
         got = fast.events(r)
         assert list(got) == expected == list(PlainOutput().events(r))
