@@ -13,8 +13,6 @@ and, for the CLI, a `request` and a `result` event.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
 import json
 import logging
 import time
@@ -47,7 +45,6 @@ __all__ = [
     "model_call",
     "not_found",
     "step_seed",
-    "trace_id",
 ]
 
 log = logging.getLogger("dshkit.mock_server")
@@ -193,11 +190,6 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-def trace_id(server_seed: int, seq: int) -> str:
-    """A response's trace id: 32 hex digits like DeepSeek's, stable per (server seed, request)."""
-    return hashlib.blake2b(f"trace:{server_seed}:{seq}".encode(), digest_size=16).hexdigest()
-
-
 def step_seed(server_seed: int, session: str, step: int | None) -> int:
     """A seed stable per (server seed, session, step), whatever the arrival order."""
     return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
@@ -212,7 +204,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
     )
-    trace = trace_id(rt.config.seed, entry.seq)
+    trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
     call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
     x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
     r = Responder(call, rt.output, x)
@@ -294,8 +286,11 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         entry.step = decision.index
         step = decision.step
         # -- plan: everything the answer needs, fixed before its first byte
-        call = dataclasses.replace(
-            r.call,
+        call = Call(
+            surface=surface,
+            config=cfg,
+            seq=entry.seq,
+            trace_id=r.call.trace_id,
             request=chat,
             seed=step_seed(cfg.seed, session, decision.index),
             repeat=rt.repeat_of(session, decision.index),

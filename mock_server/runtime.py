@@ -3,13 +3,15 @@
 :class:`ServerConfig` is fixed when a server starts (keys, era, seed, limits, fault weights,
 the Anthropic surface's options, whether the fast path is on); :class:`Runtime` lives on the
 server's event loop for as long as it serves: the journal, the closing flag every wait watches,
-the random-mode generator, the open exchanges, how often each step answered, and the
-:mod:`~dshkit.mock_server.output` that renders and cuts every generated stream.
+the random-mode generator, the open exchanges, how often each step answered, the prefix of its
+trace ids, and the :mod:`~dshkit.mock_server.output` that renders and cuts every generated
+stream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -23,7 +25,7 @@ from dshkit.mock_server.output import FastOutput, Output, PlainOutput
 if TYPE_CHECKING:
     from dshkit.mock_server.exchange import Exchange
 
-__all__ = ["DEFAULT_WEIGHTS", "Runtime", "ServerConfig"]
+__all__ = ["DEFAULT_WEIGHTS", "Runtime", "ServerConfig", "trace_prefix"]
 
 log = logging.getLogger("dshkit.mock_server")
 
@@ -68,6 +70,12 @@ class ServerConfig:
     client receives the same bytes."""
 
 
+def trace_prefix(server_seed: int) -> str:
+    """The first 8 of a trace id's 32 hex digits: the server's own (servers with different seeds
+    hardly ever share an id); each request's sequence number fills the other 24."""
+    return hashlib.blake2b(f"trace:{server_seed}".encode(), digest_size=4).hexdigest()
+
+
 class Runtime:
     """Server-wide state the handlers share; lives on the server's event loop."""
 
@@ -78,6 +86,8 @@ class Runtime:
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
         self.output: Output = FastOutput() if config.fast_path else PlainOutput()
+        self.trace_prefix = trace_prefix(config.seed)
+        """The first digits of every trace id this server sends."""
         self._served: dict[tuple[str, int | None], int] = {}
 
     def repeat_of(self, session: str, step: int | None) -> int:
