@@ -3,9 +3,12 @@
 The limit is a minimal raw asyncio server that answers every request with the same pre-encoded
 SSE bytes in ONE `transport.write` per stream (headers and body together): no framework, no
 generation, one `send()`. The mock server (`python -m dshkit.mock_server serve`) answers with a
-scripted reply it generates and encodes per request (its normal path) and, for comparison, with
-a raw step serving the identical bytes. Each server runs in its own process; this process is the
-client: raw sockets, one request per connection, counting `data: ` events.
+scripted reply it generates and encodes per request (its normal path, the fast path) and, for
+comparison, with a raw step serving the identical bytes; `--plain` adds the same reply served
+through the plain reference path (`serve --plain-path`: rendered afresh, one write per event).
+`--surface anthropic` asks the Anthropic Messages surface instead of Chat Completions. Each
+server runs in its own process; this process is the client: raw sockets, one request per
+connection, counting `data: ` events.
 
 Contenders are interleaved round by round (every round runs each level against each server in
 turn), so a slow spell of the shared machine hits all of them alike. For 1, 64 and 512
@@ -13,6 +16,7 @@ concurrent streams it prints chunks per second, p50/p99 time to the first event 
 server's peak RSS, then the ratios; the last line is one JSON object with the figures.
 
     python bench/server.py [--chunks 200] [--rounds 3] [--seconds 1] [--mock-root DIR]
+                           [--surface chat|anthropic] [--plain]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dshkit.mock_server import Reply, encode_stream
+from dshkit.mock_server.anthropic import encode_events as anthropic_events
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,12 +95,18 @@ class Tally:
         return 1000 * xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
-def request_bytes(port: int) -> bytes:
-    body = json.dumps(
-        {"model": "deepseek-chat", "messages": [{"role": "user", "content": "bench"}], "stream": True}
-    ).encode()
+SURFACES = {
+    "chat": ("/chat/completions", {"model": "deepseek-chat"}),
+    "anthropic": ("/anthropic/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 1024,
+                                             "thinking": {"type": "disabled"}}),
+}
+
+
+def request_bytes(port: int, surface: str = "chat") -> bytes:
+    path, fields = SURFACES[surface]
+    body = json.dumps({**fields, "messages": [{"role": "user", "content": "bench"}], "stream": True}).encode()
     return (
-        f"POST /chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode() + body
@@ -122,9 +133,9 @@ async def one_stream(port: int, req: bytes) -> tuple[int, float]:
     return events, first
 
 
-async def level(port: int, concurrency: int, budget: float, tally: Tally) -> None:
+async def level(port: int, concurrency: int, budget: float, tally: Tally, surface: str) -> None:
     """Batches of `concurrency` streams for about `budget` seconds, added to `tally`."""
-    req = request_bytes(port)
+    req = request_bytes(port, surface)
     start = time.perf_counter()
     while True:
         results = await asyncio.gather(*(one_stream(port, req) for _ in range(concurrency)))
@@ -161,10 +172,10 @@ def _drain(fd: int) -> None:
         pass
 
 
-def start_mock(script: Path, root: Path) -> tuple[subprocess.Popen[str], int]:
+def start_mock(script: Path, root: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dshkit.mock_server", "serve", "--script", str(script), "--seed", "1"],
+        [sys.executable, "-m", "dshkit.mock_server", "serve", "--script", str(script), "--seed", "1", *options],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=root,
     )
     assert proc.stdout is not None
@@ -184,10 +195,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.0, help="seconds per contender, level and round")
     ap.add_argument("--mock-root", type=Path, default=ROOT,
                     help="checkout whose mock_server to run (e.g. an older one, for a before/after)")
+    ap.add_argument("--surface", choices=sorted(SURFACES), default="chat",
+                    help="the wire the clients ask (the limit serves that wire's stream)")
+    ap.add_argument("--plain", action="store_true",
+                    help="also run the mock on its plain reference path (`serve --plain-path`)")
     args = ap.parse_args()
 
     text = " ".join(f"w{i}" for i in range(args.chunks))
-    events = encode_stream(Reply(content=text), thinking=False, seed=1)
+    if args.surface == "anthropic":
+        events = anthropic_events(Reply(content=text), model="deepseek-flash", thinking=False, seed=1)
+    else:
+        events = encode_stream(Reply(content=text), thinking=False, seed=1)
     body = b"".join(events)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -197,12 +215,14 @@ def main() -> None:
         (d / "raw.json").write_text(json.dumps(
             {"repeat_last": True, "steps": [{"raw": {"file": str(d / "body.sse")}}]}))
         print(f"{len(events)} events per stream, {len(body)} bytes; {args.rounds} rounds of "
-              f"{args.seconds:g} s per contender and level; cpus={os.cpu_count()}")
+              f"{args.seconds:g} s per contender and level; surface {args.surface}; cpus={os.cpu_count()}")
         starters: dict[str, Callable[[], tuple[subprocess.Popen[str], int]]] = {
             "limit": lambda: start_limit(body),
             "mock generated": lambda: start_mock(d / "gen.json", args.mock_root),
             "mock raw step": lambda: start_mock(d / "raw.json", args.mock_root),
         }
+        if args.plain:
+            starters["mock plain path"] = lambda: start_mock(d / "gen.json", args.mock_root, "--plain-path")
         servers = {name: start() for name, start in starters.items()}
         tallies = {(n, c): Tally() for n in servers for c in LEVELS}
         peak = dict.fromkeys(servers, 0.0)
@@ -210,7 +230,7 @@ def main() -> None:
             for _ in range(args.rounds):
                 for c in LEVELS:
                     for name, (proc, port) in servers.items():
-                        asyncio.run(level(port, c, args.seconds, tallies[name, c]))
+                        asyncio.run(level(port, c, args.seconds, tallies[name, c], args.surface))
                         peak[name] = max(peak[name], rss_mb(proc.pid))
         finally:
             for proc, _ in servers.values():
@@ -222,8 +242,11 @@ def main() -> None:
             print(f"  {name:>14} c={c:<4} {t.rate:>10,.0f} chunks/s   TTFB p50 {t.ttfb_ms(0.5):7.2f} ms"
                   f"  p99 {t.ttfb_ms(0.99):7.2f} ms")
     print("  peak RSS MB: " + "   ".join(f"{n} {peak[n]:.1f}" for n in servers))
-    out: dict[str, float] = {}
-    for name, key in (("mock generated", "vs_limit"), ("mock raw step", "raw_vs_limit")):
+    out: dict[str, float | str] = {}
+    ratios = [("mock generated", "vs_limit"), ("mock raw step", "raw_vs_limit")]
+    if args.plain:
+        ratios.append(("mock plain path", "plain_vs_limit"))
+    for name, key in ratios:
         parts = []
         for c in LEVELS:
             r = tallies[name, c].rate / tallies["limit", c].rate
@@ -237,6 +260,7 @@ def main() -> None:
         out[f"ttfb_p99_ms_{c}"] = round(g.ttfb_ms(0.99), 2)
         out[f"limit_ttfb_p99_ms_{c}"] = round(tallies["limit", c].ttfb_ms(0.99), 2)
     out["rss_mb"] = round(max(peak["mock generated"], peak["mock raw step"]), 1)
+    out["surface"] = args.surface
     print(json.dumps(out))
 
 

@@ -148,6 +148,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="Anthropic surface: a model name that is neither DeepSeek's nor claude* "
                    "gets 400 (newest DeepSeek page, default) or is served by the flash model "
                    "(older pages)")
+    p.add_argument("--plain-path", action="store_true",
+                   help="serve generated streams through the plain reference path (rendered "
+                   "afresh, one write per event) instead of the fast path; clients get the same "
+                   "bytes either way")
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                    help="larger request bodies get 413")
     p.add_argument("--listen-delay-ms", type=int, default=None,
@@ -248,6 +252,7 @@ def run_serve(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             backlog=args.backlog,
             journal_keep=args.journal_keep,
+            fast_path=not args.plain_path,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))

@@ -1,11 +1,13 @@
-"""Request handlers: validate, route to a script step, dispatch to a reply, fault or raw bytes.
+"""Request handlers: validate, route to a script step, plan the answer, write it.
 
-`chat_completions` and `anthropic_messages` (the Anthropic Messages surface) are the only
-handlers that consume script steps; they share one path and differ in auth and validation. Its order is fixed: auth
-(401), body size (413), body validation (400/422), then routing; a request rejected on the way
-never consumes a step. Routing failures answer 418 (`mock_no_match`, `mock_script_exhausted`,
-`mock_no_script`), a status no client retries. Every request gets a journal entry and, for the
-CLI, a `request` and a `result` event.
+:func:`model_call` makes the handler of one wire's model calls (one per registered
+:class:`~dshkit.mock_server.surface.Surface`); these are the only handlers that consume script
+steps. The order is fixed: auth (401), body size (413), body validation (400/422), then
+routing; a request rejected on the way never consumes a step. Routing failures answer 418
+(`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries. Once
+a step answers, the handler fixes the request's :class:`~dshkit.mock_server.surface.Call` and
+hands it to a :class:`~dshkit.mock_server.respond.Responder`. Every request gets a journal entry
+and, for the CLI, a `request` and a `result` event.
 """
 
 from __future__ import annotations
@@ -20,39 +22,38 @@ from typing import Any
 
 from aiohttp import web
 
-from dshkit.mock_server.anthropic.surface import check_anthropic_auth
-from dshkit.mock_server.anthropic.validation import validate_messages
+from dshkit.mock_server.chat import ChatSurface
 from dshkit.mock_server.defaults import default_reply
-from dshkit.mock_server.exchange import Exchange, Runtime, Surface
+from dshkit.mock_server.exchange import Exchange
 from dshkit.mock_server.faults import FAULTS, pick_random
 from dshkit.mock_server.journal import JournalEntry, NestingTooDeep, redact_body
+from dshkit.mock_server.respond import Responder
 from dshkit.mock_server.routing import Decision, Router, session_of
+from dshkit.mock_server.runtime import Runtime
 from dshkit.mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
-from dshkit.mock_server.validation import (
-    MAX_DEPTH,
-    MODELS,
-    Rejection,
-    check_auth,
-    check_headers,
-    validate_chat,
-)
+from dshkit.mock_server.surface import Call, Surface
+from dshkit.mock_server.validation import MAX_DEPTH, MODELS, Rejection, check_headers
 
 __all__ = [
     "BEHAVIOR_HEADER",
     "ROUTER_KEY",
     "RUNTIME_KEY",
-    "anthropic_messages",
+    "SURFACES_KEY",
     "balance",
-    "chat_completions",
     "decode_body",
     "list_models",
+    "model_call",
     "not_found",
+    "step_seed",
 ]
 
 log = logging.getLogger("dshkit.mock_server")
 
 RUNTIME_KEY = web.AppKey("dshkit_runtime", Runtime)
 ROUTER_KEY = web.AppKey("dshkit_router", Router)
+SURFACES_KEY: web.AppKey[tuple[Surface, ...]] = web.AppKey("dshkit_surfaces")
+#: The surface of the endpoints every DeepSeek client shares (models, balance, unknown paths).
+CHAT = ChatSurface()
 #: A request header naming a fault to play for this one request, bypassing the scripts.
 BEHAVIOR_HEADER = "X-Mock-Behavior"
 _ROUTING_CODES = {
@@ -153,15 +154,6 @@ def _too_large(size: int, limit: int, how: str = "") -> Rejection:
     )
 
 
-def _open(request: web.Request) -> tuple[Runtime, JournalEntry, Exchange]:
-    rt = request.app[RUNTIME_KEY]
-    entry = rt.journal.open_entry(
-        t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
-    )
-    x = Exchange(request, entry, rt)
-    return rt, entry, x
-
-
 def _begin(rt: Runtime, e: JournalEntry, behavior: str, *, script_behavior: str | None = None) -> None:
     """Record what answers the request (`script_behavior`: what the script asked, if it differs)
     and emit the `request` event."""
@@ -198,15 +190,27 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-_Serve = Callable[[Runtime, JournalEntry, Exchange], Awaitable[str]]
+def step_seed(server_seed: int, session: str, step: int | None) -> int:
+    """A seed stable per (server seed, session, step), whatever the arrival order."""
+    return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
 
-async def _guarded(request: web.Request, serve: _Serve) -> web.StreamResponse:
-    """Run `serve(rt, entry, x)`; record the outcome whatever happens, journal, emit."""
-    rt, entry, x = _open(request)
+_Serve = Callable[[Runtime, JournalEntry, Responder], Awaitable[str]]
+
+
+async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
+    """Run `serve` for the request as it arrived; record the outcome whatever happens, journal, emit."""
+    rt = request.app[RUNTIME_KEY]
+    entry = rt.journal.open_entry(
+        t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
+    )
+    trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
+    call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
+    x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
+    r = Responder(call, rt.output, x)
     rt.active.add(x)
     try:
-        entry.outcome = await serve(rt, entry, x)
+        entry.outcome = await serve(rt, entry, r)
     except asyncio.CancelledError:
         # With handler cancellation on, a client that hangs up cancels this task.
         entry.outcome = "closed" if rt.closing.is_set() else "client_closed"
@@ -217,7 +221,7 @@ async def _guarded(request: web.Request, serve: _Serve) -> web.StreamResponse:
         log.exception("mock server handler failed on %s %s", request.method, request.path)
         entry.outcome = "server_error"
         if x.resp is None:
-            await x.error(500, "mock server internal error (see its log)", "server_error",
+            await r.error(500, "mock server internal error (see its log)", "server_error",
                           "mock_internal_error")
     finally:
         rt.active.discard(x)
@@ -232,114 +236,108 @@ async def _guarded(request: web.Request, serve: _Serve) -> web.StreamResponse:
     return x.resp
 
 
-async def _reject(rt: Runtime, entry: JournalEntry, x: Exchange, r: Rejection) -> str:
+async def _reject(rt: Runtime, entry: JournalEntry, r: Responder, rejection: Rejection) -> str:
     _begin(rt, entry, "rejected")
-    await x.error(r.status, r.message, r.type, r.code, r.headers)
+    await r.error(rejection.status, rejection.message, rejection.type, rejection.code, rejection.headers)
     return "rejected"
 
 
-async def _model_call(request: web.Request, surface: Surface) -> web.StreamResponse:
-    """A model call on either surface: auth, body, validation, routing, then the step.
+def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The handler of one wire's model calls: validate, route, plan, write.
 
-    Only the first three differ between the surfaces; the step is rendered by the exchange
-    for the surface the request came to (`x.surface`).
+    Only the surface's own parts differ between wires (auth, validation, and later everything
+    it renders); the order, the journal and the routing are shared.
     """
 
-    async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
-        cfg = rt.config
-        x.surface = surface
+    async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
+        request, cfg = r.x.request, rt.config
         # The session is known from the headers alone: record it before validation so rejected
         # requests are attributed too (journal.for_session sees every request of a session).
         session = session_of(request.headers)
         entry.session = session
+        # -- validate
         try:
             check_headers(request.headers)
-            if surface == "anthropic":
-                check_anthropic_auth(request.headers, cfg.api_key)
-            else:
-                check_auth(request.headers, cfg.api_key)
+            surface.authorize(request.headers, cfg.api_key)
             raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
-        except Rejection as r:
-            return await _reject(rt, entry, x, r)
+        except Rejection as rejection:
+            return await _reject(rt, entry, r, rejection)
         try:
-            if surface == "anthropic":
-                chat = validate_messages(raw, path=request.path, headers=request.headers,
-                                         era=cfg.era, unknown_model=cfg.anthropic_unknown_model)
-            else:
-                chat = validate_chat(raw, path=request.path, headers=request.headers, era=cfg.era)
-        except Rejection as r:
+            chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
+        except Rejection as rejection:
             entry.body = _parsed_or_none(raw)
-            return await _reject(rt, entry, x, r)
+            return await _reject(rt, entry, r, rejection)
         entry.body = chat.redacted  # parsed and redacted once, by the validator
-        x.chat = chat
+        # -- route
         override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
             if override not in FAULTS:
-                return await _reject(rt, entry, x, Rejection(
+                return await _reject(rt, entry, r, Rejection(
                     400, f"{BEHAVIOR_HEADER}: unknown fault {override!r}; known: "
                     f"{', '.join(sorted(FAULTS))}", code="mock_unknown_fault"))
             decision = Decision(kind="step", session=session, step=FaultStep(fault=override))  # type: ignore[arg-type]
         else:
             decision = request.app[ROUTER_KEY].route(session, chat.view)
-        if decision.kind in _ROUTING_CODES:
-            entry.script = decision.script.name if decision.script else None
-            _begin(rt, entry, decision.kind)
-            await x.error(418, decision.message, "mock_error", _ROUTING_CODES[decision.kind])
-            return "rejected"
-        x.seed = Exchange.step_seed(cfg.seed, session, decision.index)
-        x.repeat = rt.repeat_of(session, decision.index)
         entry.script = decision.script.name if decision.script else None
+        if decision.kind in _ROUTING_CODES:
+            _begin(rt, entry, decision.kind)
+            await r.error(418, decision.message, "mock_error", _ROUTING_CODES[decision.kind])
+            return "rejected"
         entry.step = decision.index
         step = decision.step
+        # -- plan: everything the answer needs, fixed before its first byte
+        call = Call(
+            surface=surface,
+            config=cfg,
+            seq=entry.seq,
+            trace_id=r.call.trace_id,
+            request=chat,
+            seed=step_seed(cfg.seed, session, decision.index),
+            repeat=rt.repeat_of(session, decision.index),
+            quirks=frozenset(step.stream.quirks) if isinstance(step, ReplyStep | FaultStep) else frozenset(),
+            created=int(time.time()),
+        )
+        answer = Responder(call, r.output, r.x)
+        # -- write
         if step is None:
             _begin(rt, entry, "default")
-            return await x.serve_reply(default_reply(chat), StreamSpec(), Timing())
-        if isinstance(step, ReplyStep | FaultStep):
-            x.quirks = frozenset(step.stream.quirks)
+            return await answer.reply(default_reply(chat), StreamSpec(), Timing())
         if isinstance(step, ReplyStep):
             _begin(rt, entry, "reply")
-            return await x.serve_reply(
-                step.reply.to_reply(), step.stream, step.timing, logprobs=step.reply.logprobs
-            )
+            return await answer.reply(step.reply.to_reply(), step.stream, step.timing, logprobs=step.reply.logprobs)
         if isinstance(step, RawStep):
             _begin(rt, entry, "raw")
-            return await x.serve_raw(step.raw, step.timing)
+            return await answer.raw(step.raw, step.timing)
         if isinstance(step, ChunksStep):
             _begin(rt, entry, "chunks")
-            return await x.serve_chunks(step.chunks, step.timing)
+            return await answer.chunks(step.chunks, step.timing)
         name: str = step.fault
         if name == "random":
             name = pick_random(rt.random, cfg.weights)
         _begin(rt, entry, name, script_behavior=step.fault)
-        return await FAULTS[name].run(x, step)
+        return await FAULTS[name].run(answer, step)
 
-    return await _guarded(request, serve)
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await _guarded(request, surface, serve)
 
-
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """`POST /chat/completions` (also under `/v1` and `/beta`, S1)."""
-    return await _model_call(request, "chat")
-
-
-async def anthropic_messages(request: web.Request) -> web.StreamResponse:
-    """`POST /anthropic/v1/messages` and `/anthropic/messages`: the Anthropic Messages surface."""
-    return await _model_call(request, "anthropic")
+    handler.__name__ = f"{surface.name}_model_call"
+    return handler
 
 
 def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """A handler that checks auth, then answers `body` (a fixed JSON document) with 200."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
+        async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
             try:
                 check_headers(request.headers)
-                check_auth(request.headers, rt.config.api_key)
-            except Rejection as r:
-                return await _reject(rt, entry, x, r)
+                CHAT.authorize(request.headers, rt.config.api_key)
+            except Rejection as rejection:
+                return await _reject(rt, entry, r, rejection)
             _begin(rt, entry, behavior)
-            return await x.send_json(200, body)
+            return await r.json(200, body)
 
-        return await _guarded(request, serve)
+        return await _guarded(request, CHAT, serve)
 
     handler.__name__ = behavior
     return handler
@@ -369,15 +367,15 @@ balance = _static_json(
 async def not_found(request: web.Request) -> web.StreamResponse:
     """Any other path: 404 with the error envelope, naming the paths that exist."""
 
-    async def serve(rt: Runtime, entry: JournalEntry, x: Exchange) -> str:
+    async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
         _begin(rt, entry, "not_found")
-        await x.error(
+        paths = ", ".join(p for surface in request.app[SURFACES_KEY] for p in surface.paths)
+        await r.error(
             404,
-            f"{request.method} {request.path} is not served by the mock; it serves POST "
-            "/chat/completions (also under /v1 and /beta), POST /anthropic/v1/messages (and "
-            "/anthropic/messages), GET /models and GET /user/balance",
+            f"{request.method} {request.path} is not served by the mock; it serves POST {paths}, "
+            "and GET /models and /user/balance (also under /v1)",
             code="not_found",
         )
         return "rejected"
 
-    return await _guarded(request, serve)
+    return await _guarded(request, CHAT, serve)

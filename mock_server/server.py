@@ -22,12 +22,13 @@ from typing import Any, Literal, Self
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from dshkit.mock_server.app import make_app
-from dshkit.mock_server.exchange import DEFAULT_WEIGHTS, Runtime, ServerConfig
+from dshkit.mock_server.app import SURFACES, make_app
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import DEFAULT_KEEP, Journal
 from dshkit.mock_server.routing import Router
+from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from dshkit.mock_server.scripts import Script, load_scripts, parse_script
+from dshkit.mock_server.surface import Surface
 
 __all__ = ["MockServer", "ScriptSource", "sequence_script"]
 
@@ -107,6 +108,13 @@ class MockServer:
         journal_keep: keep the written bytes, headers and body of only the last N exchanges in
             memory (older entries keep counts and timings); None keeps everything. The JSONL
             `journal` file always gets every exchange in full.
+        fast_path: serve generated streams through the fast path (cached stream templates,
+            whole bodies in one response, coalesced writes; the default), or False for the
+            plain reference path (rendered afresh, one write per event). A client receives the
+            same bytes either way; only the journal's write boundaries and the cost differ.
+        surfaces: the wires the server speaks (default :data:`~dshkit.mock_server.app.SURFACES`:
+            Chat Completions and the Anthropic Messages surface); see docs/mock_server.md,
+            "Adding a wire".
     """
 
     __test__ = False  # not a pytest test class
@@ -131,6 +139,8 @@ class MockServer:
         idle_timeout: float = 60.0,
         backlog: int = 1024,
         journal_keep: int | None = DEFAULT_KEEP,
+        fast_path: bool = True,
+        surfaces: Sequence[Surface] = SURFACES,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -157,7 +167,9 @@ class MockServer:
             on_event=on_event,
             anthropic_envelope=anthropic_envelope,
             anthropic_unknown_model=anthropic_unknown_model,
+            fast_path=fast_path,
         )
+        self.surfaces = tuple(surfaces)
         self._runner: web.AppRunner | None = None
         self._runtime: Runtime | None = None
         self._port: int | None = None
@@ -214,7 +226,7 @@ class MockServer:
         if self._closed:
             raise RuntimeError("a closed MockServer cannot be restarted; make a new one")
         self._runtime = Runtime(self.config, self.journal)
-        app = make_app(self._runtime, self.router)
+        app = make_app(self._runtime, self.router, self.surfaces)
         # handler_cancellation: a client that hangs up cancels its handler, ending stalls.
         # keepalive_timeout: aiohttp arms it when a connection opens and after each response,
         # and closes the connection if no complete request head arrived by then, so it is the
@@ -237,9 +249,8 @@ class MockServer:
         )
         await site.start()
         self._runner = runner
-        server = site._server  # aiohttp keeps the asyncio Server here
-        sockets = getattr(server, "sockets", None) or []
-        self._port = int(sockets[0].getsockname()[1]) if sockets else self._requested_port
+        addresses = runner.addresses  # the bound sockets' names: (host, port, ...)
+        self._port = int(addresses[0][1]) if addresses else self._requested_port
         return self
 
     async def close(self) -> None:

@@ -2,9 +2,10 @@
 
 DeepSeek serves Anthropic's Messages API next to Chat Completions (Claude Code and apps built on
 the `anthropic` SDK point at `https://api.deepseek.com/anthropic`). This package holds everything
-that differs between the two surfaces, one module per concern: `surface` (paths, auth, model
-names, error bodies), `validation` (`validate_messages`), `render` (the stream events and the
-non-streaming body) and `replay` (logged chunks as a reply). The package itself exports what a
+that differs between the two surfaces, one module per concern: `surface` (`AnthropicSurface`,
+this wire's :class:`~dshkit.mock_server.surface.Surface`: paths, auth, error bodies, the pieces
+faults send and where they cut), `validation` (`validate_messages`, model names), `render` (the
+stream events and the non-streaming body) and `replay` (logged chunks as a reply). The package itself exports what a
 user of the mock needs without a server (the renderers, the quirk names, DeepSeek's passback
 message); the rest is imported from its own module. The server's scripts, faults, routing and
 journal are shared. The contract, for clients of the mock and for the rest of `mock_server`:

@@ -1,25 +1,42 @@
-"""The Anthropic surface's paths, auth, model names and error bodies.
+"""The Anthropic Messages wire as one :class:`~dshkit.mock_server.surface.Surface`.
 
-What a request meets before its body is read: which paths serve the surface, which headers
-carry the key, which DeepSeek model a (possibly `claude…`) name maps to, and how an error is
-shaped, in DeepSeek's envelope as recorded on this route or in Anthropic's own.
+It holds what is particular to this wire: which paths serve it, which headers carry the key,
+how an error is shaped (in DeepSeek's envelope as recorded on this route, or in Anthropic's
+own), which `type` each status gets, and where faults cut its streams; and it calls the
+package's other modules for the rest: `validation` (the request rules and model names),
+`render` (a reply as the Messages events or body) and `replay` (a logged call as a reply).
+DeepSeek serves this wire from the same gateway as Chat Completions, so its responses carry
+the same gateway headers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.mock_server.generate.reply import Era
-from dshkit.mock_server.validation import MODELS, Rejection, error_body, resolve_model
+from dshkit.mock_server.anthropic import render
+from dshkit.mock_server.anthropic.replay import chunk_replay
+from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
+from dshkit.mock_server.chat import deepseek_headers
+from dshkit.mock_server.generate.encode import Framing
+from dshkit.mock_server.generate.reply import Reply
+from dshkit.mock_server.output import Rendering
+from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
+from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
+from dshkit.mock_server.validation import ChatRequest, Rejection, error_body
+
+if TYPE_CHECKING:
+    from dshkit.harness.llm import LlmFailure, StreamChunk
+    from dshkit.mock_server.runtime import ServerConfig
 
 __all__ = [
     "ANTHROPIC_PATHS",
+    "AnthropicSurface",
     "Envelope",
     "check_anthropic_auth",
     "error_body_for",
     "error_type",
-    "map_model",
 ]
 
 ANTHROPIC_PATHS = ("/anthropic/v1/messages", "/anthropic/messages")
@@ -39,7 +56,6 @@ _STATUS_TYPES: Mapping[int, str] = {
     504: "timeout_error",
     529: "overloaded_error",
 }
-_ONE_M = "[1m]"
 
 
 def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> None:
@@ -65,24 +81,6 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
     )
 
 
-def map_model(name: str, era: Era = "v4", *, unknown: Literal["reject", "flash"] = "reject") -> str:
-    """The DeepSeek model that serves a requested name; :class:`Rejection` (400) for others,
-    or the flash model when `unknown="flash"` (what DeepSeek's older pages said)."""
-    base = name.removesuffix(_ONE_M)
-    if base in MODELS:
-        return resolve_model(base, era)
-    if base.startswith("claude-opus"):
-        return "deepseek-v4-pro"
-    if base.startswith("claude") or unknown == "flash":
-        return "deepseek-flash"
-    raise Rejection(
-        400,
-        f"Model Not Exist: {name!r} is neither a DeepSeek model ({', '.join(MODELS)}) nor a "
-        "`claude…` name (claude-opus* is served by deepseek-v4-pro, other claude* by "
-        "deepseek-flash)",
-    )
-
-
 def error_type(status: int) -> str:
     """Anthropic's `error.type` for an HTTP status (`api_error` for statuses it does not name)."""
     return _STATUS_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
@@ -104,3 +102,140 @@ def error_body_for(
         body["request_id"] = request_id or "req_mock"
         return body
     return error_body(message, kind, code if code is not None else kind)
+
+
+#: The code of the errors this wire makes up itself (the chat route's generic one).
+_CODE = "invalid_request_error"
+#: A logged call's ending → how the stream ends here (an in-band error still closes cleanly).
+_REPLAY_ENDS: Mapping[str, Literal["close", "eof", "hold", "reset"]] = {
+    "close": "close", "hold": "hold", "eof": "eof", "reset": "reset", "error_event": "close",
+}
+
+
+class AnthropicSurface(Surface):
+    """The Messages API at `/anthropic/v1/messages`: `event:` + `data:` records, `message_stop`."""
+
+    name = "anthropic"
+    paths = ANTHROPIC_PATHS
+    # message_start, the thinking block's start and its ping come before the first reasoning
+    # delta; the tool_use block's start, the ping and its first input_json_delta follow message_start.
+    cuts = Cuts(reasoning=3, first_argument=4)
+
+    def authorize(self, headers: Mapping[str, str], api_key: str | None) -> None:
+        check_anthropic_auth(headers, api_key)
+
+    def validate(
+        self, raw: bytes, *, path: str, headers: Mapping[str, str], config: ServerConfig
+    ) -> ChatRequest:
+        return validate_messages(raw, path=path, headers=headers, era=config.era,
+                                 unknown_model=config.anthropic_unknown_model)
+
+    def response_headers(self, trace_id: str) -> Mapping[str, str]:
+        return deepseek_headers(trace_id)
+
+    def error(
+        self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
+    ) -> Body:
+        envelope: Envelope = call.config.anthropic_envelope
+        if "anthropic_envelope" in call.quirks:
+            envelope = "anthropic"
+        # The chat route's generic types become the type Anthropic names for the status
+        # (413 `request_too_large`, 500 `api_error`); specific ones (a fault's) stay.
+        if type in ("invalid_request_error", "server_error"):
+            type = error_type(status)
+        extra = dict(headers or {})
+        request_id = extra.get("x-request-id") or f"req_{call.seed:08x}{call.seq:08x}"
+        if envelope == "anthropic":
+            extra["request-id"] = request_id  # Anthropic's server names the request in both places
+        body = error_body_for(status, message, type, code, envelope=envelope, request_id=request_id)
+        return json_body(status, body, extra)
+
+    def fault_type(self, status: int, type: str) -> str:
+        return error_type(status)  # this wire names errors by status (429 rate_limit_error, …)
+
+    def fault_message(self, fault: str, message: str) -> str:
+        return PASSBACK_MESSAGE if fault == "reasoning_passback" else message
+
+    # -- replies -------------------------------------------------------------------------
+
+    def _render_args(self, call: Call, spec: StreamSpec) -> dict[str, Any]:
+        chat = call.chat
+        return {
+            "model": chat.response_model,
+            "thinking": spec.thinking if spec.thinking is not None else chat.thinking,
+            "split": spec.fragment_plan(),
+            "seed": spec.seed if spec.seed is not None else call.seed,
+            "prompt_tokens": chat.prompt_tokens,
+            "max_tokens": chat.max_tokens,
+            "stop": chat.stop,
+            "quirks": tuple(spec.quirks),
+        }
+
+    def stream(
+        self, call: Call, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
+    ) -> Rendering[None]:
+        args = self._render_args(call, spec)
+        framing = spec.framing
+
+        def events(_: None) -> list[bytes]:
+            return render.encode_events(reply, framing=framing, done=done, **args)
+
+        # The message id comes from the seed: the bytes depend on the key alone.
+        key = (self.name, reply, framing, done, *args.values())
+        return Rendering(render=events, envelope=None, key=key)
+
+    def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:
+        if reply.finish_reason == "insufficient_system_resource":
+            # No stop_reason says "the server ran out"; a whole body says it with a 529.
+            return self.error(call, 529, "Overloaded", "overloaded_error", "overloaded_error", None)
+        return json_body(200, render.build_message(reply, **self._render_args(call, spec)))
+
+    def replay(
+        self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None, spec: ChunksSpec
+    ) -> Replay:
+        """The same reply, in this protocol's events."""
+        plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
+        if plan.end == "http":
+            error = self.error(call, plan.status, plan.message, plan.error_type or "server_error", _CODE, None)
+            return Replay(body=error)
+        chat = call.chat
+        args: dict[str, Any] = {"model": chat.response_model, "thinking": True, "split": plan.split,
+                                "seed": call.seed, "prompt_tokens": chat.prompt_tokens}
+        if not chat.stream:
+            if plan.end != "close":
+                failed = plan.message or "the logged call failed"
+                return Replay(body=self.error(call, 500, failed, "api_error", _CODE, None))
+            return Replay(body=json_body(200, render.build_message(plan.reply, **args)))
+        events = render.encode_events(plan.reply, framing=spec.framing, **args)
+        if plan.end in ("eof", "reset", "error_event"):
+            # No message_delta/message_stop: the call did not finish.
+            events = [e for e in events if b'"message_delta"' not in e and b'"message_stop"' not in e]
+        if plan.end == "error_event":
+            events.append(render.error_event(plan.error_type or "api_error", plan.message, spec.framing))
+        return Replay(events=events, headers=self.stream_headers, end=_REPLAY_ENDS[plan.end])
+
+    # -- the pieces faults send ----------------------------------------------------------
+
+    def inband_error(self, call: Call, step: FaultStep, *, event_line: bool) -> bytes:
+        # Both in-band faults send Anthropic's `error` event (AN69).
+        return render.error_event(
+            step.type or "overloaded_error", step.message or "Overloaded", step.stream.framing,
+            data_only="data_only" in step.stream.quirks,
+        )
+
+    def malformed(self, call: Call, what: Literal["json", "event"]) -> tuple[bytes, list[bytes]]:
+        if what == "json":
+            name, data = b"message_start", b"{not-json"
+        else:
+            # A delta for a block that was never started (the anthropic SDK raises IndexError).
+            bad = {"type": "content_block_delta", "index": 7, "delta": None}
+            name, data = b"content_block_delta", json.dumps(bad).encode()
+        return data, [
+            b"event: " + name + b"\ndata: " + data + b"\n\n",
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        ]
+
+    def done_unterminated(self, framing: Framing) -> bytes:
+        # AN44: the pending `message_stop` is never dispatched by a conforming parser.
+        eol = b"\r\n" if framing == "crlf" else b"\n"
+        return b"event: message_stop" + eol + b'data: {"type":"message_stop"}' + eol

@@ -3,8 +3,9 @@
 Required and typed fields are checked the way DeepSeek's strict deserializer words it
 ("Failed to deserialize the JSON body into the target type: <path>: …"); unsupported content
 blocks, unanswered `tool_use`, a lost thinking block on a tool-use turn and bad options are
-rejected with DeepSeek's messages. A valid request becomes the same :class:`ChatRequest` the
-chat route builds, so defaults, routing and the generator need no second path.
+rejected with DeepSeek's messages; :func:`map_model` says which DeepSeek model serves a
+(possibly `claude…`) name. A valid request becomes the same :class:`ChatRequest` the chat route
+builds, so defaults, routing and the generator need no second path.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from dshkit.mock_server.anthropic.surface import map_model
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import redact_headers
 from dshkit.mock_server.routing import RequestView
-from dshkit.mock_server.validation import ChatRequest, Rejection, parse_body
+from dshkit.mock_server.validation import MODELS, ChatRequest, Rejection, parse_body, resolve_model
 
-__all__ = ["PASSBACK_MESSAGE", "validate_messages"]
+__all__ = ["PASSBACK_MESSAGE", "map_model", "validate_messages"]
 
 #: DeepSeek's 400 when a tool-use turn lost its thinking block (corpus `ds01`, verbatim).
 PASSBACK_MESSAGE = "The `content[].thinking` in the thinking mode must be passed back to the API."
@@ -41,6 +41,25 @@ _TOOL_CHOICES = ("auto", "any", "none", "tool")
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _MAX_TOKENS_CEILING = 393_216
 _CONTEXT = 1_048_576
+_ONE_M = "[1m]"
+
+
+def map_model(name: str, era: Era = "v4", *, unknown: Literal["reject", "flash"] = "reject") -> str:
+    """The DeepSeek model that serves a requested name; :class:`Rejection` (400) for others,
+    or the flash model when `unknown="flash"` (what DeepSeek's older pages said)."""
+    base = name.removesuffix(_ONE_M)
+    if base in MODELS:
+        return resolve_model(base, era)
+    if base.startswith("claude-opus"):
+        return "deepseek-v4-pro"
+    if base.startswith("claude") or unknown == "flash":
+        return "deepseek-flash"
+    raise Rejection(
+        400,
+        f"Model Not Exist: {name!r} is neither a DeepSeek model ({', '.join(MODELS)}) nor a "
+        "`claude…` name (claude-opus* is served by deepseek-v4-pro, other claude* by "
+        "deepseek-flash)",
+    )
 
 
 def _bad(path: str, reason: str) -> Rejection:

@@ -3,8 +3,8 @@
 Each chunk is one `data: <compact JSON>` event followed by a blank line (S19), raw non-ASCII
 text left unescaped, and `data: [DONE]` ends the stream (S20). :func:`encode_stream` does
 generation and encoding in one step and, for a plain DeepSeek stream, fills byte templates
-instead of building a dict per chunk: it is the server's hot path, and its output is
-byte-identical to `encode_events(generate_chunks(...))`.
+instead of building a dict per chunk: the server's fast path renders with it, its plain path
+with `encode_events(generate_chunks(...))`, and the two are byte-identical.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def encode_stream(
     """`encode_events(generate_chunks(...))` in one step: the SSE events of a reply.
 
     Byte-identical to the two-step form. Plain DeepSeek streams (no quirks, no logprobs) are
-    encoded from templates, with no dict per chunk: this is the server's hot path.
+    encoded from templates, with no dict per chunk (the server's fast path renders with this).
     """
     q = frozenset(quirks)
     if q or logprobs is not None or reply.usage is not None or not include_usage:

@@ -1,0 +1,248 @@
+"""The fast path against the plain path: the same bytes reach a real client, on both wires.
+
+A server started with `fast_path=False` renders every response afresh and writes each event
+on its own; the default one fills cached templates in, sends whole bodies as one response and
+coalesces writes. For generated scripts (replies, faults, quirks, framings, split and write
+plans, seeds, repeats) both answer httpx with the same status, headers and body bytes, the
+wall clock's `created` aside (checked to be this response's own, then set aside). Pacing is
+observed from a raw socket: no event arrives before its scheduled time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dshkit.mock_server import QUIRKS, MockServer, MockServerFactory, Script
+from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
+from dshkit.mock_server.output import FastOutput, PlainOutput, Rendering, Template
+
+from .wire import chat, parse_sse
+
+_CREATED = re.compile(rb'"created": ?(\d+)')
+_IGNORED_HEADERS = {"date", "x-ds-trace-id"}
+_SESSIONS = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[MockServer, MockServer]]:
+    """A fast-path and a plain-path server with the same seed, each on its own thread."""
+    with MockServer(seed=11) as fast, MockServer(seed=11, fast_path=False) as plain:
+        yield fast, plain
+
+
+# -- generated scripts ---------------------------------------------------------------------------
+
+_text = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}')), max_size=24)
+_split = st.sampled_from([
+    None,
+    {"mode": "fixed", "size": 1},
+    {"mode": "fixed", "size": 3},
+    {"mode": "random", "min_size": 1, "max_size": 4},
+    {"mode": "whole"},
+])
+_writes = st.sampled_from([None, {"events_per_write": 0, "size": 7}, {"events_per_write": 2}])
+_finish = st.sampled_from([None, None, "length", "content_filter", "insufficient_system_resource"])
+_FAULTS = ["success", "done_missing", "partial_eof", "stream_eof", "partial_tool_eof", "inband_error",
+           "event_error", "done_unterminated", "garbage_line", "malformed_event", "reasoning_success",
+           "tool_call_success", "max_tokens"]
+
+
+@st.composite
+def _steps(draw: st.DrawFn, quirk_names: Sequence[str]) -> dict[str, Any]:
+    stream: dict[str, Any] = {"framing": draw(st.sampled_from(["lf", "crlf"])),
+                              "quirks": draw(st.lists(st.sampled_from(sorted(quirk_names)), max_size=2, unique=True))}
+    if (split := draw(_split)) is not None:
+        stream["split"] = split
+    if (writes := draw(_writes)) is not None:
+        stream["writes"] = writes
+    if draw(st.booleans()):
+        stream["seed"] = draw(st.integers(0, 2**32 - 1))
+    if (thinking := draw(st.sampled_from([None, True, False]))) is not None:
+        stream["thinking"] = thinking
+    timing = {"first_byte_delay_ms": 1, "keep_alive_interval_ms": 1} if draw(st.booleans()) else {}
+    if draw(st.integers(0, 3)) == 0:
+        return {"fault": draw(st.sampled_from(_FAULTS)), "text": draw(_text) or None, "stream": stream,
+                "timing": timing}
+    calls = draw(st.lists(st.fixed_dictionaries({"name": st.sampled_from(["get", "run_it"]),
+                                                 "arguments": _text}), max_size=2))
+    reply: dict[str, Any] = {"content": draw(_text), "reasoning": draw(_text), "tool_calls": calls,
+                             "finish_reason": draw(_finish)}
+    return {"reply": reply, "stream": stream, "timing": timing}
+
+
+def _seen(r: httpx.Response, t0: int, t1: int) -> tuple[int, dict[str, str], bytes]:
+    """What the client got, with `created` checked to be this response's time and set to 0."""
+    for m in _CREATED.finditer(r.content):
+        assert t0 <= int(m.group(1)) <= t1 or int(m.group(1)) == 0, m.group()
+    headers = {k: v for k, v in r.headers.items() if k not in _IGNORED_HEADERS}
+    return r.status_code, headers, _CREATED.sub(b'"created":0', r.content)
+
+
+def _both_answer(servers: tuple[MockServer, MockServer], path: str, step: dict[str, Any],
+                 bodies: list[dict[str, Any]]) -> None:
+    session = f"differential-{next(_SESSIONS)}"
+    script = Script.model_validate({"repeat_last": True, "steps": [step]})
+    seen: list[list[tuple[int, dict[str, str], bytes]]] = [[], []]
+    with httpx.Client(timeout=5) as client:
+        for server in servers:
+            server.add_script(script, session=session)
+        for body in bodies:
+            for i, server in enumerate(servers):
+                t0 = int(time.time())
+                r = client.post(server.make_url(path), json=body, headers={"X-Mock-Session": session})
+                seen[i].append(_seen(r, t0, int(time.time())))
+    fast, plain = seen
+    assert fast == plain
+
+
+_settings = settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_settings
+@given(step=_steps(list(QUIRKS)), stream=st.lists(st.booleans(), min_size=1, max_size=3),
+       thinking=st.booleans(), include_usage=st.sampled_from([None, False]), stop=st.sampled_from([None, ["c"]]))
+def test_chat_fast_and_plain_paths_send_the_same_bytes(
+    servers: tuple[MockServer, MockServer], step: dict[str, Any], stream: list[bool], thinking: bool,
+    include_usage: bool | None, stop: list[str] | None,
+) -> None:
+    extra: dict[str, Any] = {} if thinking else {"thinking": {"type": "disabled"}}
+    if include_usage is not None:
+        extra["stream_options"] = {"include_usage": include_usage}
+    if stop is not None:
+        extra["stop"] = stop
+    bodies = [chat(stream=s, **extra) for s in stream]  # a repeated step is served from the cache
+    _both_answer(servers, "/chat/completions", step, bodies)
+
+
+@_settings
+@given(step=_steps(list(ANTHROPIC_QUIRKS)), stream=st.lists(st.booleans(), min_size=1, max_size=3),
+       thinking=st.booleans(), stop=st.sampled_from([None, ["c"]]))
+def test_anthropic_fast_and_plain_paths_send_the_same_bytes(
+    servers: tuple[MockServer, MockServer], step: dict[str, Any], stream: list[bool], thinking: bool,
+    stop: list[str] | None,
+) -> None:
+    extra: dict[str, Any] = {} if thinking else {"thinking": {"type": "disabled"}}
+    if stop is not None:
+        extra["stop_sequences"] = stop
+    bodies = [{"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": s,
+               "messages": [{"role": "user", "content": "hi"}], **extra} for s in stream]
+    _both_answer(servers, "/anthropic/v1/messages", step, bodies)
+
+
+# -- the cache on its own ------------------------------------------------------------------------
+
+_fields = st.tuples(st.text(st.sampled_from("0123456789abcdef-"), min_size=1, max_size=40),
+                    st.integers(0, 10**15))
+
+
+@settings(max_examples=100)
+@given(layout=st.lists(st.tuples(st.sampled_from(["id-created", "created-id", "id", "none"]), _text),
+                       min_size=1, max_size=6),
+       envelopes=st.lists(_fields, min_size=1, max_size=4))
+def test_a_cached_stream_fills_in_to_what_the_renderer_gives(
+    layout: list[tuple[str, str]], envelopes: list[tuple[str, int]]
+) -> None:
+    """Whatever order and length the per-response fields have, every response served from the
+    cache is the stream rendered afresh: event by event, sliced, joined, and as writes."""
+
+    def render(env: tuple[str, int]) -> list[bytes]:
+        ident, created = json.dumps(env[0]).encode(), b"%d" % env[1]
+        spelled = {"id-created": b'{"id":%s,"x":1,"created":%s' % (ident, created),
+                   "created-id": b'{"created":%s,"id":%s' % (created, ident),
+                   "id": b'{"id":%s' % ident, "none": b"{"}
+        return [spelled[kind] + b',"t":' + json.dumps(text).encode() + b"}\n\n" for kind, text in layout]
+
+    def spell(env: tuple[str, int]) -> tuple[bytes, ...]:
+        return b'"id":%s' % json.dumps(env[0]).encode(), b'"created":%d' % env[1]
+
+    fast = FastOutput()
+    for env in envelopes:
+        r = Rendering(render=render, envelope=env, key="k",
+                      template=Template(placeholder=lambda _: ("p" * 36, 9_876_543_210), spell=spell))
+        expected = render(env)
+        got = fast.events(r)
+        assert list(got) == expected == list(PlainOutput().events(r))
+        assert [got[i] for i in range(-len(expected), len(expected))] == expected + expected
+        assert got[1:3] == expected[1:3]
+        assert fast.whole(got) == b"".join(expected) and b"".join(fast.writes(got)) == b"".join(expected)
+
+
+# -- pacing and write plans, both paths ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "plain"])
+async def test_a_paced_stream_reaches_the_socket_on_schedule(
+    dshkit_mock_server: MockServerFactory, fast_path: bool
+) -> None:
+    """Read from a raw socket: event k never arrives before k pacing delays after the request
+    was sent (late is possible on a loaded machine, early never)."""
+    delay_ms = 30
+    server = await dshkit_mock_server(Script.of({
+        "reply": {"content": "one two three four"}, "stream": {"split": {"mode": "whole"}},
+        "timing": {"chunk_delay_ms": delay_ms}}), fast_path=fast_path)
+    body = json.dumps(chat(thinking={"type": "disabled"})).encode()
+    request = (f"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+
+    def read_all() -> tuple[float, list[tuple[float, bytes]]]:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sent = time.monotonic()
+            sock.sendall(request)
+            reads = []
+            while data := sock.recv(1 << 16):
+                reads.append((time.monotonic(), data))
+        return sent, reads
+
+    sent, reads = await asyncio.to_thread(read_all)
+    arrivals = [t for t, data in reads for _ in range(data.count(b"data: "))]
+    for k, t in enumerate(arrivals):
+        assert t - sent >= 0.9 * k * delay_ms / 1000, (k, t - sent)
+    head, _, chunked = b"".join(data for _, data in reads).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding: chunked" in head.lower()
+    parsed = parse_sse(_dechunk(chunked))
+    assert len(arrivals) == len(parsed.events) == 4 and parsed.done  # role, text, finish, [DONE]
+
+
+def _dechunk(data: bytes) -> bytes:
+    """An HTTP/1.1 chunked body, decoded."""
+    out = b""
+    while True:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line, 16)
+        if not size:
+            return out
+        out += rest[:size]
+        data = rest[size + 2 :]
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "plain"])
+async def test_a_write_plan_keeps_its_writes_on_either_path(
+    dshkit_mock_server: MockServerFactory, fast_path: bool
+) -> None:
+    """A script that gives `stream.writes` (even the default's one event per write) gets exactly
+    those writes, as the journal records them, on either path."""
+    short = "w " * 40
+    server = await dshkit_mock_server(Script.of(
+        {"reply": {"content": short}, "stream": {"writes": {"events_per_write": 1}}},
+        {"reply": {"content": short}, "stream": {"writes": {"size": 16}}},
+    ), fast_path=fast_path)
+    async with httpx.AsyncClient(timeout=5) as c:
+        for _ in range(2):
+            r = await c.post(server.url, json=chat())
+            assert r.status_code == 200 and parse_sse(r.content).done
+    per_event, sized = server.journal.entries[-2:]
+    assert [w.data for w in per_event.writes] == [e for e in re.split(rb"(?<=\n\n)", per_event.data) if e]
+    assert len(per_event.writes) == len(parse_sse(per_event.data).events) > 40
+    assert all(0 < len(w.data) <= 16 for w in sized.writes) and len(sized.writes) >= len(sized.data) // 16
