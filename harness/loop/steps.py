@@ -35,9 +35,12 @@ from .header import HeaderLog, RequestHeader
 from .inbox import Inbox
 from .options import AgentOptions
 
-__all__ = ["Sleep", "StepOutcome", "StepRunner", "TurnAborted"]
+__all__ = ["STREAM_CLOSED_WITHOUT_DONE", "Sleep", "StepOutcome", "StepRunner", "TurnAborted"]
 
 Sleep = Callable[[float], Awaitable[None]]
+STREAM_CLOSED_WITHOUT_DONE = LlmFailure(message="SSE stream ended without [DONE]", code=ErrorCode.STREAM_CLOSED)
+"""The failure a call whose stream lacked `[DONE]` ends in under `missing_done="fail"` (DSH's
+words and code for it)."""
 
 
 class TurnAborted(Exception):
@@ -108,8 +111,11 @@ class StepRunner:
                     )
                 raise TurnAborted
             finish = assembler.finish_reason
-            if not finish.ok:
-                failure = finish.failure or LlmFailure(message="model call failed", code=ErrorCode.UNKNOWN)
+            failure = finish.failure if not finish.ok else None
+            if finish.ok and assembler.meta is not None and assembler.meta.done_missing and o.missing_done == "fail":
+                failure = STREAM_CLOSED_WITHOUT_DONE  # DSH trusts no call whose stream lacked [DONE]
+            if failure is not None or not finish.ok:
+                failure = failure or LlmFailure(message="model call failed", code=ErrorCode.UNKNOWN)
                 retry += 1
                 delay = None
                 if o.retry_policy is not None:

@@ -68,20 +68,20 @@ def classify_status(status: int, detail: str) -> str:
     return f"HTTP_{status}"
 
 
-def parse_retry_after_ms(value: str | None, *, now: float | None = None) -> float | None:
-    """`Retry-After` as milliseconds: delta-seconds or an HTTP date; None when absent, past or
-    unreadable."""
+def parse_retry_after_ms(value: str | None, *, now: float | None = None) -> int | None:
+    """`Retry-After` as whole milliseconds (logged as an integer, as DSH logs it): delta-seconds
+    or an HTTP date; None when absent, past or unreadable."""
     if not value:
         return None
     value = value.strip()
     if value.isdigit():
-        ms = int(value) * 1000.0
+        ms = int(value) * 1000
         return ms if ms > 0 else None
     try:
         when = parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    ms = (when - (time.time() if now is None else now)) * 1000.0
+    ms = round((when - (time.time() if now is None else now)) * 1000.0)
     return ms if ms > 0 else None
 
 
