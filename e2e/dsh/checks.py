@@ -33,6 +33,8 @@ from .harnesses import Run
 
 __all__ = ["Check", "outcome", "check_parity", "check_readers", "check_requests", "check_wire"]
 
+from dshkit.harness.loop.header import CALL_ENDERS
+
 DELTAS = ("block-start", "text-delta", "reasoning-delta", "tool-call-delta")
 PRE_ZSTD = re.compile(r"codec can't decode|header is not JSON|not valid UTF-8|records no assistant message|"
                       r"no SSE `data:` lines")
@@ -65,7 +67,9 @@ def _calls(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     current: list[dict[str, Any]] | None = None
     for e in events:
         if e.get("type") != "assistant/chunk":
-            continue  # DSH logs other events (session/title) in the middle of a stream
+            if e.get("type") in CALL_ENDERS:
+                current = None  # a call cut without a finish chunk (an abort) ends here
+            continue  # DSH logs side events (session/title) in the middle of a stream
         if current is None:
             current = []
             calls.append(current)
@@ -207,10 +211,26 @@ def _delays_agree(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return high <= low * 1.1 / 0.9 + 1
 
 
+KNOWN = {
+    ("STREAM_CLOSED", "SSE stream ended without [DONE]", "PROVIDER_ERROR"):
+        "in-band error: dshkit keeps the provider's code and words, DSH ignores the object and fails at EOF",
+    ("STREAM_CLOSED", "SSE stream ended without [DONE]", "STREAM_CLOSED"):
+        "EOF before a finish_reason: dshkit's adapter words it `stream ended before a finish_reason and without [DONE]`",
+}
+"""Code/message differences kept on purpose or not yet changed (docs/dsh_parity.md), keyed by
+(DSH code, DSH message, dshkit code); the outcome must still be the same."""
+
+
 def check_parity(dsh: Run, ours: Run) -> Check:
     a, b = outcome(dsh), outcome(ours)
-    diffs = [f"{k}: DSH {a[k]!r} dshkit {b[k]!r}" for k in ("exit", "kind", "code", "message", "tool_results")
-             if a[k] != b[k]]
+    diffs = [f"{k}: DSH {a[k]!r} dshkit {b[k]!r}" for k in ("exit", "kind", "tool_results") if a[k] != b[k]]
+    notes = []
+    if (a["code"], a["message"]) != (b["code"], b["message"]):
+        known = KNOWN.get((a["code"], a["message"], b["code"]))
+        if known is not None:
+            notes.append(f"known difference: {known}")
+        else:
+            diffs.append(f"failure: DSH {a['code']} {a['message']!r} dshkit {b['code']} {b['message']!r}")
     if len(a["retries"]) != len(b["retries"]) or not all(
         _delays_agree(x, y) for x, y in zip(a["retries"], b["retries"], strict=False)
     ):
@@ -218,8 +238,8 @@ def check_parity(dsh: Run, ours: Run) -> Check:
     if a["requests"] - _titles(dsh) != b["requests"]:
         diffs.append(f"main requests: DSH {a['requests'] - _titles(dsh)} dshkit {b['requests']}")
     if diffs:
-        return Check("FAIL", "; ".join(diffs))
-    return Check("PASS", f"{a['kind']}{' ' + a['code'] if a['code'] else ''}, exit {a['exit']}, {len(a['retries'])} retr{'y' if len(a['retries']) == 1 else 'ies'}")
+        return Check("FAIL", "; ".join(diffs + notes))
+    return Check("PASS", "; ".join(notes) or f"{a['kind']}{' ' + a['code'] if a['code'] else ''}, exit {a['exit']}, {len(a['retries'])} retr{'y' if len(a['retries']) == 1 else 'ies'}")
 
 
 def _titles(run: Run) -> int:

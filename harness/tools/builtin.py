@@ -40,6 +40,7 @@ __all__ = [
     "WRITE_PARAMETERS",
     "builtin_tools",
     "render_read",
+    "render_write",
 ]
 
 READ_PARAMETERS: Final = {
@@ -129,6 +130,11 @@ def render_read(display_path: str, text: str, offset: int = 1, limit: int | None
         footer = f"(End of file - total {total} lines)"
     body = "\n".join(shown) + "\n\n" + footer if shown else footer
     return f"<path>{display_path}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
+
+
+def render_write(display_path: str, *, created: bool) -> str:
+    """What `write` returns, in DSH's envelope: `Created file` or `Updated file` (no content)."""
+    return f"<path>{display_path}</path>\n<type>file</type>\n<content>\n{'Created' if created else 'Updated'} file\n</content>"
 
 
 def _looks_binary(data: bytes) -> bool:
@@ -259,13 +265,21 @@ def builtin_tools(
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ToolError(f'"{path}" is not valid UTF-8 text (byte {exc.start})', "BINARY_FILE") from exc
+        return render_read(shown_path(path), text, args.get("offset", 1), args.get("limit"))
+
+    def shown_path(path: str) -> str:
         resolve = getattr(files, "resolve", None)
-        shown = str(resolve(path)) if callable(resolve) else path  # DSH shows the resolved path
-        return render_read(shown, text, args.get("offset", 1), args.get("limit"))
+        return str(resolve(path)) if callable(resolve) else path  # DSH shows the resolved path
 
     def write_sync(args: dict[str, Any]) -> str:
-        written = files.write_text(args["file_path"], args["content"])
-        return f"Wrote {written} bytes to {args['file_path']}"
+        path = args["file_path"]
+        try:
+            files.size(path)
+            existed = True
+        except (OSError, ToolError):
+            existed = False
+        files.write_text(path, args["content"])
+        return render_write(shown_path(path), created=not existed)
 
     def list_sync(args: dict[str, Any]) -> str:
         entries = files.list_dir(args.get("path") or ".")

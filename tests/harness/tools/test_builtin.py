@@ -134,3 +134,11 @@ async def test_bash_cancelled_by_signal(workspace: Path) -> None:
     signal.set()
     result = await task
     assert result.aborted and result.exit_code is None
+
+
+async def test_write_answers_in_dsh_envelope(workspace: Path) -> None:
+    target = workspace / "new.txt"
+    first = await runtime(workspace).execute("c", "write", '{"file_path": "new.txt", "content": "a"}')
+    assert first.text == envelope(target, "Created file") and target.read_text() == "a"
+    again = await runtime(workspace).execute("c", "write", '{"file_path": "new.txt", "content": "b"}')
+    assert again.text == envelope(target, "Updated file") and target.read_text() == "b"
