@@ -80,20 +80,9 @@ def _calls(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def _rebuilt(run: Run) -> list[bytes]:
-    assert run.log is not None
-    data = b"\n".join(compact(e) for e in [_header(run), *run.events]) + b"\n"
-    log = parse_session_log(data, lenient=True)
+    log = parse_session_log(run.raw, lenient=True)
     config = DeepSeekConfig(tool_only_content="empty")  # DSH sends `content: ""` beside tool calls
     return [compact(serialize(o, config)) for o in rebuild_requests(log.session.events, session_id=log.session.id)]
-
-
-def _header(run: Run) -> dict[str, Any]:
-    from .harnesses import zstd_decompress
-
-    assert run.log is not None
-    raw = zstd_decompress(run.log) if run.log.suffix == ".zstd" else run.log.read_bytes()
-    first: dict[str, Any] = json.loads(raw.split(b"\n", 1)[0])
-    return first
 
 
 def _is_title(body: Any) -> bool:

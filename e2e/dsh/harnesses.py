@@ -41,6 +41,8 @@ class Run:
     log: Path | None
     """The session log as the harness wrote it (DSH: `session.jsonl.zstd`)."""
     events: list[dict[str, Any]] = field(default_factory=list)
+    raw: bytes = b""
+    """The log's bytes (decompressed)."""
     journal: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
     seconds: float = 0.0
@@ -110,8 +112,10 @@ def _journal(path: Path) -> list[dict[str, Any]]:
 
 
 def _events(data: bytes) -> list[dict[str, Any]]:
-    lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    return [e for e in lines if e.get("type") != "session"]
+    """The log's events as dshkit reads them (DSH's packed `text-chunks` rows unpacked)."""
+    from dshkit.harness.session import event_to_json, parse_session_log
+
+    return [event_to_json(e) for e in parse_session_log(data, lenient=True).session.events]
 
 
 def run_dsh(case: Case, dsh_dir: Path, folder: Path) -> Run:
@@ -136,11 +140,11 @@ def run_dsh(case: Case, dsh_dir: Path, folder: Path) -> Run:
         seconds = time.monotonic() - start
     logs = sorted((home / ".dsh" / "sessions").glob("*/session-*/session.jsonl*"))
     log = logs[0] if logs else None
-    events: list[dict[str, Any]] = []
+    raw = b""
     if log is not None:
-        events = _events(zstd_decompress(log) if log.suffix == ".zstd" else log.read_bytes())
-    return Run("dsh", done.returncode, done.stdout, done.stderr, log, events, _journal(journal), base_url, seconds,
-               str(ws.resolve()))
+        raw = zstd_decompress(log) if log.suffix == ".zstd" else log.read_bytes()
+    return Run("dsh", done.returncode, done.stdout, done.stderr, log, _events(raw) if raw else [], raw,
+               _journal(journal), base_url, seconds, str(ws.resolve()))
 
 
 def run_dshkit(case: Case, folder: Path) -> Run:
@@ -155,9 +159,9 @@ def run_dshkit(case: Case, folder: Path) -> Run:
             cwd=ws, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
         )
         seconds = time.monotonic() - start
-    events = _events(log.read_bytes()) if log.exists() else []
-    return Run("dshkit", done.returncode, done.stdout, done.stderr, log if log.exists() else None, events,
-               _journal(journal), base_url, seconds, str(ws.resolve()))
+    raw = log.read_bytes() if log.exists() else b""
+    return Run("dshkit", done.returncode, done.stdout, done.stderr, log if log.exists() else None,
+               _events(raw) if raw else [], raw, _journal(journal), base_url, seconds, str(ws.resolve()))
 
 
 def fresh(folder: Path) -> Path:
