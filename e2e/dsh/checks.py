@@ -203,8 +203,6 @@ def _delays_agree(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 KNOWN = {
     ("STREAM_CLOSED", "SSE stream ended without [DONE]", "PROVIDER_ERROR"):
         "in-band error: dshkit keeps the provider's code and words, DSH ignores the object and fails at EOF",
-    ("STREAM_CLOSED", "SSE stream ended without [DONE]", "STREAM_CLOSED"):
-        "EOF before a finish_reason: dshkit's adapter words it `stream ended before a finish_reason and without [DONE]`",
 }
 """Code/message differences kept on purpose or not yet changed (docs/dsh_parity.md), keyed by
 (DSH code, DSH message, dshkit code); the outcome must still be the same."""

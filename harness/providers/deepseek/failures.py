@@ -158,14 +158,20 @@ def failure_from_error_object(error: Any, *, status: int | None = None) -> LlmFa
 
 
 def failure_from_exception(exc: BaseException, base_url: str, *, streaming: bool) -> LlmFailure:
-    """A transport exception from httpx, most specific class first."""
+    """A transport exception from httpx, most specific class first, in DSH's words for the same
+    failure (`DeepSeek stream idle timeout after 1500ms`, `DeepSeek API stream from URL failed`)."""
+    if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return LlmFailure(message=f"DeepSeek connect timeout talking to {base_url}", code=ErrorCode.TIMEOUT)
     if isinstance(exc, httpx.TimeoutException):
-        what = "connect" if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)) else "idle"
-        return LlmFailure(
-            message=f"DeepSeek {what} timeout talking to {base_url}", code=ErrorCode.TIMEOUT
-        )
+        return LlmFailure(message=f"DeepSeek stream idle timeout after {_read_timeout_ms(exc)}ms", code=ErrorCode.TIMEOUT)
     where = "stream from" if streaming else "request to"
-    reason = str(exc) or type(exc).__name__
-    return LlmFailure(
-        message=f"DeepSeek API {where} {base_url} failed: {reason}", code=ErrorCode.TRANSPORT
-    )
+    return LlmFailure(message=f"DeepSeek API {where} {base_url} failed", code=ErrorCode.TRANSPORT)
+
+
+def _read_timeout_ms(exc: httpx.TimeoutException) -> str:
+    """The read timeout the request ran with (httpx keeps it on the request), in whole ms."""
+    try:
+        seconds = exc.request.extensions.get("timeout", {}).get("read")
+    except RuntimeError:  # an exception raised without a request
+        seconds = None
+    return str(round(seconds * 1000)) if isinstance(seconds, (int, float)) else "?"
