@@ -33,6 +33,11 @@ class AgentOptions:
     finish carries `meta.doneMissing`): `fail` ends the call as DSH does, a `STREAM_CLOSED`
     failure (`SSE stream ended without [DONE]`, not retried by the default policy); `accept`
     keeps the answer, as dshkit's adapters report it (DESIGN.md)."""
+    empty_body: Literal["fail", "retry"] = "fail"
+    """A 200 response whose body ended before any byte (the adapter's `EMPTY_RESPONSE` finish that
+    carries no response facts, `meta`): `fail` ends the call as DSH does, `STREAM_CLOSED` (`SSE
+    stream ended without [DONE]`, not retried); `retry` keeps the adapter's retryable
+    `EMPTY_RESPONSE`. An empty completion (events, but no content) is `EMPTY_RESPONSE` either way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,15 @@ STREAM_CLOSED_WITHOUT_DONE = LlmFailure(message="SSE stream ended without [DONE]
 words and code for it)."""
 
 
+def _empty_body(failure: LlmFailure | None, assembler: BlockAssembler) -> bool:
+    """An `EMPTY_RESPONSE` for a body that ended before any event: no response facts (`meta`,
+    which the adapter takes from the first event) and no block."""
+    return (
+        failure is not None and failure.code == ErrorCode.EMPTY_RESPONSE and assembler.meta is None
+        and not assembler.interrupted_blocks()
+    )
+
+
 class TurnAborted(Exception):
     """The turn's signal was set; the loop unwinds and logs `aborted`."""
 
@@ -114,6 +123,8 @@ class StepRunner:
             failure = finish.failure if not finish.ok else None
             if finish.ok and assembler.meta is not None and assembler.meta.done_missing and o.missing_done == "fail":
                 failure = STREAM_CLOSED_WITHOUT_DONE  # DSH trusts no call whose stream lacked [DONE]
+            elif _empty_body(finish.failure, assembler) and o.empty_body == "fail":
+                failure = STREAM_CLOSED_WITHOUT_DONE  # DSH: a body without events lacks [DONE] too
             if failure is not None or not finish.ok:
                 failure = failure or LlmFailure(message="model call failed", code=ErrorCode.UNKNOWN)
                 retry += 1

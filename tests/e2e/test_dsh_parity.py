@@ -74,3 +74,22 @@ async def test_dshkit_run_exits_as_dsh_headless(tmp_path: Path) -> None:
         events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         header = next(e for e in events if e.get("type") == "request/header")
         assert header["data"]["header"]["config"]["provider"] == PROVIDER == "deepseek-official"
+
+
+async def test_an_empty_body_fails_as_stream_closed_and_an_empty_completion_retries(loop_rig: RigFactory) -> None:
+    """DSH: a 200 body without one event ends without [DONE] (STREAM_CLOSED, not retried); a
+    completion with events but no content is EMPTY_RESPONSE and retried."""
+    rig = await loop_rig("empty_body", "empty", reply("after the retry"))
+    first = await rig.run("one")
+    assert first.reason["error"] == {"message": "SSE stream ended without [DONE]", "code": "STREAM_CLOSED"}
+    assert rig.data("llm/retry") == []
+    assert (await rig.run("two")).kind == "completed"
+    (retry,) = rig.data("llm/retry")
+    assert retry["failure"]["code"] == "EMPTY_RESPONSE"
+
+
+async def test_empty_body_retry_keeps_the_adapters_empty_response(loop_rig: RigFactory) -> None:
+    rig = await loop_rig("empty_body", reply("after the retry"), options=AgentOptions(model=MODEL, empty_body="retry"))
+    assert (await rig.run("hi")).kind == "completed"
+    (retry,) = rig.data("llm/retry")
+    assert retry["failure"]["code"] == "EMPTY_RESPONSE"
