@@ -58,6 +58,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench e2e
 	$(BIN)/mypy
+	$(BIN)/mypy --strict e2e
 
 clean:
 	rm -rf $(VENV) .hypothesis build *.egg-info
