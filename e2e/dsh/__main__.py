@@ -18,7 +18,15 @@ from typing import Any
 from dshkit.mock_server.faults import FAULTS
 
 from .cases import CASES, DEPARTURES, IDLE_MS, UNSCRIPTABLE, Case, fault_cases
-from .checks import Check, check_parity, check_readers, check_requests, check_wire, outcome
+from .checks import (
+    Check,
+    check_parity,
+    check_readers,
+    check_requests,
+    check_tool_replay,
+    check_wire,
+    outcome,
+)
 from .harnesses import Run, dsh_bin, fresh, run_dsh, run_dshkit
 
 START, END = "<!-- fault-parity:start -->", "<!-- fault-parity:end -->"
@@ -46,6 +54,7 @@ def run_cases(cases: list[Case], dsh_dir: Path, work: Path, verbose: bool) -> in
             "chunks = wire": check_wire(dsh),
             "requests rebuilt": check_requests(dsh),
             "zstd readers": check_readers(dsh, folder),
+            "tool replay": check_tool_replay(dsh, folder),
             "loop parity": check_parity(dsh, ours),
         }
         rows.append((case.name, checks, dsh, ours))
@@ -54,7 +63,8 @@ def run_cases(cases: list[Case], dsh_dir: Path, work: Path, verbose: bool) -> in
     names = list(rows[0][1]) if rows else []
     table = [["case", "DSH end", "dshkit end", *names]]
     for name, checks, dsh, ours in rows:
-        table.append([name, _end(outcome(dsh)), _end(outcome(ours)), *(checks[n].status for n in names)])
+        table.append([name, _end(outcome(dsh)), _end(outcome(ours)),
+                      *("—" if checks[n].status == "SKIP" else checks[n].status for n in names)])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     print(f"DSH {DSH_VERSION} headless vs dshkit serve, stream idle timeout {IDLE_MS} ms\n")
     for i, row in enumerate(table):
@@ -65,12 +75,14 @@ def run_cases(cases: list[Case], dsh_dir: Path, work: Path, verbose: bool) -> in
     failed = pending = 0
     for name, checks, _, _ in rows:
         for check_name, check in checks.items():
+            if check.status == "SKIP":
+                continue
             if check.status != "PASS" or check.detail.startswith("known difference"):
                 label = check.status if check.status != "PASS" else "NOTE"
                 print(f"{label} {name} / {check_name}: {check.detail}")
             failed += check.status == "FAIL"
             pending += check.status == "PENDING"
-    total = sum(len(c) for _, c, _, _ in rows)
+    total = sum(1 for _, c, _, _ in rows for check in c.values() if check.status != "SKIP")
     print(f"\n{total - failed - pending} passed, {failed} failed, {pending} pending")
     return 1 if failed else 0
 

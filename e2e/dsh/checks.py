@@ -6,6 +6,7 @@
 - `requests`: every request DSH sent, its title request included, is rebuilt byte-equal from its
   log (`rebuild_requests` + `serialize`, dumped as DSH's `JSON.stringify` does);
 - `readers`: `dshkit replay`, `decode` and `view` read the log in the zstd form DSH wrote;
+- `tool replay`: `dshkit replay --tools builtin` reproduces DSH's tool results with dshkit's tools;
 - `parity`: dshkit's loop ends the case as DSH did (see `outcome`), and its tool results equal
   DSH's.
 
@@ -31,7 +32,7 @@ from dshkit.harness.session import parse_session_log
 
 from .harnesses import Run
 
-__all__ = ["Check", "outcome", "check_parity", "check_readers", "check_requests", "check_wire"]
+__all__ = ["Check", "check_parity", "check_readers", "check_requests", "check_tool_replay", "check_wire", "outcome"]
 
 from dshkit.harness.loop.header import CALL_ENDERS
 
@@ -43,7 +44,7 @@ PRE_ZSTD = re.compile(r"codec can't decode|header is not JSON|not valid UTF-8|re
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    status: str  # PASS | FAIL | PENDING
+    status: str  # PASS | FAIL | PENDING | SKIP (the check does not apply to the case)
     detail: str = ""
 
 
@@ -166,6 +167,23 @@ def check_readers(run: Run, folder: Path) -> Check:
     if pending:
         return Check("PENDING", "zstd/failed-log reading not merged yet: " + "; ".join(pending))
     return Check("PASS", "replay, decode and view read the .zstd log")
+
+
+def check_tool_replay(run: Run, folder: Path) -> Check:
+    """`dshkit replay LOG --tools builtin` in DSH's workspace: dshkit's own tools answer each
+    logged call, and their results must equal DSH's (the log is given decompressed, so this
+    check does not wait for zstd reading)."""
+    if not any(e.get("type") == "tool/call" for e in run.events):
+        return Check("SKIP", "no tool call")
+    plain = folder / "dsh-session.jsonl"
+    plain.write_bytes(run.raw)
+    done = subprocess.run(
+        [sys.executable, "-m", "dshkit", "replay", str(plain), "--tools", "builtin", "--workspace", run.workspace],
+        capture_output=True, text=True, timeout=120, check=False, cwd=run.workspace,
+    )
+    if done.returncode != 0:
+        return Check("FAIL", f"exit {done.returncode}: {done.stderr.strip()[-400:]}")
+    return Check("PASS", "dshkit's read answers as DSH's did")
 
 
 def outcome(run: Run) -> dict[str, Any]:
