@@ -73,8 +73,11 @@ DEPARTURES = {
 
 def fault_cases(names: list[str]) -> list[Case]:
     """One case per fault: the fault answers every request of the turn (`repeat_last`), so a
-    retried fault shows the whole retry chain and the turn's last word."""
-    return [
-        Case(f"fault:{name}", name, {"repeat_last": True, "steps": [name]})
-        for name in sorted(names) if name not in UNSCRIPTABLE
-    ]
+    retried fault shows the whole retry chain and the turn's last word. A tool call is answered
+    once and then by a text reply, or the turn would call tools forever."""
+    def steps(name: str) -> dict[str, Any]:
+        if name == "tool_call_success":
+            return {"steps": [name, "success"]}
+        return {"repeat_last": True, "steps": [name]}
+
+    return [Case(f"fault:{name}", name, steps(name)) for name in sorted(names) if name not in UNSCRIPTABLE]

@@ -29,6 +29,8 @@ from .cases import IDLE_MS, Case
 __all__ = ["Run", "dsh_bin", "run_dsh", "run_dshkit", "serve", "zstd_decompress"]
 
 RUN_TIMEOUT_S = 240
+TIMED_OUT = 124
+"""The exit status recorded for a harness still running after RUN_TIMEOUT_S (it is killed)."""
 API_KEY = "sk-dshkit-e2e"
 
 
@@ -118,6 +120,17 @@ def _events(data: bytes) -> list[dict[str, Any]]:
     return [event_to_json(e) for e in parse_session_log(data, lenient=True).session.events]
 
 
+def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a harness to its end; one still running after RUN_TIMEOUT_S is killed and recorded
+    with the status TIMED_OUT, so one hung case never stops the others."""
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        return subprocess.CompletedProcess(argv, TIMED_OUT, out, err + f"\n(killed after {RUN_TIMEOUT_S} s)")
+
+
 def run_dsh(case: Case, dsh_dir: Path, folder: Path) -> Run:
     """The real DSH, headless, against a fresh `dshkit serve`."""
     launcher, node_dir = dsh_bin(dsh_dir)
@@ -133,10 +146,7 @@ def run_dsh(case: Case, dsh_dir: Path, folder: Path) -> Run:
             "DEEPSEEK_BASE_URL": base_url, "DEEPSEEK_API_KEY": API_KEY, "LANG": "C.UTF-8",
         }
         start = time.monotonic()
-        done = subprocess.run(
-            [str(launcher), "--profile", "headless", "--patch", str(patch), case.task],
-            cwd=ws, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
-        )
+        done = _run([str(launcher), "--profile", "headless", "--patch", str(patch), case.task], cwd=ws, env=env)
         seconds = time.monotonic() - start
     logs = sorted((home / ".dsh" / "sessions").glob("*/session-*/session.jsonl*"))
     log = logs[0] if logs else None
@@ -153,11 +163,9 @@ def run_dshkit(case: Case, folder: Path) -> Run:
     log = folder / "session.jsonl"
     with serve(case.script, folder / "serve") as (base_url, journal):
         start = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "dshkit", "run", case.task, "--base-url", base_url, "--api-key", API_KEY,
-             "--workspace", str(ws), "--session", str(log), "--idle-timeout", str(IDLE_MS / 1000), "--yes"],
-            cwd=ws, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
-        )
+        done = _run([sys.executable, "-m", "dshkit", "run", case.task, "--base-url", base_url, "--api-key", API_KEY,
+                     "--workspace", str(ws), "--session", str(log), "--idle-timeout", str(IDLE_MS / 1000), "--yes"],
+                    cwd=ws)
         seconds = time.monotonic() - start
     raw = log.read_bytes() if log.exists() else b""
     return Run("dshkit", done.returncode, done.stdout, done.stderr, log if log.exists() else None,
