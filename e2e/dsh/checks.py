@@ -160,7 +160,7 @@ def check_readers(run: Run, folder: Path) -> Check:
                               timeout=120, check=False, cwd=folder)
         if done.returncode == 0:
             continue
-        said = (done.stderr.strip().splitlines() or [""])[-1][:160]
+        said = (done.stderr.strip().splitlines() or [""])[-1].replace(str(run.log), "LOG")[:160]
         (pending if PRE_ZSTD.search(done.stderr) else failed).append(f"{name} exit {done.returncode}: {said}")
     if failed:
         return Check("FAIL", "; ".join(failed + pending))
