@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = ["CASES", "DEPARTURES", "IDLE_MS", "NOTES", "UNSCRIPTABLE", "Case", "fault_cases"]
 
-IDLE_MS = 1500
+IDLE_MS = 3000
 """The stream idle timeout both harnesses run with (DSH `streamIdleTimeoutMs`, dshkit
 `--idle-timeout`), so stalls end in seconds rather than DSH's default five minutes."""
 NOTES = "alpha: 1\nbeta: 2\ngamma: 3\n"
@@ -67,6 +67,12 @@ DEPARTURES = {
     "malformed_event": "DSH's translator throws a TypeError on `choices: [null]`, which its adapter reports as "
     "TRANSPORT and retries; dshkit reports MALFORMED_RESPONSE and does not retry a reply that is broken by "
     "shape (add MALFORMED_RESPONSE to RetryPolicy.retryable_codes to retry it)",
+    "context_overflow": "DSH answers CONTEXT_WINDOW_EXCEEDED with one compaction call (`x-deepseek-harness-compact: 1`, "
+    "max_tokens 8192), which fails the same way; dshkit has no compaction engine and ends the turn at once, with the "
+    "same error and exit",
+    "tool_call_success": "the fault's tool call carries no reasoning; on the next request DSH sends the call without "
+    "`reasoning_content`, which DeepSeek (and the mock) reject in thinking mode (400); dshkit sends `reasoning_content: "
+    "\"\"` beside it and goes on",
 }
 """Faults whose outcome dshkit's loop does not match on purpose, and why (docs/dsh_parity.md)."""
 

@@ -38,16 +38,21 @@ from .options import AgentOptions
 __all__ = ["STREAM_CLOSED_WITHOUT_DONE", "Sleep", "StepOutcome", "StepRunner", "TurnAborted"]
 
 Sleep = Callable[[float], Awaitable[None]]
+EMPTY_BODY_MESSAGE = "API returned no response body"
+"""How the HTTP adapters' failure for a body without a byte ends (`DeepSeek API returned no …`)."""
 STREAM_CLOSED_WITHOUT_DONE = LlmFailure(message="SSE stream ended without [DONE]", code=ErrorCode.STREAM_CLOSED)
 """The failure a call whose stream lacked `[DONE]` ends in under `missing_done="fail"` (DSH's
 words and code for it)."""
 
 
 def _empty_body(failure: LlmFailure | None, assembler: BlockAssembler) -> bool:
-    """An `EMPTY_RESPONSE` for a body that ended before any event: no response facts (`meta`,
-    which the adapter takes from the first event) and no block."""
+    """The `EMPTY_RESPONSE` dshkit's HTTP adapters end a 200 body without one byte with
+    (`… API returned no response body`, no response facts in `meta`, no block). An empty
+    completion (`model returned a completed response with no content`), live or replayed from a
+    log, is not one."""
     return (
-        failure is not None and failure.code == ErrorCode.EMPTY_RESPONSE and assembler.meta is None
+        failure is not None and failure.code == ErrorCode.EMPTY_RESPONSE
+        and failure.message.endswith(EMPTY_BODY_MESSAGE) and assembler.meta is None
         and not assembler.interrupted_blocks()
     )
 
