@@ -1,8 +1,10 @@
 """Decode throughput: dshkit's SSE decode + translate + assemble against the openai SDK and
 against the bare limit, on one generated DeepSeek stream of more than 10,000 chunks.
 
-- dshkit: `StreamDecoder` fed 64 KiB reads, every chunk folded by `BlockAssembler`, then the
-  assembled message (the path the adapter takes, minus the socket).
+- dshkit: `FastStreamDecoder` (the adapter's default decoder) fed 64 KiB reads, every chunk
+  folded by `BlockAssembler`, then the assembled message (the path the adapter takes, minus the
+  socket). The plain `StreamDecoder` (the reference, no fast paths) runs the same way, so the last
+  line also says what the fast paths buy.
 - openai: `OpenAI(http_client=httpx2.Client(transport=httpx2.MockTransport(...)))` serving the
   same bytes; iterate `chat.completions.create(stream=True)` and accumulate content, reasoning
   and tool-call arguments by index, as a user of the SDK would.
@@ -14,7 +16,7 @@ against the bare limit, on one generated DeepSeek stream of more than 10,000 chu
 The same three contenders run on DeepSeek's second wire, the Anthropic Messages surface: one
 generated stream of more than 10,000 events (thinking deltas, a signature, text deltas, tool_use
 blocks with `input_json_delta` fragments, `event:`-framed), decoded by
-`dshkit.harness.providers.anthropic.StreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
+`dshkit.harness.providers.anthropic.FastStreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
 (`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
 by the same bare limit (split + `orjson.loads` of every `data:` payload).
 
@@ -22,11 +24,12 @@ Each contender runs several times, interleaved with the others, and its best CPU
 Before timing, the dshkit decoder's assembled result (blocks, usage, finish reason, response
 ids) is checked against a plain reading of the same bytes: every SSE event decoded, every
 payload parsed whole by `json.loads` and translated, with none of the decoder's fast paths. Prints the ratios, and as the very
-last line one JSON object `{"vs_openai", "vs_limit", "anthropic_vs_sdk", "anthropic_vs_limit",
-"msgspec_vs_orjson", "json_vs_orjson"}` (ratios of throughput: dshkit/SDK and dshkit/limit, per
-wire; `anthropic_vs_sdk` is null when the `anthropic` SDK is not installed; the last two compare
-the split-and-parse loop with msgspec and with `json.loads` against the orjson limit, chat
-wire). Run: `python bench/decode.py` (about 20 s; needs orjson, from the `test` extra).
+last line one JSON object `{"vs_openai", "vs_limit", "plain_vs_limit", "fast_vs_plain",
+"anthropic_vs_sdk", "anthropic_vs_limit", "msgspec_vs_orjson", "json_vs_orjson"}` (ratios of
+throughput: dshkit/SDK and dshkit/limit, per wire; `plain_vs_limit` is the plain decoder against
+the same limit and `fast_vs_plain` the fast decoder against the plain one, chat wire;
+`anthropic_vs_sdk` is null when the `anthropic` SDK is not installed; the last two compare the
+split-and-parse loop with msgspec and with `json.loads` against the orjson limit, chat wire). Run: `python bench/decode.py` (about 20 s; needs orjson, from the `test` extra).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ import orjson
 
 from dshkit.harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
 from dshkit.harness.providers import anthropic as an
-from dshkit.harness.providers.deepseek import SSEDecoder, StreamDecoder, Translator
+from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.providers.sse import SSEDecoder
 
 READ = 64 * 1024
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
@@ -147,8 +151,8 @@ def build_anthropic_stream(
 # --- contenders --------------------------------------------------------------------------------
 
 
-def run_dshkit(body: bytes) -> tuple[str, str, list[str]]:
-    decoder = StreamDecoder()
+def run_dshkit(body: bytes, make: Callable[[], StreamDecoder] = FastStreamDecoder) -> tuple[str, str, list[str]]:
+    decoder = make()
     assembler = BlockAssembler()
     feed = assembler.feed
     for start in range(0, len(body), READ):
@@ -170,8 +174,8 @@ def assembled(chunks: list[Any]) -> tuple[Any, ...]:
 
 
 def decoded(body: bytes) -> list[Any]:
-    """`StreamDecoder`'s chunks for `body`, fed in `READ`-sized reads as the adapter gets them."""
-    decoder = StreamDecoder()
+    """`FastStreamDecoder`'s chunks for `body`, fed in `READ`-sized reads as the adapter gets them."""
+    decoder = FastStreamDecoder()
     out: list[Any] = []
     for start in range(0, len(body), READ):
         out += decoder.feed(body[start:start + READ])
@@ -193,7 +197,7 @@ def reference(body: bytes) -> list[Any]:
 
 
 def run_dshkit_anthropic(body: bytes) -> tuple[str, str, list[str]]:
-    decoder = an.StreamDecoder()
+    decoder = an.FastStreamDecoder()
     assembler = BlockAssembler()
     feed = assembler.feed
     for start in range(0, len(body), READ):
@@ -305,6 +309,9 @@ def timed(fn: Callable[[], Any]) -> float:
 def main() -> int:
     body, chunks = build_stream()
     ours = run_dshkit(body)
+    if run_dshkit(body, StreamDecoder) != ours:
+        print("dshkit's fast and plain decoders disagree on the assembled result", file=sys.stderr)
+        return 1
     sdk = make_openai(body)
     if sdk() != ours:
         print("openai SDK and dshkit disagree on the assembled result", file=sys.stderr)
@@ -315,11 +322,12 @@ def main() -> int:
         return 1
     # Interleave the contenders so a busy machine slows all of them alike; keep each best.
     msgspec_loads = msgspec.json.Decoder().decode
-    t_ours = t_limit = t_sdk = t_msgspec = t_json = float("inf")
+    t_ours = t_plain = t_limit = t_sdk = t_msgspec = t_json = float("inf")
     for _ in range(4):
         t_sdk = min(t_sdk, timed(sdk))
         for _ in range(4):
             t_ours = min(t_ours, timed(lambda: run_dshkit(body)))
+            t_plain = min(t_plain, timed(lambda: run_dshkit(body, StreamDecoder)))
             t_limit = min(t_limit, timed(lambda: run_limit(body)))
             t_msgspec = min(t_msgspec, timed(lambda: run_limit(body, msgspec_loads)))
             t_json = min(t_json, timed(lambda: run_limit(body, json.loads)))
@@ -328,6 +336,7 @@ def main() -> int:
 
     print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB")
     print(f"dshkit (SSE + translate + assemble): {rate(t_ours):12,.0f} chunks/s  {t_ours * 1e3:8.1f} ms")
+    print(f"dshkit plain path (no fast paths):   {rate(t_plain):12,.0f} chunks/s  {t_plain * 1e3:8.1f} ms")
     print(f"bare limit (split + orjson.loads):   {rate(t_limit):12,.0f} chunks/s  {t_limit * 1e3:8.1f} ms")
     print(f"split + msgspec (untyped decode):    {rate(t_msgspec):12,.0f} chunks/s  {t_msgspec * 1e3:8.1f} ms")
     print(f"split + json.loads:                  {rate(t_json):12,.0f} chunks/s  {t_json * 1e3:8.1f} ms")
@@ -343,6 +352,8 @@ def main() -> int:
     print(json.dumps({
         "vs_openai": round(vs_openai, 2),
         "vs_limit": round(vs_limit, 3),
+        "plain_vs_limit": round(t_limit / t_plain, 3),
+        "fast_vs_plain": round(t_plain / t_ours, 2),
         "anthropic_vs_sdk": None if an_vs_sdk is None else round(an_vs_sdk, 2),
         "anthropic_vs_limit": round(an_vs_limit, 3),
         "msgspec_vs_orjson": round(t_limit / t_msgspec, 3),

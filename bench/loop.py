@@ -19,7 +19,7 @@ written by the loop itself against the mock server (tool-call steps and answers)
 - long_vs_short: the ratio of the per-step costs; long_vs_short_without_request the same without
   request building (goal < 1.2: derivation and every other per-step cost must not grow with the
   log).
-- step_vs_decode: overhead per step / a bare `StreamDecoder` decode of the same response bytes.
+- step_vs_decode: overhead per step / a bare `FastStreamDecoder` decode (the adapter's decoder) of the same response bytes.
 
 Prints the ratios and, as the very last line, one JSON object
 with those figures and `step_vs_decode`. Run: `python bench/loop.py` (about 15 s).
@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dshkit.harness.llm import GenerateOptions, StreamChunk
 from dshkit.harness.loop import Agent, AgentOptions
-from dshkit.harness.providers.deepseek import DeepSeekAdapter, StreamDecoder
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.openai_chat import FastStreamDecoder
 from dshkit.harness.session import Session, SessionEvent, SessionHeader
 from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.mock_server import MockServer, parse_script
@@ -139,7 +140,7 @@ def _decode_time(data: bytes, runs: int = 200) -> float:
     best = float("inf")
     for _ in range(runs):
         t = time.perf_counter()
-        decoder = StreamDecoder()
+        decoder = FastStreamDecoder()
         decoder.feed(data)
         decoder.close()
         best = min(best, time.perf_counter() - t)
@@ -170,7 +171,7 @@ async def main() -> int:
             response = server.journal.last.data
             await deepseek.aclose()
     decode = _decode_time(response)
-    probe = StreamDecoder()
+    probe = FastStreamDecoder()
     chunks = len(probe.feed(response)) + len(probe.close())
     o_short, o_long = statistics.median(over["short"]), statistics.median(over["long"])
     b_short, b_long = statistics.median(building["short"]), statistics.median(building["long"])
@@ -181,7 +182,7 @@ async def main() -> int:
     print(f"seeds: short {len(short)} events; long {len(long)} events ({history} surface nodes); measured reply: {chunks} chunks")
     print(f"harness overhead per step, ~{len(short)} events:  {o_short * 1e3:7.3f} ms  (on the wire: {statistics.median(inside['short']) * 1e3:.3f} ms)")
     print(f"harness overhead per step, ~{len(long)} events: {o_long * 1e3:7.3f} ms  (on the wire: {statistics.median(inside['long']) * 1e3:.3f} ms)")
-    print(f"bare StreamDecoder on the same {len(response)} response bytes: {decode * 1e3:.3f} ms")
+    print(f"bare FastStreamDecoder on the same {len(response)} response bytes: {decode * 1e3:.3f} ms")
     print(f"request building per step: {b_short * 1e3:.3f} ms short, {b_long * 1e3:.3f} ms long (grows with what is sent)")
     print(f"long vs short: {long_vs_short:.3f}; without request building: {rest_vs_short:.3f} (goal < 1.2)")
     print(f"step overhead vs bare decode: {step_vs_decode:.2f}x")

@@ -164,7 +164,7 @@ def _drain(fd: int) -> None:
 def start_mock(script: Path, root: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mock_server", "serve", "--script", str(script), "--seed", "1"],
+        [sys.executable, "-m", "dshkit.mock_server", "serve", "--script", str(script), "--seed", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=root,
     )
     assert proc.stdout is not None

@@ -71,7 +71,7 @@ def start_server(keep: str | None) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     extra = ["--journal-keep", keep] if keep is not None else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mock_server", "serve", "--seed", "1", *extra],
+        [sys.executable, "-m", "dshkit.mock_server", "serve", "--seed", "1", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
     )
     assert proc.stdout is not None

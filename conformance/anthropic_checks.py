@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from dshkit.harness.providers.deepseek import SSEDecoder
+from dshkit.harness.providers.sse import SSEDecoder
 
 from .checks import unified
 from .runner import ScenarioResult

@@ -26,6 +26,8 @@ from typing import Any, NoReturn
 
 import httpx
 
+from dshkit.harness.providers.sse import SSEComment, SSEDecoder, SSEField
+
 from .checks import unified
 from .runner import ScenarioResult, Status
 
@@ -79,30 +81,29 @@ class Streamed:
 
 
 def parse_sse(raw: bytes) -> tuple[list[tuple[str, str]], list[dict[str, Any]], bool]:
-    text = raw.decode("utf-8", "replace").replace("\r\n", "\n")
+    """The body as a WHATWG client reads it (the harness's one SSE decoder): what it holds in
+    order as `Streamed.events` (`data` per dispatched event, `comment` and `field` per line, in
+    their line form), the JSON-object chunks, and whether `[DONE]` was dispatched."""
     events: list[tuple[str, str]] = []
     chunks: list[dict[str, Any]] = []
     done = False
-    for block in text.split("\n\n"):
-        for line in block.split("\n"):
-            if not line:
+    decoder = SSEDecoder(fields=True)
+    for item in decoder.feed(raw) + decoder.close():
+        if isinstance(item, SSEComment):
+            events.append(("comment", f": {item.text}"))
+        elif isinstance(item, SSEField):
+            events.append(("field", f"{item.name}: {item.value}"))
+        else:
+            events.append(("data", item.data))
+            if item.data == "[DONE]":
+                done = True
                 continue
-            if line.startswith(":"):
-                events.append(("comment", line))
-            elif line.startswith("data:"):
-                data = line[5:].lstrip(" ")
-                events.append(("data", data))
-                if data == "[DONE]":
-                    done = True
-                else:
-                    try:
-                        value = json.loads(data)
-                    except ValueError:
-                        continue
-                    if isinstance(value, dict):
-                        chunks.append(value)
-            else:
-                events.append(("field", line))
+            try:
+                value = json.loads(item.data)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                chunks.append(value)
     return events, chunks, done
 
 

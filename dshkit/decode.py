@@ -22,6 +22,8 @@ from dshkit.harness.decode import (
     render_document,
     render_pretty,
 )
+from dshkit.harness.llm import HarnessError
+from dshkit.harness.session import decompress_log, is_compressed
 
 __all__ = ["decode_cassette", "register"]
 
@@ -56,6 +58,12 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if is_compressed(data):  # DSH's session.jsonl.zstd, or any zstd-compressed capture
+        try:
+            data = decompress_log(data, source=path)
+        except HarnessError as exc:
+            print(f"dshkit decode: {exc}", file=sys.stderr)
+            return 2
     try:
         fmt = args.format or (None if args.status is not None else document_format(data))
         if fmt in DOCUMENT_FORMATS:
@@ -90,7 +98,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="decode a wire capture into chunks, message, usage and finish",
         description=(
             "Run a wire capture through the real SSE decoder, translator and assembler. "
-            "Format detection when --format is absent: a first line {\"type\": \"cassette\"} is a "
+            "A zstd-compressed file (DSH's session.jsonl.zstd) is decompressed first, told by its "
+            "bytes. Format detection when --format is absent: a first line {\"type\": \"cassette\"} is a "
             "cassette and {\"type\": \"session\"} a session log (decoded exchange by exchange or "
             "model call by model call); a leading '[' is json; a JSON object "
             "with 'error' and no 'choices' is an HTTP error body; every non-empty line a JSON "

@@ -12,17 +12,19 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.harness.llm import HarnessError
-from dshkit.harness.replay import ReplayReport, replay_diff
+from dshkit.harness.replay import ReplayReport
 from dshkit.harness.replay import replay_session as replay_with
 
 if TYPE_CHECKING:
-    from dshkit.harness.session import Session, SessionScript
+    from dshkit.harness.replay import SessionScript
+    from dshkit.harness.session import Session
     from dshkit.harness.tools import Approver
 
 __all__ = ["register", "replay_session", "wire_adapter"]
@@ -30,19 +32,24 @@ __all__ = ["register", "replay_session", "wire_adapter"]
 
 @contextlib.asynccontextmanager
 async def wire_adapter(
-    scripts: Sequence[SessionScript], ready_dir: Path, on_call: Callable[[], None]
+    scripts: Sequence[SessionScript], ready_dir: Path, on_call: Callable[[int, int], None]
 ) -> AsyncIterator[Any]:
     """A `DeepSeekAdapter` talking to a mock server on loopback that serves `scripts` as SSE;
-    `on_call` runs when the server receives each request. Both are closed on exit."""
+    `on_call(script, index)` runs when the server starts serving call `index` of
+    `scripts[script]`. Both are closed on exit."""
     from dshkit.harness.providers.deepseek import DeepSeekAdapter
     from dshkit.mock_server import MockServer
     from dshkit.mock_server.replay import session_scripts_to_mock
 
-    def on_server_event(event: dict[str, Any]) -> None:
-        if event.get("type") == "request":
-            on_call()
+    mocks = session_scripts_to_mock(scripts, ready_dir=ready_dir)
+    position = dict(zip((m.name for m in mocks), (i for i, s in enumerate(scripts) if s.entries), strict=True))
 
-    async with MockServer(*session_scripts_to_mock(scripts, ready_dir=ready_dir), on_event=on_server_event) as server:
+    def on_server_event(event: dict[str, Any]) -> None:
+        script, step = event.get("script"), event.get("step")
+        if event.get("type") == "request" and script in position and isinstance(step, int):
+            on_call(position[script], step)
+
+    async with MockServer(*mocks, on_event=on_server_event) as server:
         adapter = DeepSeekAdapter(server.base_url, "sk-dshkit-replay", idle_timeout_s=30)
         try:
             yield adapter
@@ -75,6 +82,14 @@ def _replay_command(args: argparse.Namespace) -> int:
         return 2
     from dshkit.harness.tools import terminal_approver
 
+    concealed = None
+    if args.tools == "builtin":
+        # Built-in tools run real commands: as under `dshkit run`, the API key leaves the
+        # environment they inherit and the start-up memory /proc shows them.
+        from dshkit.harness.tools.concealment import conceal_from_tools
+        from dshkit.run import API_KEY_ENV
+
+        concealed = conceal_from_tools((API_KEY_ENV,), (os.environ.get(API_KEY_ENV),))
     try:
         report, session = asyncio.run(
             replay_session(
@@ -85,11 +100,14 @@ def _replay_command(args: argparse.Namespace) -> int:
     except (HarnessError, OSError) as exc:
         print(f"dshkit replay: {exc}", file=sys.stderr)
         return 2
-    if not report.logged_messages:
+    finally:
+        if concealed is not None:
+            concealed.restore()
+    if not report.calls:
         ends = ", ".join(report.turn_ends) or "no turn"
         print(
-            f"dshkit replay: {args.session} records no assistant message to replay (turn ends: {ends}; "
-            "a run cancelled before the model's first chunk logs none); replay a log with an answer",
+            f"dshkit replay: {args.session} records no model call to replay (turn ends: {ends}; "
+            "a run cancelled before the model's first chunk logs none); replay a log with a model call",
             file=sys.stderr,
         )
         return 2
@@ -102,13 +120,15 @@ def _replay_command(args: argparse.Namespace) -> int:
         "session": args.session,
         "mode": "wire" if args.wire else "chunks",
         "turns": report.turn_ends,
+        "model_calls": report.calls,
         "assistant_messages": len(report.logged_messages),
+        "failed_calls": report.logged_failures,
         "messages_equal": report.messages_equal,
         "tool_results_equal": report.results_equal,
+        "outcomes_equal": report.outcomes_equal,
     }
     print(json.dumps(result, ensure_ascii=False))
-    diff = replay_diff("assistant message", report.logged_messages, report.replayed_messages)
-    diff += replay_diff("tool result", report.logged_results, report.replayed_results)
+    diff = report.diff()
     if diff:
         print("\n".join(diff), file=sys.stderr)
         return 1
@@ -135,10 +155,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "replay",
         help="re-run a session log's prompts against its recorded model calls",
         description="Replay a session JSONL (ours or upstream DSH's, packed rows and override "
-        "sidecars included): its user prompts go through the agent loop again, each model call is "
-        "answered by the recorded chunks, and the replayed assistant messages are compared with "
-        "the logged ones (and the tool results with them). Exit 0 when they are equal; 1 when not, "
-        "after printing a unified diff of each message or result that differs to stderr; 2 on bad input.",
+        "sidecars included; plain or zstd-compressed): its user prompts go through the agent loop "
+        "again, each model call is answered by the recorded chunks, and the replay is compared with "
+        "the log: the assistant messages, the tool results, each turn's outcome and each failed "
+        "call's failure code. Exit 0 when they are equal; 1 when not, after printing a unified diff "
+        "of each that differs to stderr; 2 on bad input (a log with no model call included).",
         epilog=_REPLAY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

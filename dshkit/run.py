@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,6 +26,7 @@ from dshkit.args import http_url, positive_float, positive_int
 from dshkit.harness.llm import Adapter, HarnessError
 from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.secrets import scrub_url
 from dshkit.harness.session import (
     DEFAULT_SESSIONS_DIR,
     Session,
@@ -39,13 +41,15 @@ from dshkit.harness.tools import (
     builtin_tools,
     terminal_approver,
 )
+from dshkit.harness.tools.concealment import conceal_from_tools
 
 __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 
 BUNDLED_SCRIPT = Path(dshkit.harness.__file__).parent / "data" / "seed_walk.yaml"
 BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
 API_KEY_ENV = "DEEPSEEK_API_KEY"
-"""Read for the key, and hidden from `bash` commands (their output is scrubbed of it too)."""
+"""Read for the key, then taken out of the environment and blanked from what `/proc` shows of
+this process, so no tool can read it (tool output is scrubbed of it too)."""
 EXIT_CODES = {"completed": 0, "max-tokens": 1, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
 """`turn/end` reason kind → exit status. As `dsh --profile headless`, only a completed turn
 exits 0 (a turn cut by max-tokens is 1); blocked, max-steps and aborted keep statuses of their own."""
@@ -277,8 +281,22 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
     if unknown:
         print(f"dshkit run: unknown tool(s) {', '.join(unknown)}; choose from {', '.join(BUILTIN_TOOLS)}", file=sys.stderr)
         return 2
+    if args.base_url is not None and "@" in urlsplit(args.base_url).netloc:
+        # httpx would send them as Basic auth in place of the key, and every failure message
+        # (shown, and written to the session log) would quote them.
+        print(f"dshkit run: --base-url {scrub_url(args.base_url)} carries credentials (user@ or "
+              "user:password@); give the API key with --api-key or $DEEPSEEK_API_KEY instead", file=sys.stderr)
+        return 2
     async with contextlib.AsyncExitStack() as stack:
-        base_url, api_key = args.base_url, args.api_key or os.environ.get(API_KEY_ENV)
+        # The key goes to the adapter only: out of the environment tools inherit, and blanked
+        # where a tool could still read it (/proc/$PPID/environ and cmdline).
+        env_key = os.environ.get(API_KEY_ENV)
+        base_url, api_key = args.base_url, args.api_key or env_key
+        concealed = conceal_from_tools((API_KEY_ENV,), (args.api_key, env_key))
+        stack.callback(concealed.restore)
+        if concealed.unreachable is not None:
+            print(f"dshkit run: warning: {concealed.unreachable}; a bash tool call could read the API key",
+                  file=sys.stderr)
         replay = getattr(args, "replay", None)
         if replay is not None and base_url is not None:
             print("dshkit run: --replay and --base-url exclude each other", file=sys.stderr)
@@ -293,7 +311,7 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
 
                 try:
                     sources = list(replay_scripts(replay))
-                except ScriptError as exc:
+                except (ScriptError, HarnessError, OSError) as exc:  # a session log too (zstd included)
                     print(f"dshkit run: --replay: {exc}", file=sys.stderr)
                     return 2
                 served = f"the recording {replay}"
@@ -331,7 +349,7 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
                 shell=LocalShell(workspace, hide_env=(API_KEY_ENV,)),
             ),
             approver=terminal_approver(yes=args.yes),
-            secrets=[api_key, os.environ.get(API_KEY_ENV) or ""],
+            secrets=[api_key, env_key or ""],
         )
         provider = PROVIDER if getattr(args, "protocol", "chat") == "chat" else "deepseek"
         agent = Agent(session, adapter, AgentOptions(model=args.model, provider=provider, max_steps=args.max_steps),

@@ -36,7 +36,8 @@ h3 { font-size: 1rem; margin: 1rem 0 .3rem; } h4 { font-size: .95rem; margin: .2
 pre { background: #f6f6f6; padding: .5rem; overflow-x: auto; white-space: pre-wrap; word-break: break-word; }
 .summary span { display: inline-block; margin-right: 1.2rem; }
 .turn { margin-top: 1.5rem; } .step { margin-left: 1rem; border-left: 3px solid var(--line); padding-left: .8rem; }
-.call { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .8rem; margin: .5rem 0; }
+.call, .auxiliary { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .8rem; margin: .5rem 0; }
+.auxiliary { border-style: dashed; }
 .call.failed, .exchange.failed { border-color: #d0342c; }
 .user::before { content: "› "; } .user { font-weight: 600; }
 .stream .reasoning { color: #5b52c4; font-style: italic; } .stream .text { color: #17623a; }

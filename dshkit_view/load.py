@@ -2,7 +2,9 @@
 
 The kind is told from the content, not the name: a session log starts with a `{"type":
 "session"}` header line, a cassette with `{"type": "cassette"}`, a journal line carries `path`
-and `writes`, and a conformance report is one JSON document with `scenarios` and `summary`.
+and `writes`, and a conformance report is one JSON document with `scenarios` and `summary`. A
+zstd-compressed file (DSH writes `session.jsonl.zstd` by default) is decompressed first, told by
+its bytes too.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.llm import HarnessError
-from dshkit.harness.session import parse_session_log
+from dshkit.harness.session import parse_session_log, read_log_bytes
 from dshkit.mock_server import CassetteError
 
 from .errors import ViewError
 from .pages import matrix_page, session_page, wire_page
-from .sessions import build_session_view
+from .sessions import SentRequest, build_session_view
 from .wire import load_cassette_exchanges, load_journal
 
 __all__ = ["KINDS", "detect_kind", "render_paths"]
@@ -31,18 +33,32 @@ def _first_json_line(text: str) -> Any:
         if line.strip():
             try:
                 return json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
     return None
 
 
-def detect_kind(path: Path) -> str:
-    """One of `KINDS`; raises `ViewError` naming the file when it is none of them."""
+def _read(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is zstd; a `ViewError` naming the file otherwise."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_log_bytes(path)
     except FileNotFoundError:
         raise ViewError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ViewError(f"{path}: cannot read it ({exc})") from None
+    except HarnessError as exc:  # a damaged, truncated or oversized zstd file
+        raise ViewError(str(exc)) from None
+
+
+def detect_kind(path: Path) -> str:
+    """One of `KINDS`; raises `ViewError` naming the file when it is none of them."""
+    return _kind_of(path, _read(path))
+
+
+def _kind_of(path: Path, data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ViewError(f"{path}: cannot read it ({exc})") from None
     first = _first_json_line(text)
     if isinstance(first, Mapping):
@@ -54,7 +70,7 @@ def detect_kind(path: Path) -> str:
             return "journal"
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, Mapping) and "scenarios" in whole and "summary" in whole:
         return "conformance"
@@ -65,14 +81,13 @@ def detect_kind(path: Path) -> str:
     )
 
 
-def _chat_bodies(journal: Path, session_id: str) -> list[Mapping[str, Any]]:
-    """The chat request bodies of `journal` that belong to the session: the adapter names its
-    session in a header the server journals, so one journal may hold several runs."""
+def _chat_requests(journal: Path) -> list[SentRequest]:
+    """The chat requests of `journal` with the session each named; one journal may hold several
+    runs, and `build_session_view` pairs the log's requests with them by identity."""
     if detect_kind(journal) != "journal":
         raise ViewError(f"{journal}: --journal expects a journal written by `dshkit serve --journal FILE`")
-    chats = [x for x in load_journal(journal) if x.path.rstrip("/").endswith("/chat/completions")]
-    own = [x for x in chats if x.session == session_id]
-    return [x.body for x in (own or chats)]
+    return [SentRequest(body=x.body, session=x.session) for x in load_journal(journal)
+            if x.path.rstrip("/").endswith("/chat/completions") and isinstance(x.body, Mapping)]
 
 
 def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple[str, str]:
@@ -80,7 +95,8 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
     (one column each); `journal` only for a session log."""
     if not paths:
         raise ViewError("no file given")
-    kinds = [detect_kind(p) for p in paths]
+    contents = [_read(p) for p in paths]
+    kinds = [_kind_of(p, data) for p, data in zip(paths, contents, strict=True)]
     kind = kinds[0]
     if len(paths) > 1 and set(kinds) != {"conformance"}:
         raise ViewError("several files can be shown together only when all are conformance reports "
@@ -90,10 +106,10 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
     path = paths[0]
     if kind == "session":
         try:
-            loaded = parse_session_log(path.read_bytes(), source=str(path))
+            loaded = parse_session_log(contents[0], source=str(path))
         except HarnessError as exc:
             raise ViewError(str(exc)) from None
-        sent = _chat_bodies(journal, loaded.session.id) if journal is not None else None
+        sent = _chat_requests(journal) if journal is not None else None
         return session_page(build_session_view(loaded, sent), source=str(path),
                             journal=str(journal) if journal else None), kind
     if kind == "cassette":
@@ -104,5 +120,5 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
         return wire_page("cassette", str(path), exchanges, meta), kind
     if kind == "journal":
         return wire_page("journal", str(path), load_journal(path)), kind
-    reports = [(str(p), json.loads(p.read_text(encoding="utf-8"))) for p in paths]
+    reports = [(str(p), json.loads(data)) for p, data in zip(paths, contents, strict=True)]
     return matrix_page(reports), kind

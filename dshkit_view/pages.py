@@ -61,7 +61,12 @@ def _call(call: CallView) -> str:
         f"<h4>Model call {call.number} · finish <span class=\"finish\">{esc(kind)}</span> · "
         f"{len(call.chunks)} chunks · {span} ms</h4>"
     )
-    parts = [head]
+    return "".join([head, _request(call), _call_body(call)])
+
+
+def _request(call: CallView) -> str:
+    """The rebuilt request of a call (or why it could not be rebuilt) and its diff to what was sent."""
+    parts: list[str] = []
     if call.request is not None:
         verdict = ""
         if call.sent is not None:
@@ -73,6 +78,21 @@ def _call(call: CallView) -> str:
         parts.append(f"<p class=\"note\">request not rebuilt: {esc(call.rebuild_error or 'no request/header before it')}</p>")
     if call.diff:
         parts.append("<div class=\"request-diff\"><h4>Rebuilt (−) vs sent (+)</h4>" + diff_block(call.diff) + "</div>")
+    return "".join(parts)
+
+
+def _title_request(call: CallView) -> str:
+    """DSH's session-title request: thinking off, no tools, sent beside step 1; its answer is
+    logged as `session/title`, not as a call."""
+    return (f"<article class=\"auxiliary\" data-auxiliary=\"{call.number}\" data-purpose=\"{esc(call.purpose)}\">"
+            f"<h4>Session-title request · beside the step's model call; its answer is the next "
+            f"<code>session/title</code></h4>{_request(call)}</article>")
+
+
+def _call_body(call: CallView) -> str:
+    finish = call.finish
+    reason = finish.get("reason", {}) if finish else {}
+    parts: list[str] = []
     parts.append(plot([(float(p.t_ms), _CHUNK_KIND.get(str(p.chunk.get("type")), str(p.chunk.get("type")))) for p in call.chunks]))
     parts.append(_stream(call))
     parts.append(_usage(call.usage))
@@ -91,6 +111,8 @@ def _item(item: StepItem) -> str:
     data = item.data
     if item.kind == "call":
         return _call(data)
+    if item.kind == "title-request":
+        return _title_request(data)
     if item.kind == "user":
         text = _text_of(data.get("content"))
         if (data.get("source") or {}).get("kind") == "plugin":
@@ -137,7 +159,7 @@ def session_page(view: SessionView, *, source: str, journal: str | None = None) 
     tool_calls = sum(1 for t in view.turns for s in t.steps for i in s.items if i.kind == "tool-call")
     retries = sum(1 for t in view.turns for s in t.steps for i in s.items if i.kind == "retry")
     failures = sum(1 for c in view.calls if not c.finish or c.finish.get("reason", {}).get("kind") == "error")
-    differing = sum(1 for c in view.calls if c.diff)
+    differing = sum(1 for c in [*view.calls, *view.auxiliary] if c.diff)
     head = [
         f"<header><h1>Session {esc(view.id)}</h1><p class=\"meta\">{esc(source)}"
         f"{' · cwd ' + esc(view.cwd) if view.cwd else ''}"
@@ -145,6 +167,8 @@ def session_page(view: SessionView, *, source: str, journal: str | None = None) 
         "<p class=\"summary\">"
         f"<span data-count=\"turns\">{len(view.turns)} turns</span>"
         f"<span data-count=\"calls\">{len(view.calls)} model calls</span>"
+        + (f"<span data-count=\"auxiliary\">{len(view.auxiliary)} auxiliary requests</span>" if view.auxiliary else "")
+        +
         f"<span data-count=\"tool-calls\">{tool_calls} tool calls</span>"
         f"<span data-count=\"retries\">{retries} retries</span>"
         f"<span data-count=\"failures\">{failures} failed calls</span>",
@@ -156,7 +180,8 @@ def session_page(view: SessionView, *, source: str, journal: str | None = None) 
     if view.repaired:
         head.append(f"<p class=\"note\">the log ends mid-turn: {view.repaired} closing event(s) added in memory for this view</p>")
     if view.journal_extra:
-        head.append(f"<p class=\"bad\">the journal holds {view.journal_extra} request(s) the log does not record</p>")
+        head.append(f"<p class=\"bad\">the journal holds {view.journal_extra} request(s) of this session that no "
+                    "rebuilt request matches</p>")
     head.append("</header><main>")
     body = head + [part for turn in view.turns for part in _turn(turn)] + ["</main>"]
     return page(f"dshkit view · session {view.id}", body)

@@ -4,8 +4,15 @@ The log holds everything the seed's walk did (the one rule), so the view needs n
 call's request is rebuilt from the log alone (`rebuild_requests`, then `serialize` with the default
 DeepSeek configuration), its chunks keep their logged arrival times, tool-call arguments stay the
 fragments the wire delivered, and retries and failures are the logged `llm/retry` events and
-error finishes. Given a mock-server journal, each rebuilt request is compared with the body the
-server really received, so a request that reached the model without being logged shows as a diff.
+error finishes. DSH's auxiliary session-title request (`session/title-llm-request`, sent beside
+step 1, its answer not logged as chunks) is rebuilt and shown at its place too.
+
+Given a mock-server journal, each rebuilt request is compared with the body the server really
+received, so a request that reached the model without being logged shows as a diff. Requests
+are paired by identity, never by position (the title request runs beside step 1, so it reaches
+the server before or after it): first every rebuilt body with a journaled body of the log's
+session that equals it, then with an equal body of another session (a request sent without the
+session header), and only what is left by likeness, the most alike pairs first.
 """
 
 from __future__ import annotations
@@ -18,10 +25,22 @@ from typing import Any
 
 from dshkit.harness.llm import HarnessError
 from dshkit.harness.loop import rebuild_requests
-from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.loop.header import title_request
+from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import LoadedLog, SessionEvent, thaw_json
 
-__all__ = ["CallView", "ChunkPoint", "SessionView", "StepItem", "StepView", "TurnView", "build_session_view", "json_diff"]
+__all__ = [
+    "CallView",
+    "ChunkPoint",
+    "SentRequest",
+    "SessionView",
+    "StepItem",
+    "StepView",
+    "TurnView",
+    "build_session_view",
+    "json_diff",
+    "pair_requests",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +53,20 @@ class ChunkPoint:
     """The chunk as logged (DSH camelCase JSON)."""
 
 
+@dataclass(frozen=True, slots=True)
+class SentRequest:
+    """A request body the server received (a journal entry) and the session it named."""
+
+    body: Mapping[str, Any]
+    session: str | None = None
+
+
 @dataclass(slots=True)
 class CallView:
-    """One model call (one attempt: a retried step holds several)."""
+    """One model call (one attempt: a retried step holds several), or an auxiliary request."""
 
     number: int
-    """1-based position among all calls of the session (the n-th request sent)."""
+    """1-based position among the session's calls (or among its auxiliary requests)."""
     request: dict[str, Any] | None
     """The request body rebuilt from the log, or None when it could not be rebuilt."""
     rebuild_error: str | None = None
@@ -48,6 +75,8 @@ class CallView:
     diff: list[str] = field(default_factory=list)
     """Unified diff rebuilt → sent; empty when they agree or no journal was given."""
     chunks: list[ChunkPoint] = field(default_factory=list)
+    purpose: str | None = None
+    """`session-title` for DSH's title request (no chunks: its answer is not logged as a call)."""
 
     @property
     def finish(self) -> Mapping[str, Any] | None:
@@ -74,8 +103,8 @@ class CallView:
 
 @dataclass(frozen=True, slots=True)
 class StepItem:
-    """One thing that happened in a step, in log order: `user`, `call`, `retry`, `tool-call`,
-    `tool-result` or `event` (any other logged event, shown by type)."""
+    """One thing that happened in a step, in log order: `user`, `call`, `title-request`, `retry`,
+    `tool-call`, `tool-result` or `event` (any other logged event, shown by type)."""
 
     kind: str
     seq: int
@@ -108,7 +137,9 @@ class SessionView:
     repaired: int
     """Closers added in memory by crash repair (the file itself is not touched)."""
     journal_extra: int = 0
-    """Journal requests beyond the calls the log records."""
+    """Journal requests of the session that no rebuilt request was paired with."""
+    auxiliary: list[CallView] = field(default_factory=list)
+    """Requests beside the model calls (DSH's session-title request), in log order."""
 
 
 _SHOWN_ELSEWHERE = frozenset({"assistant/message", "request/header", "llm/retry-started", "agent/inbox/spliced"})
@@ -126,22 +157,70 @@ def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str
 
 
 def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The body of every model call (title requests left out: `_title_body` rebuilds each of
+    those on its own, since it needs no request/header)."""
     try:
-        return [serialize(options) for options in rebuild_requests(events, session_id=session_id)], None
+        return [serialize(options) for options in rebuild_requests(events, session_id=session_id)
+                if options.purpose != "session-title"], None
     except (HarnessError, ValueError, KeyError, TypeError) as exc:
         # A log from another harness (DSH logs name their tools instead of carrying schemas) can
         # lack what a rebuild needs; the timeline is still shown, each call saying why.
         return [], f"{type(exc).__name__}: {exc}"
 
 
+def _title_body(event: SessionEvent, data: Any, session_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        options = title_request(data, session_id=session_id, where=f"session/title-llm-request seq {event.seq}")
+        return serialize(options), None
+    except (HarnessError, ValueError) as exc:
+        return None, str(exc)
+
+
+def _canonical_lines(body: Mapping[str, Any]) -> list[str]:
+    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def pair_requests(
+    rebuilt: Sequence[Mapping[str, Any] | None], sent: Sequence[SentRequest], session_id: str
+) -> tuple[list[int | None], list[int]]:
+    """Which sent request each rebuilt one was (an index into `sent`, or None), and the sent
+    requests of the session left unpaired. By identity, never by position: equal bodies of the
+    session first, then equal bodies of any session, then the most alike of the session's own.
+    When no sent request names `session_id`, every sent request counts as the session's."""
+    own = [i for i, x in enumerate(sent) if x.session == session_id] or list(range(len(sent)))
+    others = [i for i in range(len(sent)) if i not in set(own)]
+    pairs: list[int | None] = [None] * len(rebuilt)
+    free = set(range(len(sent)))
+    for pool in (own, others):
+        for k, body in enumerate(rebuilt):
+            if pairs[k] is None and body is not None:
+                found = next((i for i in pool if i in free and sent[i].body == body), None)
+                if found is not None:
+                    pairs[k] = found
+                    free.discard(found)
+    left = [k for k, body in enumerate(rebuilt) if pairs[k] is None and body is not None]
+    if left and any(i in free for i in own):
+        lines = {k: _canonical_lines(rebuilt[k] or {}) for k in left}
+        sent_lines = {i: _canonical_lines(sent[i].body) for i in own if i in free}
+        scored = sorted(
+            ((-difflib.SequenceMatcher(None, lines[k], sent_lines[i], autojunk=False).ratio(), k, i)
+             for k in left for i in sent_lines),
+        )
+        for _, k, i in scored:
+            if pairs[k] is None and i in free:
+                pairs[k] = i
+                free.discard(i)
+    return pairs, [i for i in own if i in free]
+
+
 class _Timeline:
     """Walks a log once, placing each event in its turn and step; one method per kind of event."""
 
-    def __init__(self, bodies: list[dict[str, Any]], error: str | None,
-                 sent: Sequence[Mapping[str, Any]] | None) -> None:
-        self.bodies, self.error, self.sent = bodies, error, sent
+    def __init__(self, bodies: list[dict[str, Any]], error: str | None, session_id: str) -> None:
+        self.bodies, self.error, self.session_id = bodies, error, session_id
         self.turns: list[TurnView] = []
         self.calls: list[CallView] = []
+        self.auxiliary: list[CallView] = []
         self.turn: TurnView | None = None
         self.step: StepView | None = None
         self.call: CallView | None = None
@@ -153,6 +232,7 @@ class _Timeline:
             "step/start": self._step_start, "step/end": self._step_end,
             "assistant/chunk": self._assistant_chunk, "user/message": self._user_message,
             "llm/retry": self._llm_retry, "tool/call": self._tool_call, "tool/result": self._tool_result,
+            "session/title-llm-request": self._title_request,
         }
 
     def feed(self, event: SessionEvent) -> None:
@@ -206,12 +286,14 @@ class _Timeline:
         index = len(self.calls)
         call = CallView(number=index + 1, request=self.bodies[index] if index < len(self.bodies) else None,
                         rebuild_error=self.error)
-        if self.sent is not None and index < len(self.sent):
-            call.sent = dict(self.sent[index])
-            if call.request is not None:
-                call.diff = json_diff(call.request, call.sent)
         self.calls.append(call)
         return call
+
+    def _title_request(self, event: SessionEvent, data: Any, time: int) -> None:
+        body, error = _title_body(event, data, self.session_id)
+        call = CallView(number=len(self.auxiliary) + 1, request=body, rebuild_error=error, purpose="session-title")
+        self.auxiliary.append(call)
+        self._place(StepItem("title-request", event.seq, call))
 
     def _user_message(self, event: SessionEvent, data: Any, time: int) -> None:
         self._place(StepItem("user", event.seq, data))
@@ -229,15 +311,25 @@ class _Timeline:
         self._place(StepItem("tool-result", event.seq, {**data, "toolName": self.tool_names.get(call_id, call_id)}))
 
 
-def build_session_view(loaded: LoadedLog, sent: Sequence[Mapping[str, Any]] | None = None) -> SessionView:
-    """The timeline of a parsed log; `sent` are the chat request bodies of a journal, in order."""
+def build_session_view(loaded: LoadedLog, sent: Sequence[SentRequest | Mapping[str, Any]] | None = None) -> SessionView:
+    """The timeline of a parsed log; `sent` are the chat requests of a journal (a bare body
+    names no session), paired with the rebuilt requests by `pair_requests`."""
     session = loaded.session
     events = list(session.events)
-    timeline = _Timeline(*_rebuilt_bodies(events, session.id), sent)
+    timeline = _Timeline(*_rebuilt_bodies(events, session.id), session.id)
     for event in events:
         timeline.feed(event)
-    extra = max(0, len(sent) - len(timeline.calls)) if sent is not None else 0
+    extra = 0
+    if sent is not None:
+        received = [x if isinstance(x, SentRequest) else SentRequest(body=x) for x in sent]
+        views = timeline.calls + timeline.auxiliary
+        pairs, unpaired = pair_requests([v.request for v in views], received, session.id)
+        for view, index in zip(views, pairs, strict=True):
+            if index is not None:
+                view.sent = dict(received[index].body)
+                view.diff = json_diff(view.request, view.sent)
+        extra = len(unpaired)
     return SessionView(
         id=session.id, cwd=session.header.cwd, turns=timeline.turns, calls=timeline.calls,
-        repaired=len(loaded.closers), journal_extra=extra,
+        repaired=len(loaded.closers), journal_extra=extra, auxiliary=timeline.auxiliary,
     )

@@ -41,7 +41,8 @@ from dshkit.harness.llm import (
     usage_to_json,
 )
 from dshkit.harness.providers import anthropic
-from dshkit.harness.providers.deepseek import StreamDecoder, failure_from_http
+from dshkit.harness.providers.failures import failure_from_http
+from dshkit.harness.providers.openai_chat import FastStreamDecoder
 
 __all__ = [
     "CaptureError",
@@ -170,7 +171,7 @@ def _anthropic_objects(objects: list[Any]) -> list[Any]:
 
 
 def _decode_anthropic(data: bytes, objects: list[Any] | None) -> list[StreamChunk]:
-    decoder = anthropic.StreamDecoder()
+    decoder = anthropic.FastStreamDecoder()  # the adapter's own decoder
     if objects is None:
         return decoder.feed(data) + decoder.close()
     chunks: list[StreamChunk] = []
@@ -236,7 +237,7 @@ def decode_capture(
             body = b"".join(parts) + b"data: [DONE]\n\n"
         else:
             body = data
-        decoder = StreamDecoder()
+        decoder = FastStreamDecoder()  # the adapter's own decoder
         chunks = decoder.feed(body) + decoder.close()
     assembler = BlockAssembler().feed_all(chunks)
     digest = hashlib.sha256(data).hexdigest()[:24]

@@ -15,7 +15,6 @@ from dshkit.mock_server.cassette import (
     RecordedExchange,
     RecordedRequest,
     cassette_path,
-    cassette_to_scripts,
     load_cassette,
     save_cassette,
     script_to_cassette,
@@ -34,7 +33,12 @@ from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_tex
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 from dshkit.mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
 from dshkit.mock_server.record import Recorder
-from dshkit.mock_server.replay import replay_scripts, session_log_scripts, session_scripts_to_mock
+from dshkit.mock_server.replay import (
+    cassette_to_scripts,
+    replay_scripts,
+    session_log_scripts,
+    session_scripts_to_mock,
+)
 from dshkit.mock_server.routing import SESSION_HEADER, session_of
 from dshkit.mock_server.scripts import (
     ChunksSpec,

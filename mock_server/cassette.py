@@ -13,7 +13,8 @@ connection at the same byte.
 The recorder appends one line per exchange (:class:`CassetteAppender`), so a crash can tear at
 most the last line; `load_cassette` sets a torn last line aside instead of refusing the file.
 This module holds the format (load with located errors, atomic save, append), the scrubber the
-recorder applies and the conversion to mock-server scripts (raw steps) and back.
+recorder applies and the conversion of raw-step scripts to a cassette; serving a cassette
+(`cassette_to_scripts`) is `dshkit.mock_server.replay`.
 """
 
 from __future__ import annotations
@@ -28,21 +29,27 @@ import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote_plus
 
-from dshkit.mock_server.generate.writes import WritePlan, plan_writes
-from dshkit.mock_server.journal import is_secret_header
-from dshkit.mock_server.routing import HARNESS_SESSION_HEADER, SESSION_HEADER
+from dshkit.harness.secrets import (
+    MIN_SECRET_LENGTH,
+    KnownSecrets,
+    credential_pairs,
+    credential_values,
+    is_credential_name,
+    placeholder,
+    scrub_credential_text,
+    scrub_headers,
+    scrub_json,
+    scrub_query,
+    scrub_strings,
+    scrub_url,
+)
 from dshkit.mock_server.scripts import (
-    Match,
-    RawSpec,
     RawStep,
-    RawWrite,
     Script,
     ScriptError,
-    Step,
-    Timing,
 )
 
 __all__ = [
@@ -56,9 +63,6 @@ __all__ = [
     "RecordedRequest",
     "Scrubber",
     "cassette_path",
-    "cassette_to_scripts",
-    "is_secret_field",
-    "is_secret_header_name",
     "load_cassette",
     "parse_cassette",
     "save_cassette",
@@ -448,52 +452,20 @@ def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:
 # --- scrubbing -------------------------------------------------------------------------------
 
 
-#: Credential names, compared lower-cased with `-`, `_` and spaces removed (`API_KEY`, `api-key`,
-#: `apiKey` and `apikey` are one name).
-_SECRET_NAMES = frozenset({
-    "apikey", "key", "token", "secret", "password", "passwd", "pwd", "authorization", "auth",
-    "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "bearertoken", "authtoken",
-    "clientsecret", "secretkey", "privatekey", "accesskey", "subscriptionkey", "signature", "sig",
-    "credential", "credentials",
-})
-_SECRET_SUFFIXES = ("apikey", "secret", "password", "token", "secretkey", "privatekey", "accesskey",
-                    "subscriptionkey", "credential", "credentials")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_\s]", "", name.lower())
-
-
-def is_secret_field(name: str) -> bool:
-    """Whether a body field or query parameter of this name holds a credential (any case and
-    separator: `API_KEY`, `client_secret`, `token`, `key`, `x_access_token`)."""
-    n = _norm(name)
-    return n in _SECRET_NAMES or n.endswith(_SECRET_SUFFIXES)
-
-
-def is_secret_header_name(name: str) -> bool:
-    """Whether a header carries a credential: the journal's list (`Authorization`, `api-key`,
-    cookies, `*-token`, `*secret*`), any credential field name, and `*-key`/`*_key` headers
-    (`Ocp-Apim-Subscription-Key`, `X-Goog-Api-Key`, any `X-…-Key`)."""
-    low = name.lower()
-    return is_secret_header(low) or is_secret_field(low) or low.endswith(("-key", "_key"))
-
-
-def _placeholder(label: str) -> str:
-    return "{{scrubbed:" + label + "}}"
-
-
 class Scrubber:
-    """Replaces secrets before anything is written.
+    """Replaces secrets before anything is written, by the one secrets policy
+    (`dshkit.harness.secrets`: names, whole-value matching, minimum length, placeholders).
 
-    What goes: credential headers and body fields (nested, any case), credential query
-    parameters of the request path, the literal values seen in any of those (wherever they
-    reappear: other strings, response headers, the response body even when a value is split
-    across two network reads) and custom regexes (`LABEL=REGEX` or a bare `REGEX`, labelled
-    `pattern`). `enabled=False` keeps only the custom patterns.
+    What goes: credential headers and body fields (nested, any case, lists and objects under
+    them), credential query parameters of the request path, credential pairs of a body that is
+    not JSON (a form body `client_secret=S&password=P`, a pasted `Authorization: Bearer K`), the
+    literal values seen in any of those (wherever they reappear whole: other strings, response
+    headers, the response body even when a value is split across two network reads) and custom
+    regexes (`LABEL=REGEX` or a bare `REGEX`, labelled `pattern`). `enabled=False` keeps only
+    the custom patterns.
     """
 
-    MIN_SECRET = 6
+    MIN_SECRET = MIN_SECRET_LENGTH
     """Shorter values are not learned: replacing every `abc` in a body would wreck it."""
 
     def __init__(self, patterns: Iterable[str] = (), *, enabled: bool = True) -> None:
@@ -507,22 +479,21 @@ class Scrubber:
                 self.patterns.append((label, re.compile(regex)))
             except re.error as e:
                 raise ValueError(f"--scrub {item!r}: invalid regex: {e}") from None
-        self.secrets: dict[str, str] = {}
+        self.secrets = KnownSecrets()
+        """The values learned so far, replaced wherever they appear whole."""
 
     def remember(self, value: str, label: str) -> None:
         """Scrub `value` wherever it appears from now on (labelled `label`)."""
-        if self.enabled and len(value) >= self.MIN_SECRET and value not in self.secrets:
-            self.secrets[value] = label
-            # Longest first, so a secret containing another is replaced whole.
-            self.secrets = dict(sorted(self.secrets.items(), key=lambda kv: -len(kv[0])))
+        if self.enabled:
+            self.secrets.add(value, label)
 
     def learn(self, headers: Mapping[str, str]) -> None:
         """Remember key values from credential headers so they are scrubbed everywhere."""
         for name, value in headers.items():
             low = name.lower()
-            if is_secret_header_name(low):
+            if is_credential_name(low):
                 scheme, _, rest = value.partition(" ")
-                if low.endswith("authorization") and rest.strip() and scheme.isalpha():
+                if low.endswith(("authorization", "authentication")) and rest.strip() and scheme.isalpha():
                     self.remember(rest.strip(), low)  # `Bearer KEY`: the key alone reappears
                     if scheme.lower() == "basic":
                         self._learn_basic(rest.strip(), low)
@@ -533,55 +504,44 @@ class Scrubber:
             user_pass = base64.b64decode(token, validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return
-        self.remember(user_pass.partition(":")[2], label)
+        user, _, password = user_pass.partition(":")
+        self.remember(password or user, label)  # `TOKEN:` (a username-only credential) too
 
     def learn_body(self, value: Any) -> None:
-        """Remember the values of credential fields anywhere in a parsed JSON body."""
-        if isinstance(value, Mapping):
-            for k, v in value.items():
-                if isinstance(v, str) and isinstance(k, str) and is_secret_field(k):
-                    self.remember(v, _norm(k))
-                else:
-                    self.learn_body(v)
-        elif isinstance(value, list):
-            for v in value:
-                self.learn_body(v)
+        """Remember the values under credential names anywhere in a parsed JSON body, or of the
+        credential pairs in a body that is not JSON (form-encoded or text)."""
+        if isinstance(value, str):
+            for name, found in credential_pairs(value):
+                self.remember(found, name)
+                self.remember(unquote_plus(found), name)
+            return
+        for name, found in credential_values(value):
+            self.remember(found, name)
 
     def learn_path(self, path_qs: str) -> None:
-        """Remember the values of credential query parameters (`?api_key=…`, `?key=…`)."""
-        for name, value in self._query_secrets(path_qs):
-            self.remember(unquote_plus(value), name)
-            self.remember(value, name)
-
-    def _query_secrets(self, path_qs: str) -> list[tuple[str, str]]:
+        """Remember the values of credential query parameters (`?api_key=…`, `?key=…`, `?code=…`)."""
         if not self.enabled:
-            return []
+            return
         _, _, query = path_qs.partition("?")
-        out = []
         for part in query.split("&"):
             name, sep, value = part.partition("=")
-            if sep and value and is_secret_field(unquote_plus(name)):
-                out.append((_norm(unquote_plus(name)), value))
-        return out
+            if sep and value and is_credential_name(unquote_plus(name), in_url=True):
+                self.remember(unquote_plus(value), unquote_plus(name))
+                self.remember(value, unquote_plus(name))
 
     def path(self, path_qs: str) -> str:
         """The request path with credential query values replaced (names and order kept)."""
-        base, sep, query = path_qs.partition("?")
-        if not sep or not self.enabled:
-            return self.text(path_qs)
-        parts = []
-        for part in query.split("&"):
-            name, eq, value = part.partition("=")
-            if eq and value and is_secret_field(unquote_plus(name)):
-                part = f"{name}={_placeholder(_norm(unquote_plus(name)))}"
-            parts.append(part)
-        return self.text(base + "?" + "&".join(parts))
+        return self.text(scrub_query(path_qs) if self.enabled else path_qs)
+
+    def url(self, url: str) -> str:
+        """A URL fit to print: the credential in its user part (`http://TOKEN@host`,
+        `http://user:PASS@host`) and its query replaced, known values scrubbed."""
+        return self.text(scrub_url(url) if self.enabled else url)
 
     def text(self, value: str) -> str:
-        for secret, label in self.secrets.items():
-            value = value.replace(secret, _placeholder(label))
+        value = self.secrets.scrub(value)
         for label, pattern in self.patterns:
-            value = pattern.sub(_placeholder(label), value)
+            value = pattern.sub(placeholder(label), value)
         return value
 
     def data(self, value: bytes) -> bytes:
@@ -612,12 +572,12 @@ class Scrubber:
                 while k < len(spans) and spans[k][1] <= i:
                     k += 1
                 if k < len(spans) and spans[k][0] < end:
-                    s, e, placeholder = spans[k]
+                    s, e, mark = spans[k]
                     if s > i:
                         piece += joined[i:s]
                         i = s
                     if s >= start:
-                        piece += placeholder
+                        piece += mark
                     i = min(e, end)
                 else:
                     piece += joined[i:end]
@@ -628,30 +588,24 @@ class Scrubber:
 
     def _spans(self, data: bytes) -> list[tuple[int, int, bytes]]:
         """Non-overlapping (start, end, placeholder) byte spans to replace in `data`, in order."""
+        # Decoded losslessly (bytes that are not UTF-8 become lone surrogates, one per byte), so
+        # character offsets map back to byte offsets exactly.
+        text = data.decode("utf-8", "surrogateescape")
+        hits = list(self.secrets.spans(text))
+        hits += [
+            (m.start(), m.end(), label)
+            for label, pattern in self.patterns
+            for m in pattern.finditer(text)
+            if m.end() > m.start()
+        ]
+        hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
         found: list[tuple[int, int, bytes]] = []
-        for secret, label in self.secrets.items():
-            needle = secret.encode("utf-8")
-            at = data.find(needle)
-            while at >= 0:
-                found.append((at, at + len(needle), _placeholder(label).encode()))
-                at = data.find(needle, at + len(needle))
-        if self.patterns:
-            # Decoded losslessly (bytes that are not UTF-8 become lone surrogates, one per byte),
-            # so character offsets map back to byte offsets exactly.
-            text = data.decode("utf-8", "surrogateescape")
-            hits = sorted(
-                (m.start(), m.end(), label)
-                for label, pattern in self.patterns
-                for m in pattern.finditer(text)
-                if m.end() > m.start()
-            )
-            ci = bi = 0
-            for cs, ce, label in hits:  # sorted by start: advance one running offset
-                bi += len(text[ci:cs].encode("utf-8", "surrogateescape"))
-                ci = cs
-                be = bi + len(text[cs:ce].encode("utf-8", "surrogateescape"))
-                found.append((bi, be, _placeholder(label).encode()))
-        found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
+        ci = bi = 0
+        for cs, ce, label in hits:  # sorted by start: advance one running offset
+            bi += len(text[ci:cs].encode("utf-8", "surrogateescape"))
+            ci = cs
+            be = bi + len(text[cs:ce].encode("utf-8", "surrogateescape"))
+            found.append((bi, be, placeholder(label).encode()))
         spans: list[tuple[int, int, bytes]] = []
         for f in found:
             if not spans or f[0] >= spans[-1][1]:
@@ -659,120 +613,21 @@ class Scrubber:
         return spans
 
     def headers(self, headers: Mapping[str, str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, value in headers.items():
-            low = name.lower()
-            if self.enabled and is_secret_header_name(low):
-                out[low] = _placeholder(low)
-            else:
-                out[low] = self.text(value)
-        return out
+        if self.enabled:
+            return scrub_headers(headers, text=self.text)
+        return {name.lower(): self.text(value) for name, value in headers.items()}
 
     def body(self, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {
-                k: (_placeholder(k) if self.enabled and isinstance(k, str) and is_secret_field(k)
-                    and isinstance(v, (str, int, float)) and not isinstance(v, bool) else self.body(v))
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self.body(v) for v in value]
+        """A parsed body scrubbed: a JSON value by name (`scrub_json`), a body that is not JSON
+        (a string) by its credential pairs; then known values and patterns in every string."""
         if isinstance(value, str):
-            return self.text(value)
-        return value
+            return self.text(scrub_credential_text(value) if self.enabled else value)
+        if not self.enabled:
+            return scrub_strings(value, self.text)
+        return scrub_json(value, text=self.text)
 
 
-# --- cassettes ⇄ scripts ---------------------------------------------------------------------
-
-MatchMode = Literal["sequence", "body"]
-
-
-def _session_of(x: RecordedExchange) -> str:
-    # The session headers `routing.session_of` reads; no API-key fallback: keys are scrubbed.
-    h = {k.lower(): v for k, v in x.request.headers.items()}
-    return h.get(SESSION_HEADER.lower()) or h.get(HARNESS_SESSION_HEADER) or ""
-
-
-def _writes(x: RecordedExchange, scale: float, resplit: int | None) -> tuple[float, list[RawWrite]]:
-    """(delay before the first write, the writes with the delay after each), in ms; recorded
-    delays are multiplied by `scale`."""
-    reads = [r for r in x.reads if r.data]
-    if not reads:
-        return 0.0, []
-    if resplit is None:
-        pieces = [(r.data, r.dt_ms) for r in reads]
-    else:
-        # New boundaries from a seeded plan; each new write starting in an old read takes that
-        # read's delay, so the pacing stays roughly where it was.
-        starts: dict[int, float] = {}
-        pos = 0
-        for r in reads:
-            starts[pos] = r.dt_ms
-            pos += len(r.data)
-        plan = WritePlan(events_per_write=0, random_max=24, seed=resplit, inside_utf8=True)
-        pieces = []
-        pos = 0
-        for piece in plan_writes(b"".join(r.data for r in reads), plan):
-            dt = sum(d for s, d in starts.items() if pos <= s < pos + len(piece))
-            pieces.append((piece, dt))
-            pos += len(piece)
-    first = pieces[0][1] * scale
-    writes: list[RawWrite] = []
-    for i, (data, _) in enumerate(pieces):
-        after = pieces[i + 1][1] * scale if i + 1 < len(pieces) else 0.0
-        try:
-            writes.append(RawWrite(text=data.decode("utf-8"), delay_ms=after))
-        except UnicodeDecodeError:
-            writes.append(RawWrite(b64=base64.b64encode(data).decode("ascii"), delay_ms=after))
-    return first, writes
-
-
-def cassette_to_scripts(
-    cassette: Cassette,
-    *,
-    speed: float = 1.0,
-    resplit: int | None = None,
-    match: MatchMode = "sequence",
-    name: str | None = None,
-) -> list[Script]:
-    """Mock-server scripts of raw steps that serve the cassette's chat exchanges byte for byte.
-
-    Exchanges are grouped by the session header they were recorded with (one script per
-    recorded session, in first-request order, so live sessions claim them as §2.8 binds); with
-    `match="body"` each step answers only a request whose body equals the recorded one.
-    `speed` scales the recorded delays (0: no waiting); `resplit` re-cuts the bytes with a
-    seeded plan to try other read boundaries.
-    """
-    if speed < 0:
-        raise ValueError(f"speed must be >= 0, got {speed}")
-    base = name or Path(cassette.source).name.removesuffix(CASSETTE_SUFFIX)
-    scale = 0.0 if speed == 0 else 1.0 / speed
-    groups: dict[str, list[tuple[int, RecordedExchange]]] = {}
-    for n, x in enumerate(cassette.exchanges, 1):
-        if x.is_chat:
-            groups.setdefault(_session_of(x), []).append((n, x))
-    scripts: list[Script] = []
-    for g, items in enumerate(groups.values()):
-        steps: list[Step] = []
-        for n, x in items:
-            first, writes = _writes(x, scale, resplit)
-            headers = {k: v for k, v in x.headers.items() if k.lower() not in _HOP_HEADERS}
-            steps.append(
-                RawStep(
-                    label=f"exchange {n}: {x.summary()}",
-                    match=Match(body=x.request.body) if match == "body" and x.request.body is not None else None,
-                    timing=Timing(headers_delay_ms=round(x.headers_ms * scale)),
-                    raw=RawSpec(status=x.status, headers=headers, writes=writes, first_write_delay_ms=first,
-                                end="reset" if x.cut is not None else "eof"),
-                )
-            )
-        if steps:
-            scripts.append(Script(name=base if len(groups) == 1 else f"{base}#{g}", steps=steps))
-    if not scripts:
-        raise CassetteError(
-            "the cassette holds no POST …/chat/completions or /anthropic/…/messages exchange to replay", source=cassette.source
-        )
-    return scripts
+# --- scripts → cassettes (cassettes → scripts is `dshkit.mock_server.replay`) ---------------
 
 
 def script_to_cassette(scripts: Sequence[Script], *, meta: Mapping[str, Any] | None = None) -> Cassette:

@@ -736,8 +736,7 @@ class Exchange:
     async def serve_chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as DeepSeek SSE (or the HTTP error they stand for)."""
         from dshkit.harness.llm import LlmFailure, chunk_from_json
-        from dshkit.harness.session import ReplayError, fill_from_request
-        from dshkit.harness.session.replay_scripts import request_strings
+        from dshkit.harness.replay import ReplayError, fill_from_request, request_strings
 
         chat = self._chat()
         messages = chat.body.get("messages")

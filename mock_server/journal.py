@@ -2,11 +2,13 @@
 
 Entries are kept in memory for assertions (`journal.last.body`, `journal.for_session(id)`,
 `journal.assert_consumed()`) and optionally appended to a JSONL file as each exchange finishes.
-Secrets never enter the journal: credential headers and credential-looking body fields are
-replaced by `[redacted]` before the entry is stored. Each write keeps its bytes (the same object
-the server sent, no copy) and a `time.monotonic()` timestamp. So that a long-running server does
-not grow without bound, only the last `keep` finished exchanges hold their bytes, headers and
-body; older entries are trimmed to counts and timings (`Journal(keep=None)` keeps everything).
+Secrets never enter the journal: the values of credential headers and of credential fields at
+any depth of the body are replaced by `{{scrubbed:NAME}}` before the entry is stored, by the
+secrets policy the recorder and the harness use too (`dshkit.harness.secrets`). Each write keeps
+its bytes (the same object the server sent, no copy) and a `time.monotonic()` timestamp. So that
+a long-running server does not grow without bound, only the last `keep` finished exchanges hold
+their bytes, headers and body; older entries are trimmed to counts and timings
+(`Journal(keep=None)` keeps everything).
 Lines are always valid JSON: lone surrogates are escaped and non-finite numbers become strings.
 """
 
@@ -25,57 +27,29 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.llm.errors import JsonShapeError
+from dshkit.harness.secrets import scrub_headers, scrub_json
 
 __all__ = [
     "DEFAULT_KEEP",
-    "REDACTED",
-    "SECRET_FIELDS",
     "Journal",
     "JournalEntry",
     "NestingTooDeep",
     "UnconsumedStepsError",
     "Write",
-    "is_secret_header",
     "json_line",
     "redact_body",
     "redact_headers",
 ]
 
-REDACTED = "[redacted]"
 #: Finished exchanges whose bytes stay in memory by default: enough for a test's assertions,
 #: small enough that a soak of thousands of streams stays flat (`bench/soak.py`).
 DEFAULT_KEEP = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "cookie",
-        "set-cookie",
-        "x-goog-api-key",
-        "anthropic-api-key",
-    }
-)
-#: Body fields whose values are credentials (redacted here, scrubbed in cassettes).
-SECRET_FIELDS = frozenset(
-    {"api_key", "apikey", "apiKey", "secret", "password", "access_token", "authorization"}
-)
-
-
-def is_secret_header(name: str) -> bool:
-    """Whether a header (its lower-cased name) carries a credential."""
-    return name in _SECRET_HEADERS or "secret" in name or name.endswith("-token")
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """A copy of `headers` with credentials replaced; names are lower-cased."""
-    out: dict[str, str] = {}
-    for name, value in headers.items():
-        low = name.lower()
-        out[low] = REDACTED if is_secret_header(low) else value
-    return out
+    return scrub_headers(headers)
 
 
 NestingTooDeep = JsonShapeError
@@ -84,27 +58,12 @@ NestingTooDeep = JsonShapeError
 
 
 def redact_body(body: Any, *, max_depth: int = 512) -> Any:
-    """A copy of a parsed JSON body with credential-looking fields replaced.
+    """A copy of a parsed JSON body with the values under credential names replaced.
 
     Raises :class:`NestingTooDeep` past `max_depth` levels, before recursing any deeper: the
     server validates nesting in this same pass, which it makes on every request anyway.
     """
-    return _redact(body, max_depth)
-
-
-def _redact(body: Any, left: int) -> Any:
-    if isinstance(body, dict):
-        if not left:
-            raise NestingTooDeep("", "nesting deeper than the limit")
-        return {
-            k: (REDACTED if k in SECRET_FIELDS and v is not None else _redact(v, left - 1))
-            for k, v in body.items()
-        }
-    if isinstance(body, list):
-        if not left:
-            raise NestingTooDeep("", "nesting deeper than the limit")
-        return [_redact(v, left - 1) for v in body]
-    return body
+    return scrub_json(body, max_depth=max_depth)
 
 
 def _finite(value: Any) -> Any:
@@ -160,9 +119,9 @@ class JournalEntry:
     method: str
     path: str
     headers: dict[str, str]
-    """Request headers, lower-cased, credentials redacted."""
+    """Request headers, lower-cased, credentials scrubbed."""
     body: Any = None
-    """The parsed JSON body (credentials redacted); None when it was not JSON."""
+    """The parsed JSON body (credentials scrubbed); None when it was not JSON."""
     session: str | None = None
     script: str | None = None
     """The name of the script that answered, if any."""
@@ -281,7 +240,7 @@ class Journal:
     def open_entry(
         self, *, t: float, method: str, path: str, headers: Mapping[str, str]
     ) -> JournalEntry:
-        """Record a new request (headers redacted here) and return its entry."""
+        """Record a new request (headers scrubbed here) and return its entry."""
         with self._lock:
             entry = JournalEntry(
                 seq=len(self._entries) + 1,

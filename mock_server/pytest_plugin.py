@@ -215,7 +215,8 @@ async def dshkit_replay(
     request: pytest.FixtureRequest, dshkit_mock_server: MockServerFactory
 ) -> AsyncIterator[ReplayServerFactory]:
     """Factory fixture: `server = await dshkit_replay("recordings/NAME", speed=0)` serves a
-    cassette byte for byte (or a session JSONL as SSE). Relative paths resolve against the test
+    cassette byte for byte (or a session log as SSE, plain or zstd-compressed, told by its bytes:
+    DSH's `session.jsonl.zstd` as it is). Relative paths resolve against the test
     file's folder, then the working directory. `speed` defaults to 0 (no recorded waits) in
     tests; pass 1 for recorded timing. After a passing test every recorded exchange must have
     been used (`check_consumed=False` to opt out)."""

@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 from aiohttp import web
 
+from dshkit.harness.secrets import scrub_url
 from dshkit.mock_server.cassette import (
     _HOP_HEADERS,
     Cassette,
@@ -48,33 +49,26 @@ _UPSTREAM_DROP = _HOP_HEADERS | {"host", "accept-encoding"}
 
 
 def _split_upstream(upstream: str) -> tuple[str, str, str | None, str | None]:
-    """(URL to request, URL to show, Authorization value, password) for `--upstream`.
+    """(URL to request, URL to show, Authorization value, credential) for `--upstream`.
 
-    Credentials in the URL (`http://user:PASS@host`) are taken out of it: they go to the upstream
-    as HTTP Basic auth, and the URL that is printed and recorded shows the password scrubbed.
+    Credentials in the URL (`http://user:PASS@host`, or a token alone, `http://TOKEN@host`) are
+    taken out of it: they go to the upstream as HTTP Basic auth, and the URL that is printed and
+    recorded shows the password (or the lone token) scrubbed.
     """
+    shown = scrub_url(upstream).rstrip("/")
     parsed = urlsplit(upstream)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(
-            f"--upstream {_shown(parsed)!r} is not an http(s) URL; give the endpoint's base URL, "
+            f"--upstream {shown!r} is not an http(s) URL; give the endpoint's base URL, "
             "e.g. https://api.deepseek.com"
         )
     host = parsed.netloc.rpartition("@")[2]
     target = parsed._replace(netloc=host).geturl().rstrip("/")
     if parsed.username is None and parsed.password is None:
-        return target, target, None, None
+        return target, shown, None, None
     user, password = unquote(parsed.username or ""), unquote(parsed.password or "")
     auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-    return target, _shown(parsed).rstrip("/"), auth, password or None
-
-
-def _shown(parsed: SplitResult) -> str:
-    """The URL with any password replaced, fit to print."""
-    if parsed.password is None:
-        return parsed.geturl()
-    user = parsed.username or ""
-    host = parsed.netloc.rpartition("@")[2]
-    return parsed._replace(netloc=f"{user}:{{{{scrubbed:password}}}}@{host}").geturl()
+    return target, shown, auth, (password if parsed.password is not None else user) or None
 
 
 class Recorder:
@@ -82,7 +76,7 @@ class Recorder:
 
     Args:
         upstream: the endpoint's base URL (`https://api.deepseek.com`, a mock server's base_url);
-            `user:password@` in it is sent as Basic auth and never shown or recorded.
+            `user:password@` (or `token@`) in it is sent as Basic auth and never shown or recorded.
         out: the cassette path (`recordings/NAME` or `…/NAME.cassette.jsonl`).
         overwrite: start a new cassette even if `out` exists; by default new exchanges are
             appended after the ones already recorded there.
@@ -105,13 +99,13 @@ class Recorder:
         scrub_secrets: bool = True,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self._target, self.upstream, self._upstream_auth, password = _split_upstream(upstream)
+        self._target, self.upstream, self._upstream_auth, credential = _split_upstream(upstream)
         self.path = cassette_path(out)
         self.host = host
         self._requested_port = port
         self.scrubber = Scrubber(scrub, enabled=scrub_secrets)
-        if password is not None:
-            self.scrubber.remember(password, "password")
+        if credential is not None:
+            self.scrubber.remember(credential, "password" if urlsplit(upstream).password is not None else "username")
         if self._upstream_auth is not None:
             self.scrubber.learn({"authorization": self._upstream_auth})
         self.on_event = on_event

@@ -37,10 +37,10 @@ from dshkit.harness.llm.errors import UsageError
 from dshkit.mock_server.cassette import (
     CASSETTE_SUFFIX,
     cassette_path,
-    cassette_to_scripts,
     load_cassette,
 )
 from dshkit.mock_server.record import Recorder
+from dshkit.mock_server.replay import cassette_to_scripts
 from dshkit.mock_server.server import MockServer
 
 __all__ = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -72,6 +73,10 @@ def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
     assert len(sources) > 100
     found = [f"{path.relative_to(ROOT)}:{line} imports {name}"
              for path in sources for line, name in _imports(path) if name.split(".")[0] in BARE_NAMES]
+    # `python -m NAME` in a subprocess would import the bare folder as well
+    run_as_main = re.compile(r'"-m",\s*"(?:' + "|".join(BARE_NAMES) + r')[".]')
+    found += [f"{path.relative_to(ROOT)} runs python -m on a bare name"
+              for path in sources if run_as_main.search(path.read_text(encoding="utf-8"))]
     assert found == []
 
 
@@ -179,7 +184,7 @@ def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(
     modules = _modules_at_first_connection(tmp_path, "--base-url", f"http://127.0.0.1:{_closed_port()}")
     assert "dshkit.harness.tools.builtin" in modules and "dshkit.harness.providers.deepseek.adapter" in modules
     assert sorted({_top(m) for m in modules} & set(HEAVY_BEFORE_FIRST_REQUEST)) == []
-    assert "dshkit.harness.session.replay_scripts" not in modules  # replaying logs: loaded on first use
+    assert "dshkit.harness.replay" not in modules  # replaying logs: loaded on first use
 
 
 def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: Path) -> None:

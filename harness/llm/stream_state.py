@@ -8,17 +8,15 @@ usage, then the finish (a `stop` with no block at all is an EMPTY_RESPONSE error
 an error finish that leaves the partial blocks open. Keeping this in one place means the
 DeepSeek, OpenAI-SDK and Anthropic adapters cannot drift apart on those rules; each provider
 keeps only its own parsing (which wire field opens which block, how a finish reason or usage
-object maps) and hands the results here.
-
-The DeepSeek translator runs this once per wire delta, ten thousand times per long stream, so
-the delta methods build their chunks through slot setters (see `_slot_setters`) and a provider
-translator may subclass `StreamState` to reach its state without an indirection.
+object maps) and hands the results here. The three chunks made once per wire delta (`ReasoningDelta`, `TextDelta`, `ToolCallDelta`) are
+built by three small static methods, so that a decoder's fast path can build the very same values
+another way without touching the bookkeeping (see `dshkit.harness.providers.slot_chunks`); a
+provider translator subclasses `StreamState` to reach its state without an indirection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import fields
 from typing import Any
 
 from .chunks import (
@@ -72,25 +70,7 @@ class BlockState:
         return TextBlock(text=text)
 
 
-# Fast constructors for the three chunks made once per wire delta. The chunk classes are frozen
-# slotted dataclasses, whose generated `__init__` sets each field through `object.__setattr__`
-# after parsing keywords: about half of a translator's time per delta. Writing the slots
-# directly builds the very same instance (equal, same hash, same repr) in less than half the
-# time. Only used while the classes have exactly the fields written here; otherwise (a field
-# added to `chunks`), the ordinary constructor runs and nothing can be left unset.
-_new = object.__new__
 _UNKEYED: Any = object()
-
-
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...] | None:
-    if tuple(sorted(f.name for f in fields(cls))) != tuple(sorted(names)):
-        return None
-    return tuple(vars(cls)[name].__set__ for name in names)
-
-
-_REASONING = _slot_setters(ReasoningDelta, ("index", "text", "type"))
-_TEXT = _slot_setters(TextDelta, ("index", "text", "type"))
-_TOOL = _slot_setters(ToolCallDelta, ("index", "id", "arguments_delta", "name", "type"))
 
 
 class StreamState:
@@ -143,60 +123,26 @@ class StreamState:
         block = self.reasoning
         if block is None:
             block = self.reasoning = self.open_block(BlockState("reasoning"), out)
-        # `append_reasoning`, inlined: this runs once per wire delta and a call costs as much
-        # as building the chunk.
         block.parts.append(text)
-        if _REASONING is None:
-            out.append(ReasoningDelta(index=block.index, text=text))
-            return
-        chunk: ReasoningDelta = _new(ReasoningDelta)
-        set_index, set_text, set_type = _REASONING
-        set_index(chunk, block.index)
-        set_text(chunk, text)
-        set_type(chunk, "reasoning-delta")
-        out.append(chunk)
+        out.append(self.reasoning_delta(block.index, text))
 
     def add_text(self, text: str, out: list[StreamChunk]) -> None:
         """Append to the text block (opened on first use) and emit the delta."""
         block = self.text
         if block is None:
             block = self.text = self.open_block(BlockState("text"), out)
-        block.parts.append(text)  # `append_text`, inlined (see `add_reasoning`)
-        if _TEXT is None:
-            out.append(TextDelta(index=block.index, text=text))
-            return
-        chunk: TextDelta = _new(TextDelta)
-        set_index, set_text, set_type = _TEXT
-        set_index(chunk, block.index)
-        set_text(chunk, text)
-        set_type(chunk, "text-delta")
-        out.append(chunk)
+        block.parts.append(text)
+        out.append(self.text_delta(block.index, text))
 
     def append_reasoning(self, block: BlockState, text: str, out: list[StreamChunk]) -> None:
         """Append `text` to `block` and emit its `ReasoningDelta`."""
         block.parts.append(text)
-        if _REASONING is None:
-            out.append(ReasoningDelta(index=block.index, text=text))
-            return
-        chunk: ReasoningDelta = _new(ReasoningDelta)
-        set_index, set_text, set_type = _REASONING
-        set_index(chunk, block.index)
-        set_text(chunk, text)
-        set_type(chunk, "reasoning-delta")
-        out.append(chunk)
+        out.append(self.reasoning_delta(block.index, text))
 
     def append_text(self, block: BlockState, text: str, out: list[StreamChunk]) -> None:
         """Append `text` to `block` and emit its `TextDelta`."""
         block.parts.append(text)
-        if _TEXT is None:
-            out.append(TextDelta(index=block.index, text=text))
-            return
-        chunk: TextDelta = _new(TextDelta)
-        set_index, set_text, set_type = _TEXT
-        set_index(chunk, block.index)
-        set_text(chunk, text)
-        set_type(chunk, "text-delta")
-        out.append(chunk)
+        out.append(self.text_delta(block.index, text))
 
     def tool_call(self, key: Hashable, out: list[StreamChunk]) -> BlockState:
         """The tool-call block filed under `key`, opened on first use."""
@@ -216,33 +162,30 @@ class StreamState:
             call.id = id_
         if name and not call.name:
             call.name = name
-        call.parts.append(fragment)  # `append_arguments`, inlined (see `add_reasoning`)
-        if _TOOL is None:
-            out.append(ToolCallDelta(index=call.index, id=call.id, name=call.name or None, arguments_delta=fragment))
-            return
-        chunk: ToolCallDelta = _new(ToolCallDelta)
-        set_index, set_id, set_arguments, set_name, set_type = _TOOL
-        set_index(chunk, call.index)
-        set_id(chunk, call.id)
-        set_arguments(chunk, fragment)
-        set_name(chunk, call.name or None)
-        set_type(chunk, "tool-call-delta")
-        out.append(chunk)
+        call.parts.append(fragment)
+        out.append(self.tool_call_delta(call.index, call.id, call.name or None, fragment))
 
     def append_arguments(self, call: BlockState, fragment: str, out: list[StreamChunk]) -> None:
         """Append `fragment` to `call`'s arguments and emit its `ToolCallDelta`."""
         call.parts.append(fragment)
-        if _TOOL is None:
-            out.append(ToolCallDelta(index=call.index, id=call.id, name=call.name or None, arguments_delta=fragment))
-            return
-        chunk: ToolCallDelta = _new(ToolCallDelta)
-        set_index, set_id, set_arguments, set_name, set_type = _TOOL
-        set_index(chunk, call.index)
-        set_id(chunk, call.id)
-        set_arguments(chunk, fragment)
-        set_name(chunk, call.name or None)
-        set_type(chunk, "tool-call-delta")
-        out.append(chunk)
+        out.append(self.tool_call_delta(call.index, call.id, call.name or None, fragment))
+
+    # --- the per-delta chunks ---------------------------------------------------------------
+
+    @staticmethod
+    def reasoning_delta(index: int, text: str) -> ReasoningDelta:
+        """The chunk of one reasoning fragment."""
+        return ReasoningDelta(index=index, text=text)
+
+    @staticmethod
+    def text_delta(index: int, text: str) -> TextDelta:
+        """The chunk of one text fragment."""
+        return TextDelta(index=index, text=text)
+
+    @staticmethod
+    def tool_call_delta(index: int, id_: str, name: str | None, fragment: str) -> ToolCallDelta:
+        """The chunk of one tool-call arguments fragment."""
+        return ToolCallDelta(index=index, id=id_, name=name, arguments_delta=fragment)
 
     def close_block(self, block: BlockState, out: list[StreamChunk]) -> None:
         """Emit `block`'s `BlockEnd`, once."""

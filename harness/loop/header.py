@@ -4,7 +4,8 @@ Each step builds a `RequestHeader` (model configuration, system text, visible to
 agent's options and the prompt assembly, logs it as `request/header` when it differs from the last
 one logged (reason `initial`, `resume` or `change`), and then reads it back from the log to build
 the request, so nothing reaches the model without being logged first (the one rule).
-`rebuild_requests` runs the same read-back over a finished log.
+`rebuild_requests` runs the same read-back over a finished log, DSH's auxiliary session-title
+request (`session/title-llm-request`) included.
 
 The log spells config keys in camelCase (`reasoningEffort`, `maxTokens`) as DSH does; that
 spelling lives only in `RequestHeader.to_json`/`from_json`.
@@ -23,6 +24,7 @@ from dshkit.harness.llm import (
     HarnessError,
     Message,
     ToolSchema,
+    message_from_json,
     tool_schema_from_json,
     tool_schema_to_json,
 )
@@ -31,7 +33,7 @@ from dshkit.harness.session import Session, SessionEvent, thaw_json
 
 from .options import AgentOptions
 
-__all__ = ["CALL_ENDERS", "HeaderLog", "RequestHeader", "rebuild_requests"]
+__all__ = ["CALL_ENDERS", "HeaderLog", "RequestHeader", "rebuild_requests", "title_request"]
 
 CALL_ENDERS = frozenset({
     "assistant/message", "llm/retry", "llm/retry-started", "request/header", "step/end", "step/start",
@@ -161,6 +163,11 @@ def rebuild_requests(events: Sequence[SessionEvent | Mapping[str, Any]], *, sess
     first chunk. Serialize the result with the same adapter configuration to get the bytes the
     adapter sent; a request that differs means something reached the model without being
     logged first.
+
+    A `session/title-llm-request` (DSH asks a model for the session's title beside step 1) is a
+    request of its own at its place in the log: its logged route, system text, messages and
+    `maxTokens`, `purpose="session-title"` (thinking off) and no tools. Its answer is not
+    logged as chunks, so it has no call of its own in the log.
     """
     replay = Session(end_seed=False)
     requests: list[GenerateOptions] = []
@@ -172,6 +179,9 @@ def rebuild_requests(events: Sequence[SessionEvent | Mapping[str, Any]], *, sess
         data = thaw_json(event.data) if event is not None else raw["data"]  # type: ignore[index]
         if type_ == "request/header":
             header = data["header"]
+        if type_ == "session/title-llm-request":
+            seq = event.seq if event is not None else raw.get("seq")  # type: ignore[union-attr]
+            requests.append(title_request(data, session_id=session_id, where=f"session/title-llm-request seq {seq}"))
         if type_ == "assistant/chunk":
             if not in_call:
                 if header is None:
@@ -196,3 +206,28 @@ def rebuild_requests(events: Sequence[SessionEvent | Mapping[str, Any]], *, sess
                 ignorable=bool(raw.get("ignorable")), time=raw.get("time"),  # type: ignore[union-attr]
             )
     return requests
+
+
+def title_request(data: Mapping[str, Any], *, session_id: str, where: str = "session/title-llm-request") -> GenerateOptions:
+    """The request a logged `session/title-llm-request` stands for (dsh-core.md §3.3: a
+    session-title call has thinking off and no reasoning effort, whatever is configured)."""
+    try:
+        route = data["route"]
+        if not isinstance(data["messages"], list):
+            raise TypeError("messages must be a list")
+        messages = tuple(message_from_json(m, f"{where}.messages[{i}]") for i, m in enumerate(data["messages"]))
+        max_tokens = data.get("maxTokens")
+        if not isinstance(route["provider"], str) or not isinstance(route["model"], str):
+            raise TypeError("route.provider and route.model must be strings")
+        if max_tokens is not None and (type(max_tokens) is not int or max_tokens <= 0):
+            raise TypeError(f"maxTokens must be a positive integer, got {max_tokens!r}")
+        system = data.get("system")
+        if system is not None and not isinstance(system, str):
+            raise TypeError("system must be a string")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HarnessError(f"{where}: cannot rebuild the title request ({type(exc).__name__}: {exc})",
+                           "REBUILD_FAILED") from None
+    return GenerateOptions(
+        provider=route["provider"], model=route["model"], messages=messages, system=system or None,
+        max_tokens=max_tokens, session_id=session_id, purpose="session-title",
+    )

@@ -2,27 +2,20 @@
 
 Both adapters send one POST and read its body as it arrives; they differ only in the request they
 build, the decoder that turns body bytes into `StreamChunk`s, and how their API words an HTTP
-error. What they share lives here, once: the API-key check, the harness headers, and
-`stream_response`, which owns the call's life cycle and its contract:
-
-- every provider or transport failure becomes one terminal `Finish` of kind `error`, stamped
-  with the response's request id when the server sent one;
-- the caller's `signal` ends the stream with an `aborted` finish, at any await;
-- a body that ends without a byte is `EMPTY_RESPONSE`;
-- an `asyncio.CancelledError` closes the response and propagates;
-- the response is always closed, and nothing is retried here (retrying is the loop's call).
+error (`HttpWire`). What they share lives here, once: the API-key check, the harness headers, the
+shared TLS context, and `HttpSource`, the httpx side of a call that the one stream life cycle
+(`stream.run_stream`, which holds the contract) drives.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
 import dataclasses
 import functools
 import re
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import ClassVar, Protocol, Self
+from typing import ClassVar, Self
 
 import httpx
 
@@ -32,38 +25,22 @@ from dshkit.harness.llm import (
     Finish,
     GenerateOptions,
     LlmFailure,
-    SignalAborted,
     StreamChunk,
     UsageError,
-    race_signal,
 )
 
+from .stream import WireDecoder, run_stream
+
 __all__ = [
-    "BodyDecoder",
     "HttpAdapter",
+    "HttpSource",
     "HttpWire",
     "checked_api_key",
     "default_ssl_context",
     "harness_headers",
-    "stream_response",
 ]
 
 _KEY_RE = re.compile(r"[\x21-\x7e]+")
-
-
-class BodyDecoder(Protocol):
-    """Bytes of one response body in, `StreamChunk`s out (each provider's `StreamDecoder`)."""
-
-    @property
-    def finished(self) -> bool:
-        """True once the stream's terminal `Finish` was returned (the rest of the body is moot)."""
-        ...
-
-    def feed(self, data: bytes) -> list[StreamChunk]: ...
-
-    def close(self) -> list[StreamChunk]:
-        """The chunks owed when the body ends: open blocks closed and exactly one `Finish`."""
-        ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +62,10 @@ class HttpWire:
     @property
     def aborted_message(self) -> str:
         return f"{self.name} request aborted by caller"
+
+    @property
+    def empty_message(self) -> str:
+        return f"{self.name} API returned no response body"
 
 
 def checked_api_key(key: str | None) -> str:
@@ -113,68 +94,40 @@ def harness_headers(options: GenerateOptions, user_id: str | None) -> dict[str, 
     return headers
 
 
-async def stream_response(
-    client: httpx.AsyncClient,
-    build_request: Callable[[], httpx.Request],
-    signal: asyncio.Event | None,
-    decoder: Callable[[], BodyDecoder],
-    wire: HttpWire,
-    base_url: str,
-) -> AsyncIterator[StreamChunk]:
-    """Send the request `build_request()` makes and yield its chunks, ending with exactly one
-    `Finish` (see the module docstring for the contract)."""
-    try:
-        request = build_request()
-    except UsageError as exc:
-        yield Finish.error(exc.message, exc.code)
-        return
-    if signal is not None and signal.is_set():
-        yield Finish.aborted(wire.aborted_message)
-        return
-    waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
-    response: httpx.Response | None = None
-    request_id: str | None = None
-    streaming = False
-    try:
-        response = await race_signal(client.send(request, stream=True), waiter)
+class HttpSource:
+    """One call on httpx: the POST sent, its body read as it arrives (raw, or through httpx's
+    content decoding when the wire asks), its response closed."""
+
+    errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
+
+    def __init__(self, client: httpx.AsyncClient, request: httpx.Request, wire: HttpWire, base_url: str) -> None:
+        self._client = client
+        self._request = request
+        self._wire = wire
+        self._base_url = base_url
+        self._response: httpx.Response | None = None
+        self.request_id: str | None = None
+        self.aborted_message = wire.aborted_message
+        self.empty_message = wire.empty_message
+
+    async def open(self) -> Finish | None:
+        response = self._response = await self._client.send(self._request, stream=True)
         if not 200 <= response.status_code < 300:
-            body = await race_signal(response.aread(), waiter)
-            yield Finish.failed(wire.failure_from_response(response.status_code, body, response.headers))
-            return
-        request_id = wire.request_id_of(response.headers)
-        streaming = True
-        body_decoder = decoder()
-        received = False
-        reads = (response.aiter_bytes() if wire.decode_content else response.aiter_raw()).__aiter__()
-        while True:
-            try:
-                data = await race_signal(reads.__anext__(), waiter)
-            except StopAsyncIteration:
-                break
-            received = received or bool(data)
-            for chunk in body_decoder.feed(data):
-                yield _with_request_id(chunk, request_id)
-            if body_decoder.finished:
-                return
-        if not received:
-            empty = Finish.error(f"{wire.name} API returned no response body", ErrorCode.EMPTY_RESPONSE)
-            yield _with_request_id(empty, request_id)
-            return
-        for chunk in body_decoder.close():
-            yield _with_request_id(chunk, request_id)
-    except SignalAborted:
-        yield Finish.aborted(wire.aborted_message)
-    except (httpx.HTTPError, OSError) as exc:
-        if signal is not None and signal.is_set():
-            yield Finish.aborted(wire.aborted_message)
-        else:
-            failure = wire.failure_from_exception(exc, base_url, streaming=streaming)
-            yield _with_request_id(Finish.failed(failure), request_id)
-    finally:
-        if waiter is not None:
-            waiter.cancel()
-        if response is not None:
-            await response.aclose()
+            body = await response.aread()
+            return Finish.failed(self._wire.failure_from_response(response.status_code, body, response.headers))
+        self.request_id = self._wire.request_id_of(response.headers)
+        return None
+
+    def items(self) -> AsyncIterator[bytes]:
+        assert self._response is not None, "items() before open()"
+        return self._response.aiter_bytes() if self._wire.decode_content else self._response.aiter_raw()
+
+    def failure(self, exc: BaseException, *, streaming: bool) -> LlmFailure:
+        return self._wire.failure_from_exception(exc, self._base_url, streaming=streaming)
+
+    async def aclose(self) -> None:
+        if self._response is not None:
+            await self._response.aclose()
 
 
 @functools.cache
@@ -188,7 +141,7 @@ def default_ssl_context() -> ssl.SSLContext:
 
 class HttpAdapter(abc.ABC):
     """Base of the adapters on httpx: it owns (or borrows) the client, streams each call through
-    `stream_response` with the class's `wire`, and closes what it owns. A subclass adds only its
+    the stream life cycle with the class's `wire`, and closes what it owns. A subclass adds only its
     `build_request` (and the headers and body that go in it)."""
 
     wire: ClassVar[HttpWire]
@@ -204,7 +157,7 @@ class HttpAdapter(abc.ABC):
         transport: httpx.AsyncBaseTransport | None,
         connect_timeout_s: float,
         idle_timeout_s: float,
-        decoder: Callable[[], BodyDecoder],
+        decoder: Callable[[], WireDecoder[bytes]],
     ) -> None:
         """`idle_timeout_s` bounds every wait for the next bytes (keep-alive comments and pings
         count as progress); a `client` passed in is used as it is and never closed here."""
@@ -228,11 +181,13 @@ class HttpAdapter(abc.ABC):
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Send one request and yield its chunks, ending with exactly one `Finish`.
 
-        The iterator is `stream_response`'s own generator (not a wrapper around it), so closing
-        it closes the response at once."""
-        return stream_response(
-            self._client, lambda: self.build_request(options), options.signal, self._decoder, self.wire, self.base_url
-        )
+        The iterator is `run_stream`'s own generator (not a wrapper around it), so closing it
+        closes the response at once."""
+
+        def source() -> HttpSource:
+            return HttpSource(self._client, self.build_request(options), self.wire, self.base_url)
+
+        return run_stream(source, self._decoder, options.signal)
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -243,16 +198,3 @@ class HttpAdapter(abc.ABC):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _with_request_id(chunk: StreamChunk, request_id: str | None) -> StreamChunk:
-    """Stamp the response's request id on a finish: on its meta and on its failure, if any."""
-    if not request_id or not isinstance(chunk, Finish):
-        return chunk
-    if chunk.meta is not None:
-        chunk = dataclasses.replace(chunk, meta=dataclasses.replace(chunk.meta, request_id=request_id))
-    failure = chunk.reason.failure
-    if failure is not None and failure.request_id is None:
-        failure = dataclasses.replace(failure, request_id=request_id)
-        chunk = dataclasses.replace(chunk, reason=dataclasses.replace(chunk.reason, failure=failure))
-    return chunk

@@ -1,11 +1,11 @@
 """The session: validated event log, surface, derived history, crash repair and JSONL store.
 
 Everything the model sees is first appended here and then projected by `derive_messages()`.
+Session logs are read plain or zstd-compressed alike; replaying one is `dshkit.harness.replay`.
 """
 
-import typing  # as a module, so the namespace holds no public names outside __all__
-
 from .calls import assemble_chunk_events, split_model_calls, stream_chunks
+from .compression import decompress_log, is_compressed, read_log_bytes
 from .events import SESSION_FORMAT_VERSION, SessionEvent, event_from_json, event_to_json
 from .header import SessionHeader
 from .jsonl import (
@@ -21,36 +21,6 @@ from .session import EventLog, History, Session, SessionObserver
 from .shapes import logged_message
 from .store import DEFAULT_SESSIONS_DIR, SessionStore, encode_segment
 
-if typing.TYPE_CHECKING:
-    from .replay_scripts import (
-        ReplayEntry,
-        ReplayError,
-        SessionScript,
-        derive_replay_script,
-        fill_from_request,
-        load_log_session,
-        load_session_scripts,
-        parse_override,
-    )
-
-_LAZY = frozenset({
-    "ReplayEntry", "ReplayError", "SessionScript", "derive_replay_script", "fill_from_request",
-    "load_log_session", "load_session_scripts", "parse_override",
-})
-"""Names of `replay_scripts`, imported on first use: a live run never replays a log, and this
-keeps that module out of a cold `dshkit run`."""
-
-
-def __getattr__(name: str) -> typing.Any:
-    if name in _LAZY:
-        from . import replay_scripts
-
-        value = getattr(replay_scripts, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "DEFAULT_SESSIONS_DIR",
     "EventLog",
@@ -61,29 +31,24 @@ __all__ = [
     "JsonlWriter",
     "LoadedLog",
     "LosslessJsonError",
-    "ReplayEntry",
-    "ReplayError",
     "SESSION_FORMAT_VERSION",
     "Session",
     "SessionEvent",
     "SessionHeader",
     "SessionObserver",
-    "SessionScript",
     "SessionStore",
     "assemble_chunk_events",
-    "derive_replay_script",
+    "decompress_log",
     "dump_session",
     "encode_segment",
     "event_from_json",
     "event_to_json",
-    "fill_from_request",
     "freeze_json",
-    "load_log_session",
+    "is_compressed",
     "load_session",
-    "load_session_scripts",
     "logged_message",
-    "parse_override",
     "parse_session_log",
+    "read_log_bytes",
     "save_session",
     "split_model_calls",
     "stream_chunks",

@@ -1,7 +1,8 @@
 """JSONL persistence: read, validate, repair and durably write session logs.
 
 The log the seed's walk builds must survive the process: line 1 is the header, then one event
-(or packed chunk row) per line (dsh-core.md §1.11). Reading validates every event through a
+(or packed chunk row) per line (dsh-core.md §1.11). Reading takes a zstd-compressed log as it
+takes a plain one (DSH's `session.jsonl.zstd`, see `compression.py`), validates every event through a
 `Session`, synthesizes envelopes for projected fixtures (dsh-testing.md §2.3), tolerates a torn
 tail only after the last committed `turn/end`, refuses unknown required types, and appends the
 crash-repair closers of §1.10 (which `load_session` writes back before the session is used).
@@ -22,6 +23,7 @@ from typing import IO, Any
 from dshkit.harness.llm import SessionError
 
 from .chunk_rows import is_chunk_row, pack_events, unpack_line
+from .compression import decompress_log, is_compressed
 from .events import SessionEvent, event_from_json, event_to_json
 from .header import SessionHeader
 from .lossless import JsonValue
@@ -60,6 +62,8 @@ class LoadedLog:
     """Body lines cut off as a torn tail."""
     defects: tuple[str, ...] = ()
     """With `lenient`: one located message per event kept as a defect (see `SessionEvent.defect`)."""
+    compressed: bool = False
+    """The file was zstd-compressed; `good_bytes` counts its decompressed bytes."""
 
     @property
     def header(self) -> SessionHeader:
@@ -116,11 +120,12 @@ def parse_session_log(
     event_types: Iterable[str] = (),
     lenient: bool = False,
 ) -> LoadedLog:
-    """Parse and validate a session JSONL document.
+    """Parse and validate a session JSONL document, plain or zstd-compressed (told by its bytes).
 
     Raises `SessionError`: `SESSION_FORMAT_UNSUPPORTED` for a foreign version or an unknown
     event type without `ignorable`; `SESSION_CORRUPT` (naming the line) for a bad header or for
-    a bad line that is followed by a committed `turn/end`.
+    a bad line that is followed by a committed `turn/end`, and for a damaged or truncated zstd
+    file; `SESSION_TOO_LARGE` for a zstd file that expands past the cap (a zstd bomb).
 
     `lenient` is for reading logs another program wrote (import, replay, decode): an event
     that is well-formed JSON with a valid envelope but whose data or surface fields break a
@@ -128,6 +133,9 @@ def parse_session_log(
     failing the load, so one inconsistent line does not hide the rest of the log.
     """
     data = raw.encode() if isinstance(raw, str) else raw
+    compressed = is_compressed(data)
+    if compressed:
+        data = decompress_log(data, source=source)
     lines = _split_lines(data)
     body_start = 0
     header: SessionHeader | None = None
@@ -201,6 +209,7 @@ def parse_session_log(
         good_bytes=good_bytes,
         dropped_lines=dropped,
         defects=tuple(defects),
+        compressed=compressed,
     )
 
 
@@ -233,11 +242,16 @@ def load_session(
     """Load a session file; a torn tail is cut and repair closers are durably written back.
 
     Nothing is thrown away: the bytes of a cut tail are first appended to `<file>.torn` (and a
-    warning names it), so a line that was cut by mistake can still be recovered by hand.
+    warning names it), so a line that was cut by mistake can still be recovered by hand. A
+    zstd-compressed log is read but never written: its repair stays in memory.
     """
     path = Path(path)
     raw = path.read_bytes()
     loaded = parse_session_log(raw, source=str(path), clock=clock, event_types=event_types)
+    if loaded.compressed:
+        if loaded.needs_write_back:
+            _log.warning("%s: compressed, so the repair of its tail is kept in memory only", path)
+        return loaded.session
     if write_back and loaded.dropped_lines:
         torn = path.with_name(path.name + ".torn")
         with open(torn, "ab") as kept:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from dshkit.harness.llm import UsageError
 
+from .compression import COMPRESSED_SUFFIXES, is_compressed
 from .header import SessionHeader
 from .jsonl import JsonlWriter, load_session
 from .session import Session
@@ -87,11 +88,19 @@ class SessionStore:
         """Load a session by id or path (repairing a crashed tail) and keep writing to it.
 
         With `resume`, `session/end-seed` marks where the loaded log ends (unless it already
-        does), as DSH does for a resumed session.
+        does), as DSH does for a resumed session. A zstd-compressed log (DSH's
+        `session.jsonl.zstd`) is refused: the events would be appended as plain lines.
         """
-        path = Path(session) if isinstance(session, os.PathLike) or str(session).endswith(".jsonl") else self.path_for(str(session))
+        named = str(session).removesuffix(COMPRESSED_SUFFIXES[0]).removesuffix(COMPRESSED_SUFFIXES[1])
+        path = Path(session) if isinstance(session, os.PathLike) or named.endswith(".jsonl") else self.path_for(str(session))
         if not path.exists():
             raise UsageError(f"no session file at {path}")
+        with open(path, "rb") as f:
+            if is_compressed(f.read(4)):
+                raise UsageError(
+                    f"{path}: a zstd-compressed session log cannot be resumed (new events are "
+                    "appended as plain JSONL lines); decompress it (`zstd -d`) and resume the .jsonl"
+                )
         loaded = load_session(path, clock=self._clock, event_types=self._event_types)
         live = Session(
             loaded.header, seed=loaded.events, end_seed=resume,

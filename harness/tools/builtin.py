@@ -205,6 +205,7 @@ class _GrepSearch:
 
     def _search(self, proc: subprocess.Popen[str], start: str) -> str:
         out: list[str] = []
+        named_file = not self.files.is_dir(start)
         for rel in self.files.walk_files(start):
             try:
                 if self.files.size(rel) > self.max_read_bytes:
@@ -213,7 +214,11 @@ class _GrepSearch:
             except OSError:
                 continue
             except ToolError:
-                continue  # not a regular file (a FIFO, a device): skipped, never opened for reading
+                # Refused (a hard link that may lead out of the workspace, a FIFO, a device):
+                # skipped in a tree, and said when it is the file the model named.
+                if named_file:
+                    raise
+                continue
             if _looks_binary(data):
                 continue
             text = data.decode("utf-8", errors="replace")

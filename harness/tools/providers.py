@@ -5,8 +5,8 @@ depends only on the capability interface, so the local implementations here can 
 a remote sandbox (dsh-core.md §4.3 step 5). `LocalFileSystem` confines every path to the
 workspace root: `..`, absolute paths elsewhere and symlinks leading out are refused; it reads
 and writes regular files only (opening a FIFO blocks until a writer appears, a device may never
-end), and refuses to write a file with more than one hard link, since the other name may sit
-outside the workspace and would change with it. `LocalShell` runs a command in its own process
+end), and refuses to read or write a file with more than one hard link, since the other name may
+sit outside the workspace: a hard link is a way out that no path check can see. `LocalShell` runs a command in its own process
 group with a timeout, an output cap and cancellation, without the environment variables it was
 told to hide (the API key).
 """
@@ -131,9 +131,20 @@ class LocalFileSystem:
             raise
         return fd
 
+    def _refuse_hard_link(self, path: str, fd: int, doing: str, remedy: str) -> None:
+        """`HARD_LINKED_FILE` for a file with other names, checked on the open descriptor (no
+        swap after the check): any of them may be outside the workspace."""
+        if os.fstat(fd).st_nlink > 1:
+            raise WorkspaceError(
+                f'"{path}" has other hard links, which may be outside the workspace {self.root}; '
+                f"refusing to {doing} through it ({remedy})",
+                "HARD_LINKED_FILE",
+            )
+
     def read_bytes(self, path: str) -> bytes:
         fd = self._open_regular(path, self.resolve(path), os.O_RDONLY)
         with os.fdopen(fd, "rb") as f:
+            self._refuse_hard_link(path, f.fileno(), "read", "read a copy of the file instead")
             return f.read()
 
     def size(self, path: str) -> int:
@@ -148,13 +159,8 @@ class LocalFileSystem:
         data = content.encode()
         fd = self._open_regular(path, full, os.O_WRONLY | os.O_CREAT)
         with os.fdopen(fd, "wb") as f:
-            if os.fstat(f.fileno()).st_nlink > 1:
-                # Checked before truncating: another name of this file may be outside the workspace.
-                raise WorkspaceError(
-                    f'"{path}" has other hard links, which may be outside the workspace {self.root}; '
-                    "refusing to write through it (remove the other links or write a new file)",
-                    "HARD_LINKED_FILE",
-                )
+            # Checked before truncating: another name of this file may be outside the workspace.
+            self._refuse_hard_link(path, f.fileno(), "write", "remove the other links or write a new file")
             f.truncate(0)
             f.write(data)
         return len(data)

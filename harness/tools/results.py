@@ -8,11 +8,12 @@ coded identity (INVALID_ARGS, UNKNOWN_TOOL, ABORTED…); denials and blocks carr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from dshkit.harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
+from dshkit.harness.secrets import KnownSecrets, placeholder, scrub_strings
 
 __all__ = [
     "ABORTED",
@@ -113,31 +114,30 @@ def aborted_before_dispatch_result(contexts: Sequence[UserMessage] = ()) -> Tool
     )
 
 
-SCRUBBED_SECRET: Final = "{{scrubbed:secret}}"
-"""What a secret's value becomes in a tool result (the recorder's `{{scrubbed:LABEL}}` form)."""
+SCRUBBED_SECRET: Final = placeholder("secret")
+"""What a secret's value becomes in a tool result (the policy's `{{scrubbed:LABEL}}` form)."""
 
 
-def _scrub_text(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, SCRUBBED_SECRET)
-    return text
+def _scrub_blocks(blocks: Sequence[ContentBlock], secrets: KnownSecrets) -> tuple[ContentBlock, ...]:
+    return tuple(replace(b, text=secrets.scrub(b.text)) if isinstance(b, TextBlock) else b for b in blocks)
 
 
-def _scrub_blocks(blocks: Sequence[ContentBlock], secrets: Sequence[str]) -> tuple[ContentBlock, ...]:
-    return tuple(
-        replace(b, text=_scrub_text(b.text, secrets)) if isinstance(b, TextBlock) else b for b in blocks
-    )
+def scrub_result(result: ToolResult, secrets: KnownSecrets | Iterable[str]) -> ToolResult:
+    """`result` with every secret value in its text (content, error message, deferred contexts,
+    the strings of `meta`, which the session log keeps) replaced by `{{scrubbed:secret}}`: tool
+    output is logged and sent to the model, and a command such as `env` or `cat .env` would
+    otherwise put the API key in both.
 
-
-def scrub_result(result: ToolResult, secrets: Sequence[str]) -> ToolResult:
-    """`result` with every secret value in its text (content, error message, deferred contexts)
-    replaced by `{{scrubbed:secret}}`: tool output is logged and sent to the model, and a command
-    such as `env` or `cat .env` would otherwise put the API key in both."""
-    if not any(secrets):
+    Values are matched whole and only from `MIN_SECRET_LENGTH` characters on (the secrets
+    policy, `dshkit.harness.secrets`): a one-letter key must not rewrite every word holding it.
+    """
+    known = secrets if isinstance(secrets, KnownSecrets) else KnownSecrets(secrets)
+    if not known:
         return result
     error = result.error
     if error is not None:
-        error = replace(error, message=_scrub_text(error.message, secrets))
-    contexts = tuple(replace(m, content=_scrub_blocks(m.content, secrets)) for m in result.additional_contexts)
-    return replace(result, content=_scrub_blocks(result.content, secrets), error=error, additional_contexts=contexts)
+        error = replace(error, message=known.scrub(error.message))
+    contexts = tuple(replace(m, content=_scrub_blocks(m.content, known)) for m in result.additional_contexts)
+    meta = result.meta if result.meta is None else scrub_strings(result.meta, known.scrub)
+    return replace(result, content=_scrub_blocks(result.content, known), error=error, additional_contexts=contexts,
+                   meta=meta)

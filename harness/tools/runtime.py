@@ -27,6 +27,7 @@ from dshkit.harness.llm import (
     UsageError,
     UserMessage,
 )
+from dshkit.harness.secrets import KnownSecrets
 from dshkit.harness.session import LosslessJsonError, freeze_json
 
 from .definition import ToolDefinition
@@ -131,7 +132,8 @@ class ToolRuntime:
         approver: answers `Ask` decisions; without one an ask is denied with a message.
         visible: names the model may call (default: all registered); others are `UNKNOWN_TOOL`.
         secrets: values (the API key) replaced by `{{scrubbed:secret}}` in every result before
-            observers, the log or the model see it.
+            observers, the log or the model see it; matched whole, and only values of at least
+            `MIN_SECRET_LENGTH` characters (`dshkit.harness.secrets`).
     """
 
     def __init__(
@@ -157,7 +159,12 @@ class ToolRuntime:
         self.post_execute: list[PostExecute] = list(post_execute)
         self.observers: list[ResultObserver] = list(observers)
         self.visible: frozenset[str] | None = None if visible is None else frozenset(visible)
-        self.secrets: tuple[str, ...] = tuple(s for s in secrets if s)
+        self._known = KnownSecrets(secrets)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values scrubbed from every result (those long enough to match safely)."""
+        return tuple(self._known)
 
     # --- registry -------------------------------------------------------------------------
 
@@ -324,7 +331,7 @@ class ToolRuntime:
                     result = replace(result, content=tuple(new))
             except Exception as exc:  # noqa: BLE001
                 result = error_result(exc)
-        result = scrub_result(result, self.secrets)
+        result = scrub_result(result, self._known)
         for observer in self.observers:
             try:
                 observer(call, result)

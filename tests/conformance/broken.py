@@ -27,7 +27,9 @@ from dshkit.harness.llm import (
     StreamChunk,
     is_retryable,
 )
-from dshkit.harness.providers.deepseek import DeepSeekAdapter, SSEDecoder, StreamDecoder, Translator
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
+from dshkit.harness.providers.openai_chat import StreamDecoder, Translator
+from dshkit.harness.providers.sse import SSEDecoder
 
 
 class _ConcatIdsTranslator(Translator):

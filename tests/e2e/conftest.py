@@ -35,8 +35,8 @@ import pytest_asyncio
 from dshkit.harness.llm import Adapter, UserMessage
 from dshkit.harness.loop import Agent, AgentOptions, PreStepHook, TurnOutcome, rebuild_requests
 from dshkit.harness.prompt import SystemPrompt
-from dshkit.harness.providers.deepseek import DeepSeekAdapter, encode_body, serialize
-from dshkit.harness.providers.deepseek.serialize import DeepSeekConfig
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
+from dshkit.harness.providers.openai_chat import encode_body, serialize
 from dshkit.harness.session import Session, SessionEvent, SessionHeader, event_to_json
 from dshkit.harness.tools import ToolDefinition, ToolRuntime, builtin_tools
 from dshkit.mock_server import JournalEntry, MockServer, MockServerFactory, Script, parse_script

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.llm import GenerateOptions, UserMessage
-from dshkit.harness.providers.deepseek import serialize
+from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import (
     Session,
     SessionEvent,

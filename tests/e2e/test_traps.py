@@ -19,8 +19,7 @@ from dshkit.harness.llm import GenerateOptions, SessionError, StreamChunk, UserM
 from dshkit.harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject
 from dshkit.harness.prompt import UNLISTED_TOOLS, SystemPrompt
 from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
-from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.providers.deepseek.serialize import DeepSeekConfig
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
 from dshkit.harness.session import SessionEvent, SessionHeader, SessionStore
 from dshkit.harness.tools import Accept, Deny, ToolCall, ToolResult, builtin_tools, define_tool
 

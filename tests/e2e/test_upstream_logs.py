@@ -34,17 +34,19 @@ from dshkit.harness.llm import (
     message_to_json,
 )
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.replay import turn_inputs
-from dshkit.harness.session import (
-    LoadedLog,
+from dshkit.harness.replay import (
     ReplayEntry,
     ReplayError,
-    SessionEvent,
     SessionScript,
-    assemble_chunk_events,
-    dump_session,
     load_log_session,
     load_session_scripts,
+    turn_inputs,
+)
+from dshkit.harness.session import (
+    LoadedLog,
+    SessionEvent,
+    assemble_chunk_events,
+    dump_session,
     logged_message,
     parse_session_log,
     split_model_calls,
@@ -341,6 +343,8 @@ async def test_upstream_log_replays_through_the_loop(folder: Path, wire: bool, t
         assert gap is None or not (report.messages_equal and report.logged_messages), gap
         return
     assert report.messages_equal, (report.logged_messages, report.replayed_messages)
+    # each turn ends as logged, and every failed call fails again with the same code
+    assert report.outcomes_equal, report.diff()
     # one live turn per logged turn that had input (header-only and authored logs have none)
     logged = load_log_session(folder / "session.jsonl")
     inputs = turn_inputs(logged)

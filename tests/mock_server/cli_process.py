@@ -17,7 +17,7 @@ class ServeProcess:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mock_server", "serve", *args],
+            [sys.executable, "-m", "dshkit.mock_server", "serve", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

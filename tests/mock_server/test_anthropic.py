@@ -174,7 +174,7 @@ async def test_auth(dshkit_mock_server: MockServerFactory, http: httpx.AsyncClie
         assert err["type"] == "authentication_error"
         assert KEY not in resp.text and "wrong" not in resp.text  # no key is echoed
     entry = server.journal.last
-    assert all(entry.headers[h] == "[redacted]" for h in ("x-api-key", "authorization") if h in entry.headers)
+    assert all(entry.headers[h] == "{{scrubbed:" + h + "}}" for h in ("x-api-key", "authorization") if h in entry.headers)
 
 
 async def test_other_anthropic_paths_are_404(mock_deepseek: MockServer, http: httpx.AsyncClient) -> None:

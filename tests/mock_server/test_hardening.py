@@ -172,7 +172,7 @@ def test_cli_no_traceback_and_nothing_lost(tmp_path: Path) -> None:
     assert by_name["lone surrogate"]["body"]["messages"][0]["content"] == "a\ud800b"
     assert by_name["NaN temperature"]["body"]["temperature"] == "NaN"
     assert by_name["non-UTF-8 X-Mock-Session"]["session"] == "s-\udce9t\udce9"
-    assert by_name["non-UTF-8 Authorization"]["headers"]["authorization"] == "[redacted]"
+    assert by_name["non-UTF-8 Authorization"]["headers"]["authorization"] == "{{scrubbed:authorization}}"
 
 
 #: Item-by-item wrong types DeepSeek rejects while deserializing (400, the field named).

@@ -10,14 +10,46 @@ import httpx
 import pytest
 
 from dshkit.mock_server import Journal, JournalEntry, MockServer, UnconsumedStepsError, Write
-from dshkit.mock_server.journal import REDACTED, json_line, redact_body, redact_headers
+from dshkit.mock_server.journal import json_line, redact_body, redact_headers
 
 
 def test_redaction() -> None:
     h = redact_headers({"Authorization": "Bearer sk-1", "X-Api-Key": "k", "X-Session-Token": "t", "Accept": "*/*"})
-    assert h == {"authorization": REDACTED, "x-api-key": REDACTED, "x-session-token": REDACTED, "accept": "*/*"}
+    assert h == {"authorization": "{{scrubbed:authorization}}", "x-api-key": "{{scrubbed:x-api-key}}",
+                 "x-session-token": "{{scrubbed:x-session-token}}", "accept": "*/*"}
     assert redact_body({"api_key": "k", "max_tokens": 5, "nested": [{"password": "p"}]}) == {
-        "api_key": REDACTED, "max_tokens": 5, "nested": [{"password": REDACTED}]}
+        "api_key": "{{scrubbed:api_key}}", "max_tokens": 5, "nested": [{"password": "{{scrubbed:password}}"}]}
+
+
+def test_the_journal_scrubs_by_the_one_secrets_policy() -> None:
+    """Names the journal's own short list missed (issue 18): the recorder's and the journal's
+    lists were two; now one policy decides for both."""
+    h = redact_headers({"Ocp-Apim-Subscription-Key": "ocp-1", "Authentication": "a", "X-Signature": "s",
+                        "Cookie": "c=1", "X-Mock-Session": "s1", "Content-Type": "application/json"})
+    assert h == {"ocp-apim-subscription-key": "{{scrubbed:ocp-apim-subscription-key}}",
+                 "authentication": "{{scrubbed:authentication}}", "x-signature": "{{scrubbed:x-signature}}",
+                 "cookie": "{{scrubbed:cookie}}", "x-mock-session": "s1", "content-type": "application/json"}
+    body = {
+        "model": "m", "max_tokens": 5, "token": "t-1", "x_access_token": "xat-1",
+        "metadata": {"auth": {"client_secret": "cs-1"}, "tokens": ["a-1", "b-1"], "secret": {"value": "v-1"}},
+        "bearer": "b-1", "passphrase": "pp-1", "cookie": "c-1",
+        "tools": [{"type": "function", "function": {"name": "login", "parameters": {
+            "type": "object", "properties": {"password": {"type": "string"}, "token": {"type": "string"}},
+            "required": ["password"]}}}],
+        "messages": [{"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "sig-kept"},
+            {"type": "tool_use", "id": "tu", "name": "run", "input": {"code": "print(1)"}}]}],
+    }
+    got = redact_body(body)
+    assert got["token"] == "{{scrubbed:token}}" and got["x_access_token"] == "{{scrubbed:x_access_token}}"
+    # Under a credential name (`auth`) everything is scrubbed, labelled by the nearest name.
+    assert got["metadata"] == {"auth": {"client_secret": "{{scrubbed:client_secret}}"},
+                               "tokens": ["{{scrubbed:tokens}}"] * 2, "secret": {"value": "{{scrubbed:secret}}"}}
+    assert [got[k] for k in ("bearer", "passphrase", "cookie")] == [
+        "{{scrubbed:bearer}}", "{{scrubbed:passphrase}}", "{{scrubbed:cookie}}"]
+    # What is not a credential stays as sent: schemas of parameters named like one, counts of
+    # tokens, Anthropic's thinking signature (sent back as is), a tool's `code` argument.
+    assert got["tools"] == body["tools"] and got["messages"] == body["messages"] and got["max_tokens"] == 5
 
 
 def test_entries_lookups_and_jsonl(tmp_path: Path) -> None:
@@ -97,6 +129,39 @@ async def test_server_journal_keep_over_http() -> None:
     assert [e.write_count for e in entries] == [r["writes"] for r in results]
     assert [e.bytes_sent for e in entries] == [r["bytes"] for r in results]
     assert b"data: [DONE]" in entries[-1].data and entries[-1].body["messages"][0]["content"] == "m2"
+
+
+JOURNAL_SECRETS = {
+    "ocp": "ocp-subscription-0001", "token": "tok-field-0002", "nested": "client-secret-0003",
+    "xat": "x-access-token-0004", "top_cs": "client-secret-0005", "x_api_key": "anthropic-key-0006",
+}
+
+
+async def test_the_journal_file_holds_no_secret_on_either_surface(tmp_path: Path) -> None:
+    """Over HTTP, through both wires: the names the journal's old list missed never reach its
+    file or its entries (a rejected request is journaled too, and scrubbed the same way)."""
+    path = tmp_path / "journal.jsonl"
+    s = JOURNAL_SECRETS
+    extra = {"token": s["token"], "x_access_token": s["xat"], "client_secret": s["top_cs"],
+             "metadata": {"user_id": "u", "auth": {"client_secret": s["nested"]}}}
+    async with MockServer(journal=path) as server, httpx.AsyncClient(timeout=5) as c:
+        chat = await c.post(server.url, headers={"Ocp-Apim-Subscription-Key": s["ocp"]}, json={
+            "model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}], **extra})
+        messages = await c.post(server.base_url + "/anthropic/v1/messages",
+                                headers={"x-api-key": s["x_api_key"], "Ocp-Apim-Subscription-Key": s["ocp"]},
+                                json={"model": "deepseek-chat", "max_tokens": 16,
+                                      "messages": [{"role": "user", "content": "hi"}], **extra})
+        assert {chat.status_code, messages.status_code} <= {200, 400}
+    text = path.read_text(encoding="utf-8")
+    assert [name for name, value in s.items() if value in text] == []
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) == 2
+    for line, entry in zip(lines, server.journal.entries, strict=True):
+        assert line["headers"]["ocp-apim-subscription-key"] == "{{scrubbed:ocp-apim-subscription-key}}"
+        assert line["body"]["token"] == "{{scrubbed:token}}" and line["body"]["x_access_token"] == "{{scrubbed:x_access_token}}"
+        assert line["body"]["client_secret"] == "{{scrubbed:client_secret}}"
+        assert line["body"]["metadata"]["auth"] == {"client_secret": "{{scrubbed:client_secret}}"}
+        assert entry.body == line["body"] and entry.headers == line["headers"]
 
 
 def test_json_line_is_always_valid_json() -> None:

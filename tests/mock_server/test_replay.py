@@ -59,3 +59,50 @@ async def test_replayed_tool_call_through_openai(dshkit_mock_server: MockServerF
     assert args == '{"location": "San Francisco"}'
     assert reasoning.startswith("The user asks about the weather")
     assert len(server.journal.last.writes) > 1000 // 7
+
+
+# --- logged calls on both wires: the same outcome comes back ---------------------------------
+
+TEXT = [{"type": "block-start", "index": 0, "blockType": "text"}, {"type": "text-delta", "index": 0, "text": "Hel"}]
+ARGS = [{"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 0, "id": "call_1", "name": "bash", "argumentsDelta": '{"command":"ec'}]
+FAILURES = [
+    ("AUTH", []), ("QUOTA", []), ("RATE_LIMIT", []), ("INVALID_REQUEST", []), ("CONTEXT_WINDOW_EXCEEDED", []),
+    ("SERVER", []), ("STREAM_CLOSED", ARGS), ("STREAM_CLOSED", TEXT), ("TRANSPORT", TEXT), ("EMPTY_RESPONSE", []),
+    ("CONTENT_FILTER", TEXT), ("INSUFFICIENT_SYSTEM_RESOURCE", []), ("SERVER", TEXT), ("TIMEOUT", []),
+]
+DEPARTURES = {
+    # (wire, logged code, content before it): what the client reports instead, and why
+    ("chat", "SERVER", True): "PROVIDER_ERROR",  # an in-band error event is PROVIDER_ERROR (the adapter's decision)
+    ("anthropic", "INSUFFICIENT_SYSTEM_RESOURCE", False): "SERVER",  # no such stop reason: the overloaded 529
+    ("chat", "TIMEOUT", False): "TRANSPORT",  # replayed as a reset; a real stall would wait for the idle timeout
+    ("anthropic", "TIMEOUT", False): "TRANSPORT",
+}
+
+
+@pytest.mark.parametrize("wire", ["chat", "anthropic"])
+async def test_a_logged_failure_comes_back_as_the_same_code_on_each_wire(
+    dshkit_mock_server: MockServerFactory, wire: str
+) -> None:
+    """Each `throw` entry, rendered from `plan_call` by `chunk_wire` or `anthropic.replay`, is
+    read by the real adapter of that wire as the logged failure again."""
+    from dshkit.harness.llm import Finish, GenerateOptions, UserMessage
+    from dshkit.harness.providers.anthropic import AnthropicAdapter
+    from dshkit.harness.providers.deepseek import DeepSeekAdapter
+
+    steps = [{"chunks": {"kind": "throw", "chunks": chunks, "message": f"{code} as logged", "code": code}}
+             for code, chunks in FAILURES]
+    server = await dshkit_mock_server(Script.of(*steps))
+    adapter = (DeepSeekAdapter(server.base_url, "sk-x") if wire == "chat"
+               else AnthropicAdapter(server.base_url + "/anthropic", "sk-x"))
+    options = GenerateOptions(provider="deepseek", model="deepseek-v4-flash", messages=[UserMessage.text("hi")])
+    got, want = [], []
+    try:
+        for code, chunks in FAILURES:
+            finish = [c async for c in adapter.stream(options)][-1]
+            assert isinstance(finish, Finish) and finish.reason.failure is not None
+            got.append(finish.reason.failure.code)
+            want.append(DEPARTURES.get((wire, code, bool(chunks)), code))
+    finally:
+        await adapter.aclose()
+    assert got == want

@@ -1,7 +1,10 @@
-"""Client-side helpers for the mock server tests: a WHATWG-style SSE parser and a chunk folder.
+"""Client-side helpers for the mock server tests: the body read as a client reads it, and a chunk
+folder.
 
-Deliberately independent of `harness` (the mock server must not depend on it) and small enough
-to read in one go. `reassemble` folds wire chunks the way the openai SDK's accumulator does.
+`parse_sse` reads a body with the harness's one SSE decoder (WHATWG rules: CR/LF/CRLF, multi-line
+data, comments, byte order mark), so these tests see exactly the events every adapter sees.
+`reassemble` folds wire chunks the way the openai SDK's accumulator does, independently of the
+harness's translator.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from dshkit.harness.providers.sse import SSEComment, SSEDecoder, SSEEvent
 
 
 @dataclass
@@ -31,25 +36,18 @@ class Parsed:
 
 
 def parse_sse(body: bytes) -> Parsed:
-    text = body.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     out = Parsed()
-    *blocks, tail = text.split("\n\n")
-    out.trailing = tail
-    for block in blocks:
-        data: list[str] = []
-        name = None
-        for line in block.split("\n"):
-            if line.startswith(":"):
-                out.comments.append(line[1:].strip())
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-            elif line.startswith("event:"):
-                name = line[6:].strip()
-        if data:
-            ev = Event("\n".join(data), name)
-            if ev.data == "[DONE]":
-                out.done = True
-            out.events.append(ev)
+    decoder = SSEDecoder()
+    for item in decoder.feed(body):
+        if isinstance(item, SSEComment):
+            out.comments.append(item.text.rstrip())
+        elif isinstance(item, SSEEvent):
+            # An event without an `event:` line is `message` to the decoder; None here.
+            out.events.append(Event(item.data, None if item.event == "message" else item.event))
+            out.done = out.done or item.data == "[DONE]"
+    # The raw text after the last blank line: what the decoder never dispatched.
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    out.trailing = text.split("\n\n")[-1]
     return out
 
 

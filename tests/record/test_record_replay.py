@@ -229,7 +229,7 @@ async def test_recorder_killed_mid_exchange_leaves_previous_cassette(tmp_path: P
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mock_server", "record", "--upstream", f"http://127.0.0.1:{port}",
+        sys.executable, "-m", "dshkit.mock_server", "record", "--upstream", f"http://127.0.0.1:{port}",
         "--out", str(tmp_path / "k"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:

@@ -55,7 +55,7 @@ async def _sse(request: web.Request, *pieces: bytes) -> web.StreamResponse:
 
 
 def _record_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mock_server", "record", *args]
+    return [sys.executable, "-m", "dshkit.mock_server", "record", *args]
 
 
 async def _line(stream: asyncio.StreamReader) -> dict[str, Any]:
@@ -129,7 +129,7 @@ async def test_secrets_in_query_headers_fields_url_and_split_reads_never_reach_t
             assert secret.encode() not in data, (f.name, name)
     cassette = load_cassette(tmp_path / "s")
     x = cassette.exchanges[0]
-    assert x.request.path == "/chat/completions?api_key={{scrubbed:apikey}}&key={{scrubbed:key}}&mode=fast"
+    assert x.request.path == "/chat/completions?api_key={{scrubbed:api_key}}&key={{scrubbed:key}}&mode=fast"
     assert x.request.body["metadata"]["auth"] == {"key": "{{scrubbed:key}}", "client_secret": "{{scrubbed:client_secret}}"}
     assert x.request.body["API_KEY"] == "{{scrubbed:API_KEY}}" and x.request.body["token"] == "{{scrubbed:token}}"
     assert {k: v for k, v in x.request.headers.items() if "scrubbed" in v}.keys() >= {
@@ -145,15 +145,19 @@ async def test_secrets_in_query_headers_fields_url_and_split_reads_never_reach_t
     assert r.content == x.body
 
 
-async def test_the_ready_line_hides_the_upstream_password(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("user_part", "shown", "secret"), [
+    (f"bob:{SECRETS['password']}", "bob:{{scrubbed:password}}", SECRETS["password"]),
+    ("URLTOKEN0014", "{{scrubbed:username}}", "URLTOKEN0014"),  # a token alone is the credential
+], ids=["password", "username-only"])
+async def test_the_ready_line_hides_the_upstream_password(tmp_path: Path, user_part: str, shown: str, secret: str) -> None:
     proc = await asyncio.create_subprocess_exec(
-        *_record_cmd("--upstream", f"http://bob:{SECRETS['password']}@127.0.0.1:9", "--out", str(tmp_path / "p")),
+        *_record_cmd("--upstream", f"http://{user_part}@127.0.0.1:9", "--out", str(tmp_path / "p")),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
         ready = await _line(proc.stdout)
-        assert ready["upstream"] == "http://bob:{{scrubbed:password}}@127.0.0.1:9"
+        assert ready["upstream"] == f"http://{shown}@127.0.0.1:9"
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
     finally:
@@ -161,7 +165,7 @@ async def test_the_ready_line_hides_the_upstream_password(tmp_path: Path) -> Non
             proc.kill()
             await proc.wait()
     assert proc.returncode == 130
-    assert SECRETS["password"].encode() not in out + err + (tmp_path / "p.cassette.jsonl").read_bytes()
+    assert secret.encode() not in out + err + (tmp_path / "p.cassette.jsonl").read_bytes()
 
 
 # --- item 2: restarting on an existing cassette ---------------------------------------------

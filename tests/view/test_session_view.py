@@ -9,14 +9,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import zstandard
 
 from dshkit.cli import main
+from dshkit.harness.loop import rebuild_requests
+from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import parse_session_log
+from dshkit.mock_server import MockServer, Script
 from dshkit.view import ViewError, detect_kind, render_paths
-from dshkit.view.sessions import build_session_view
+from dshkit.view.sessions import SentRequest, build_session_view
 
+from ..harness.loop.test_header import title_log_text
 from .conftest import ARGUMENTS, FRAGMENT_POINTS, Walk
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,3 +192,57 @@ def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
 def test_an_http_error_answer_shows_its_error_body() -> None:
     html, _ = render_paths([REPO / "recordings" / "bad-request-400.cassette.jsonl"])
     assert 'data-status="400"' in html and 'class="failure"' in html and "invalid_request_error" in html
+
+
+async def _send_as_dsh(requests: list[Any], order: list[int], journal: Path) -> None:
+    """Send the rebuilt requests through the real adapter to a journaling mock server, in
+    `order`: DSH sends the title request beside step 1, so it may arrive first or second."""
+    steps = [{"reply": {"content": "answer"}} for _ in requests]
+    async with MockServer(Script.of(*steps), journal=journal) as server:
+        adapter = DeepSeekAdapter(server.base_url, "sk-view")
+        try:
+            for i in order:
+                assert [c async for c in adapter.stream(requests[i])]
+        finally:
+            await adapter.aclose()
+
+
+@pytest.mark.parametrize("order", [[1, 0], [0, 1]], ids=["title-second", "title-first"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "zstd"])
+async def test_the_title_request_is_shown_and_paired_by_identity(
+    order: list[int], compressed: bool, tmp_path: Path
+) -> None:
+    text = title_log_text()
+    log = tmp_path / ("session.jsonl.zstd" if compressed else "session.jsonl")
+    log.write_bytes(zstandard.ZstdCompressor().compress(text.encode()) if compressed else text.encode())
+    loaded = parse_session_log(log.read_bytes(), lenient=True)
+    requests = rebuild_requests(list(loaded.session.events), session_id=loaded.session.id)
+    assert [r.purpose for r in requests] == ["session-title", None]
+    journal = tmp_path / "journal.jsonl"
+    await _send_as_dsh(requests, order, journal)
+    html, kind = render_paths([log], journal=journal)
+    assert kind == "session" and "0 requests differ from what was sent" in html
+    assert 'data-purpose="session-title"' in html and "1 auxiliary requests" in html and "no rebuilt request matches" not in html
+    sent = [json.loads(line) for line in journal.read_text().splitlines()]
+    view = build_session_view(loaded, [SentRequest(body=e["body"], session=e["session"]) for e in sent])
+    (title,), (call,) = view.auxiliary, view.calls
+    assert title.sent == title.request and title.request is not None and title.request["thinking"] == {"type": "disabled"}
+    assert call.sent == call.request and call.request is not None and "tools" in call.request
+    kinds = [item.kind for item in view.turns[0].steps[0].items]
+    assert kinds.index("title-request") < kinds.index("call")  # at its place in the log
+
+
+async def test_a_title_request_that_differs_shows_its_own_diff(tmp_path: Path) -> None:
+    log = tmp_path / "session.jsonl"
+    log.write_text(title_log_text())
+    loaded = parse_session_log(log.read_bytes(), lenient=True)
+    requests = rebuild_requests(list(loaded.session.events), session_id=loaded.session.id)
+    journal = tmp_path / "journal.jsonl"
+    await _send_as_dsh(requests, [1, 0], journal)
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    entries[1]["body"]["max_tokens"] = 64  # the title request, sent second, asked for more
+    sent = [SentRequest(body=e["body"], session=e["session"]) for e in entries]
+    view = build_session_view(loaded, sent)
+    assert view.calls[0].diff == [] and view.journal_extra == 0
+    changed = [line for line in view.auxiliary[0].diff if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    assert changed == ['-  "max_tokens": 32', '+  "max_tokens": 64']

@@ -1,7 +1,8 @@
 """The Anthropic Messages provider (DeepSeek's second wire, `https://api.deepseek.com/anthropic`):
-serialize → HTTP → SSE → translate, the same walk as `dshkit.harness.providers.deepseek`."""
+serialize → HTTP → SSE → translate, the same walk as the Chat Completions wire (`openai_chat`)."""
 
 from .adapter import ANTHROPIC_VERSION, DEFAULT_BASE_URL, AnthropicAdapter
+from .decoder import FastStreamDecoder, StreamDecoder
 from .failures import failure_from_error_event, failure_from_exception, failure_from_response
 from .serialize import (
     ANTHROPIC_EFFORTS,
@@ -12,7 +13,7 @@ from .serialize import (
     resolve_thinking,
     serialize,
 )
-from .translate import StreamDecoder, Translator, events_from_message, map_stop_reason, map_usage
+from .translate import Translator, events_from_message, map_stop_reason, map_usage
 
 __all__ = [
     "ANTHROPIC_EFFORTS",
@@ -21,6 +22,7 @@ __all__ = [
     "AnthropicConfig",
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_TOKENS",
+    "FastStreamDecoder",
     "REPLAY_PROTOCOL",
     "StreamDecoder",
     "Translator",

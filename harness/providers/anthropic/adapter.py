@@ -1,12 +1,12 @@
 """`AnthropicAdapter`: the Anthropic-format provider's request builder on the shared HTTP life cycle.
 
 One call is one streaming POST to `{base_url}/v1/messages` (httpx; `base_url` is DeepSeek's
-`https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and run
-through `StreamDecoder` by `dshkit.harness.providers.http_stream`. The contract is `DeepSeekAdapter`'s:
-every provider or transport failure becomes a terminal `finish` of kind `error`; setting
+`https://api.deepseek.com/anthropic` by default, AN1), its body read as it arrives and decoded by
+`FastStreamDecoder` (or the decoder `decoder=` makes). The contract is `DeepSeekAdapter`'s: every
+provider or transport failure becomes a terminal `finish` of kind `error`; setting
 `options.signal` ends the stream with `aborted`; an `asyncio.CancelledError` closes the response
-and propagates; no retries of its own.
-The idle timeout defaults to 600 s because DeepSeek may stay silent while it thinks (AN8).
+and propagates; no retries of its own. The idle timeout defaults to 600 s because DeepSeek may
+stay silent while it thinks (AN8).
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from dshkit.harness.providers.http_stream import (
     checked_api_key,
     harness_headers,
 )
+from dshkit.harness.providers.stream import WireDecoder
 
+from .decoder import FastStreamDecoder
 from .failures import failure_from_exception, failure_from_response, response_request_id
 from .serialize import AnthropicConfig, encode_body, serialize
-from .translate import StreamDecoder
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URL", "AnthropicAdapter"]
 
@@ -64,14 +65,15 @@ class AnthropicAdapter(HttpAdapter):
         user_id: str | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        decoder: Callable[[], StreamDecoder] = StreamDecoder,
+        decoder: Callable[[], WireDecoder[bytes]] = FastStreamDecoder,
     ) -> None:
         """`base_url` (the part before `/v1/messages`) defaults to `$DEEPSEEK_ANTHROPIC_BASE_URL`,
         then DeepSeek's `/anthropic` route; `api_key` to `$DEEPSEEK_API_KEY`. `auth` picks the
         key header (DeepSeek takes both, AN9/AN10). `idle_timeout_s` bounds every wait for the
-        next bytes (pings and comments count as progress). `decoder` makes the `StreamDecoder` of
-        each response: pass `lambda: StreamDecoder(MyTranslator())` to translate with another
-        `Translator` (the conformance suite's deliberately broken adapters do)."""
+        next bytes (pings and comments count as progress). `decoder` makes the decoder of each
+        response, by default `FastStreamDecoder`: pass `lambda: StreamDecoder(MyTranslator())`
+        to translate with another `Translator` (the conformance suite's deliberately broken
+        adapters do), on the plain path."""
         super().__init__(
             base_url=base_url or os.environ.get("DEEPSEEK_ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL,
             api_key=api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"),

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from dshkit.harness.llm import LlmFailure
-from dshkit.harness.providers.deepseek import (
+from dshkit.harness.providers.failures import (
     classify_status,
     failure_from_error_object,
     failure_from_exception,
@@ -58,7 +58,7 @@ def response_request_id(headers: Mapping[str, str] | httpx.Headers) -> str | Non
 
 def failure_from_response(status: int, body: bytes, headers: Mapping[str, str] | httpx.Headers) -> LlmFailure:
     """A non-2xx response, in either envelope."""
-    failure = failure_from_http(status, body, headers)
+    failure = failure_from_http(status, body, headers, api="Anthropic-format API")
     # Anthropic's envelope names the request itself; that id wins over a gateway's header.
     request_id = response_request_id(headers)
     try:
@@ -67,8 +67,6 @@ def failure_from_response(status: int, body: bytes, headers: Mapping[str, str] |
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("request_id"), str) and parsed["request_id"]:
         request_id = parsed["request_id"]
-    if failure.message.startswith("DeepSeek API error"):
-        failure = dataclasses.replace(failure, message="Anthropic-format API error" + failure.message[18:])
     return dataclasses.replace(failure, request_id=request_id) if request_id else failure
 
 

@@ -10,13 +10,13 @@ replaces the `message_start` one, AN62) and the stop reason. A block ends at its
 Tool input stays the exact concatenation of its `partial_json` fragments (AN57). Each thinking
 signature rides to the next request in the finish's replay envelope
 (`{"response": {"protocol", "id"}, "blocks": [{"signature"} | None, …]}`, one entry per block),
-which the loop keeps on the assistant message. `StreamDecoder` composes the SSE decoder with it.
+which the loop keeps on the assistant message. `StreamDecoder` (in `decoder`) feeds it from body
+bytes, the SDK adapter from the SDK's events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from dshkit.harness.llm import (
@@ -30,12 +30,11 @@ from dshkit.harness.llm import (
     StreamState,
     TokenUsage,
 )
-from dshkit.harness.providers.deepseek import SSEDecoder
 
 from .failures import failure_from_error_event
 from .serialize import REPLAY_PROTOCOL
 
-__all__ = ["StreamDecoder", "Translator", "events_from_message", "map_stop_reason", "map_usage"]
+__all__ = ["Translator", "events_from_message", "map_stop_reason", "map_usage"]
 
 _STOP_KINDS = {
     "end_turn": "stop",
@@ -123,7 +122,7 @@ class Translator(StreamState):
     """Stateful translation of one response's events (parsed JSON objects); the blocks, ids
     and end rules are the shared `StreamState`, its `keyed` blocks filed by wire index."""
 
-    __slots__ = ("_usage", "stop_reason", "stop_sequence", "started", "pings")
+    __slots__ = ("_usage", "stop_reason", "stop_sequence", "started")
 
     def __init__(self) -> None:
         super().__init__()
@@ -134,7 +133,6 @@ class Translator(StreamState):
         """The stop string that ended the text, when `stop_reason` is `stop_sequence`."""
         self.started = False
         """`message_start` was seen."""
-        self.pings = 0
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -161,8 +159,6 @@ class Translator(StreamState):
             self._start(event, out)
         elif kind == "content_block_stop":
             self._stop(event, out)
-        elif kind == "ping":
-            self.pings += 1
         elif kind == "message_start":
             self._message_start(event, out)
         elif kind == "message_delta":
@@ -352,62 +348,3 @@ def events_from_message(message: dict[str, Any]) -> list[dict[str, Any]]:
 def _clip(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-class StreamDecoder:
-    """Bytes of one response body in, `StreamChunk`s out: SSE decode, JSON, translate.
-
-    Events are read by their JSON `type`; the `event:` line is not needed (AN43 is the SDK's
-    limitation, not ours), except that an `event: error` is terminal whatever its data holds.
-    Used by the adapter, `dshkit decode` and the benchmark, so all three run the same code.
-    """
-
-    __slots__ = ("_sse", "translator", "comments")
-
-    def __init__(self, translator: Translator | None = None) -> None:
-        self._sse = SSEDecoder()
-        self.translator = translator or Translator()
-        self.comments = 0
-
-    @property
-    def finished(self) -> bool:
-        return self.translator.finished
-
-    def feed(self, data: bytes) -> list[StreamChunk]:
-        translator = self.translator
-        if translator.finished:
-            return []
-        feed_into = translator.feed_into
-        scan = _scan_once
-        out: list[StreamChunk] = []
-        for name, payload, _ in self._sse.feed_raw(data):
-            if name is None:  # a comment: liveness, not data
-                self.comments += 1
-                continue
-            try:  # AN45: Anthropic pads data lines with spaces after the JSON
-                event, end = scan(payload, 0)
-                if end != len(payload):
-                    event = json.loads(payload)
-            except (StopIteration, ValueError):
-                try:
-                    event = json.loads(payload)
-                except ValueError:
-                    out += translator.error_event(payload) if name == "error" else translator.malformed(payload)
-                    return out
-            if name == "error" and not (type(event) is dict and event.get("type") == "error"):
-                out += translator.feed({"type": "error", "error": event.get("error", event) if type(event) is dict else event})
-                return out
-            feed_into(event, out)
-            if translator.finished:
-                return out
-        return out
-
-    def close(self) -> list[StreamChunk]:
-        """End of the body: an event without its closing blank line is not dispatched (AN44)."""
-        if self.translator.finished:
-            return []
-        self._sse.close()
-        return self.translator.close()

@@ -1,10 +1,12 @@
-"""`DeepSeekAdapter`: the DeepSeek provider's request builder on the shared HTTP life cycle.
+"""`DeepSeekAdapter`: the DeepSeek provider (address, key, headers) on the OpenAI-style chat base
+and the shared HTTP life cycle.
 
-One call is one streaming POST to `{base_url}/chat/completions` (httpx), its body read as it
-arrives and run through `StreamDecoder` by `dshkit.harness.providers.http_stream`. Every provider or transport failure becomes a terminal
-`finish` chunk of kind `error`; setting `options.signal` ends the stream with `aborted`. An
-`asyncio.CancelledError` closes the response and propagates. The adapter never retries on its
-own: retrying is the loop's decision (dsh-core.md §3.9).
+One call is one streaming POST to `{base_url}/chat/completions` (httpx), its body serialized with
+DeepSeek's profile (`DeepSeekConfig`), read as it arrives and decoded by the chat base's
+`FastStreamDecoder` (or the decoder `decoder=` makes). Every provider or transport failure becomes
+a terminal `finish` chunk of kind `error`; setting `options.signal` ends the stream with
+`aborted`. An `asyncio.CancelledError` closes the response and propagates. The adapter never
+retries on its own: retrying is the loop's decision (dsh-core.md §3.9).
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from collections.abc import Callable
 import httpx
 
 from dshkit.harness.llm import GenerateOptions
+from dshkit.harness.providers.failures import (
+    failure_from_exception,
+    failure_from_http,
+    request_id_of,
+)
 from dshkit.harness.providers.http_stream import (
     HttpAdapter,
     HttpWire,
     checked_api_key,
     harness_headers,
 )
-
-from .decoder import StreamDecoder
-from .failures import failure_from_exception, failure_from_http, request_id_of
-from .serialize import DeepSeekConfig, encode_body, serialize
+from dshkit.harness.providers.openai_chat import (
+    DeepSeekConfig,
+    FastStreamDecoder,
+    encode_body,
+    serialize,
+)
+from dshkit.harness.providers.stream import WireDecoder
 
 __all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]
 
@@ -57,14 +67,15 @@ class DeepSeekAdapter(HttpAdapter):
         user_id: str | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        decoder: Callable[[], StreamDecoder] = StreamDecoder,
+        decoder: Callable[[], WireDecoder[bytes]] = FastStreamDecoder,
     ) -> None:
         """`base_url` defaults to `$DEEPSEEK_BASE_URL`, then the public API; `api_key` to
         `$DEEPSEEK_API_KEY`. `idle_timeout_s` bounds every wait for the next bytes (keep-alive
-        comments count as progress). `decoder` makes the `StreamDecoder` of each response:
-        pass `lambda: StreamDecoder(MyTranslator())` to translate with another `Translator`
-        (the conformance suite's deliberately broken adapters do), or give it another
-        `SSEDecoder`."""
+        comments count as progress). `decoder` makes the decoder of each response, by default
+        `FastStreamDecoder` (the plain `StreamDecoder` with its fast paths): pass
+        `lambda: StreamDecoder(MyTranslator())` to translate with another `Translator` (the
+        conformance suite's deliberately broken adapters do), or give it another `SSEDecoder`;
+        either runs on the plain path alone."""
         super().__init__(
             base_url=base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL,
             api_key=api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"),

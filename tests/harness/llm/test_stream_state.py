@@ -3,8 +3,6 @@ constructors adapters build their failures with."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from dshkit.harness.llm import (
@@ -28,8 +26,6 @@ from dshkit.harness.llm import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    chunk_to_json,
-    stream_state,
 )
 
 CLOSED = LlmFailure(message="ended before a reason", code=ErrorCode.STREAM_CLOSED)
@@ -155,32 +151,6 @@ def test_a_closed_block_ends_once_and_a_subclass_builds_its_own_block() -> None:
         BlockEnd(index=0, block=OpaqueBlock(type="server_tool_use", data={"n": 0})),
     ]
     assert end == [Finish(reason=FinishReason(kind="stop"), meta=FinishMeta())]
-
-
-def test_fast_built_deltas_are_the_same_frozen_instances() -> None:
-    assert stream_state._REASONING and stream_state._TEXT and stream_state._TOOL  # the fast path is in use
-    state = StreamState()
-    out: list[StreamChunk] = []
-    state.add_reasoning("why", out)
-    state.add_text("hi", out)
-    call = state.tool_call(0, out)
-    state.add_tool_delta(call, None, None, "", out)
-    state.add_tool_delta(call, "call_1", "read", '{"a"', out)
-    fast = [c for c in out if not isinstance(c, BlockStart)]
-    slow = [
-        ReasoningDelta(index=0, text="why"),
-        TextDelta(index=1, text="hi"),
-        ToolCallDelta(index=2, id="", arguments_delta=""),
-        ToolCallDelta(index=2, id="call_1", name="read", arguments_delta='{"a"'),
-    ]
-    for f, s in zip(fast, slow, strict=True):
-        assert type(f) is type(s)
-        assert f == s and hash(f) == hash(s) and repr(f) == repr(s)
-        assert chunk_to_json(f) == chunk_to_json(s)
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            f.index = 9  # type: ignore[misc]
-    # A class whose fields differ from the ones written gets no fast constructor.
-    assert stream_state._slot_setters(ReasoningDelta, ("index", "text")) is None
 
 
 def test_finish_constructors() -> None:

@@ -37,8 +37,8 @@ from dshkit.harness.loop import (
 )
 from dshkit.harness.loop.header import RequestHeader
 from dshkit.harness.prompt import SystemPrompt
-from dshkit.harness.replay import ReplayAdapter
-from dshkit.harness.session import ReplayEntry, Session, SessionScript, thaw_json
+from dshkit.harness.replay import ReplayAdapter, ReplayEntry, SessionScript
+from dshkit.harness.session import Session, thaw_json
 from dshkit.harness.tools import ToolRuntime, define_tool
 
 MODEL = "deepseek-v4-flash"

@@ -19,8 +19,8 @@ from dshkit.harness.llm import (
     UserMessage,
     message_to_json,
 )
+from dshkit.harness.replay import derive_replay_script
 from dshkit.harness.session import (
-    derive_replay_script,
     dump_session,
     logged_message,
     parse_session_log,

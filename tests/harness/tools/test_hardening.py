@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dshkit.harness.llm import TextBlock, UserMessage
 from dshkit.harness.tools import (
     LocalShell,
     ToolRuntime,
@@ -19,6 +20,7 @@ from dshkit.harness.tools import (
     builtin_tools,
 )
 from dshkit.harness.tools.blocking import run_blocking
+from dshkit.harness.tools.results import ToolErrorInfo, ToolResult, scrub_result
 
 CATASTROPHIC = '{"pattern": "(a+)+$"}'
 """Nested quantifiers against a line of `a`s ending in `!`: 2^40 backtracking paths."""
@@ -97,6 +99,33 @@ async def test_write_through_a_hard_link_is_refused(workspace: Path, tmp_path_fa
     assert outside.read_text() == "precious\n"  # neither written nor truncated
 
 
+@pytest.fixture
+def hard_link(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`workspace/innocent.txt`, a hard link to a file outside the workspace."""
+    outside = tmp_path_factory.mktemp("outside") / "victim.txt"
+    outside.write_text("the secret plan\n")
+    try:
+        os.link(outside, workspace / "innocent.txt")
+    except OSError as exc:  # a file system without hard links
+        pytest.skip(f"cannot make a hard link here: {exc}")
+    return outside
+
+
+async def test_read_through_a_hard_link_is_refused(workspace: Path, hard_link: Path) -> None:
+    result = await runtime(workspace).execute("c", "read", '{"file_path": "innocent.txt"}')
+    assert result.is_error and result.error is not None and result.error.code == "HARD_LINKED_FILE"
+    assert "other hard links" in result.text and "refusing to read" in result.text
+    assert "secret plan" not in result.text
+
+
+async def test_grep_of_a_hard_linked_file_is_refused_and_a_tree_skips_it(workspace: Path, hard_link: Path) -> None:
+    named = await runtime(workspace).execute("c", "grep", '{"pattern": "secret", "path": "innocent.txt"}')
+    assert named.is_error and named.error is not None and named.error.code == "HARD_LINKED_FILE"
+    assert "secret plan" not in named.text
+    tree = await runtime(workspace).execute("c", "grep", '{"pattern": "secret|world"}')
+    assert not tree.is_error and tree.text == "README.md:2:hello world"
+
+
 async def test_write_still_replaces_an_ordinary_file(workspace: Path) -> None:
     result = await runtime(workspace).execute("c", "write", '{"file_path": "README.md", "content": "new"}')
     assert not result.is_error and (workspace / "README.md").read_text() == "new"
@@ -109,6 +138,32 @@ async def test_secrets_are_scrubbed_from_tool_results(workspace: Path, monkeypat
     assert result.text == "SOME_TOKEN={{scrubbed:secret}}\n"
     failed = await rt.execute("c", "bash", '{"command": "echo sk-very-secret-42; exit 3"}')
     assert "sk-very-secret" not in failed.text and "{{scrubbed:secret}}" in failed.text
+
+
+def test_scrub_result_covers_every_text_of_a_result_and_its_meta() -> None:
+    result = ToolResult(
+        is_error=True, content=(TextBlock(text="key sk-very-secret-42"),),
+        error=ToolErrorInfo(message="failed with sk-very-secret-42", code="X", name="E"),
+        meta={"shown": ["sk-very-secret-42", 3], "path": "sk-very-secret-42.txt"},
+        additional_contexts=(UserMessage.text("ctx sk-very-secret-42"),),
+    )
+    scrubbed = scrub_result(result, ["sk-very-secret-42", "k"])
+    assert "sk-very-secret-42" not in repr(scrubbed)
+    assert scrubbed.meta == {"shown": ["{{scrubbed:secret}}", 3], "path": "{{scrubbed:secret}}.txt"}
+    assert scrubbed.text == "key {{scrubbed:secret}}" and scrubbed.error is not None
+    assert scrubbed.error.message == "failed with {{scrubbed:secret}}"
+
+
+@pytest.mark.parametrize("key", ["k", "the", "test"])
+async def test_a_short_key_rewrites_no_text(workspace: Path, key: str) -> None:
+    """A key shorter than the policy's minimum is never matched: scrubbing it would rewrite
+    every word holding those letters (`un{{scrubbed:secret}}nown tool`)."""
+    (workspace / "notes.txt").write_text("the test took too long; unknown tool k\n")
+    rt = ToolRuntime(builtin_tools(workspace), approver=auto_approver, secrets=[key])
+    result = await rt.execute("c", "read", '{"file_path": "notes.txt"}')
+    assert result.text == "1:the test took too long; unknown tool k"
+    unknown = await rt.execute("c", "nope", "{}")
+    assert "unknown" in unknown.text.lower() and "scrubbed" not in unknown.text
 
 
 async def test_the_shell_hides_named_variables(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,20 +1,15 @@
 """Fixtures for the Anthropic-format provider tests: the real-anthropic corpus (read in place,
-skipped with a reason when absent) and the loopback raw-bytes server the DeepSeek adapter tests
-use."""
+skipped with a reason when absent); the loopback raw-bytes server is the folder above's."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.conftest import SHARED
-
-from ..deepseek.conftest import RawServer
 
 REAL_ANTHROPIC = SHARED / "corpus" / "real-anthropic"
 
@@ -44,14 +39,3 @@ def load_capture(sidecar: Path) -> tuple[dict[str, Any], bytes]:
             if line.strip()
         )
     return meta, data
-
-
-@pytest_asyncio.fixture
-async def raw_server() -> AsyncIterator[RawServer]:
-    state = RawServer()
-    try:
-        yield state
-    finally:
-        state.release.set()
-        for server in reversed(state._servers):
-            await server.close()

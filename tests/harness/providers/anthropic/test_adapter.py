@@ -28,7 +28,7 @@ from dshkit.harness.llm import (
 )
 from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
-from ..deepseek.conftest import RawServer, body, pieces
+from ..conftest import RawServer, body, pieces
 from .conftest import load_capture
 from .test_corpus import STREAMS, _ids, check_blocks
 from .wire import TEXT_TURN, TOOL_TURN

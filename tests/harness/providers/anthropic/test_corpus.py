@@ -26,12 +26,14 @@ from dshkit.harness.llm import (
     ToolCallBlock,
 )
 from dshkit.harness.providers.anthropic import (
+    FastStreamDecoder,
     StreamDecoder,
     Translator,
     events_from_message,
     failure_from_response,
     map_usage,
 )
+from dshkit.harness.providers.sse import SSEDecoder, SSEEvent
 
 from .conftest import corpus_sidecars, load_capture
 
@@ -58,11 +60,16 @@ def splits(data: bytes) -> dict[str, list[bytes]]:
 
 
 def decode(parts: list[bytes]) -> tuple[list[StreamChunk], Translator]:
-    decoder = StreamDecoder()
+    """The plain decoder's chunks and translator; the adapter's fast decoder must give the same chunks."""
+    plain, fast = StreamDecoder(), FastStreamDecoder()
     chunks: list[StreamChunk] = []
+    fast_chunks: list[StreamChunk] = []
     for part in parts:
-        chunks += decoder.feed(part)
-    return chunks + decoder.close(), decoder.translator
+        chunks += plain.feed(part)
+        fast_chunks += fast.feed(part)
+    chunks += plain.close()
+    assert fast_chunks + fast.close() == chunks
+    return chunks, plain.translator
 
 
 def check_blocks(chunks: list[StreamChunk], expected: dict[str, Any]) -> None:
@@ -98,7 +105,9 @@ def test_stream_decodes_to_expected_message(sidecar: Path, plan: str) -> None:
     check_blocks(chunks, expected)
     assert translator.stop_reason == expected["stop_reason"]
     assert translator.stop_sequence == expected["stop_sequence"]
-    assert translator.pings == expected["pings"]
+    # The pings are framed as events and ignored by the translation (the message above is whole).
+    events = SSEDecoder().feed(data)
+    assert sum(isinstance(e, SSEEvent) and e.event == "ping" for e in events) == expected["pings"]
     usage = translator.usage
     assert {k: usage.get(k) for k in USAGE_KEYS} == {k: expected["usage"].get(k) for k in USAGE_KEYS}
     finish = chunks[-1]

@@ -30,16 +30,10 @@ from dshkit.harness.llm import (
     UserMessage,
     is_retryable,
 )
-from dshkit.harness.providers.deepseek import (
-    DeepSeekAdapter,
-    DeepSeekConfig,
-    StreamDecoder,
-    Translator,
-    encode_body,
-    serialize,
-)
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
+from dshkit.harness.providers.openai_chat import StreamDecoder, Translator, encode_body, serialize
 
-from .conftest import RawServer, body, pieces
+from ..conftest import RawServer, body, pieces
 from .wire import USAGE, call, chunk, sse
 
 KEY = "sk-test-0123"

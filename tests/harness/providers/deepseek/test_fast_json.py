@@ -1,9 +1,9 @@
 """`StreamDecoder` parses payloads with msgspec but reads every input as `json.loads` would.
 
 msgspec refuses a few inputs the standard library accepts (escaped lone surrogates, `NaN`,
-`Infinity`, floats beyond range) and those must still decode to the same chunks, on the
-envelope fast path and on the full path. The reference is the `Translator` fed `json.loads`
-values directly, with no msgspec anywhere.
+`Infinity`, floats beyond range) and those must still decode to the same chunks, on the plain
+decoder and on `FastStreamDecoder`'s envelope and bulk paths. The reference is the `Translator`
+fed `json.loads` values directly, with no msgspec anywhere.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dshkit.harness.llm import ErrorCode, Finish, StreamChunk, chunk_to_json
-from dshkit.harness.providers.deepseek import StreamDecoder, Translator
+from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
 
 _ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 _HEAD = '{"id":"' + _ID + '","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":'
@@ -32,12 +32,16 @@ def _body(payloads: list[str], done: bool = True) -> bytes:
 
 
 def _decoded(body: bytes, step: int = 1 << 16) -> list[dict[str, Any]]:
-    decoder = StreamDecoder()
-    out: list[StreamChunk] = []
-    for i in range(0, len(body), step):
-        out += decoder.feed(body[i : i + step])
-    out += decoder.close()
-    return [chunk_to_json(c) for c in out]
+    """The chunks of both decoders, which must agree."""
+    results = []
+    for decoder in (StreamDecoder(), FastStreamDecoder()):
+        out: list[StreamChunk] = []
+        for i in range(0, len(body), step):
+            out += decoder.feed(body[i : i + step])
+        out += decoder.close()
+        results.append([chunk_to_json(c) for c in out])
+    assert results[0] == results[1]
+    return results[0]
 
 
 def _reference(payloads: list[str], done: bool = True) -> list[dict[str, Any]]:
@@ -79,12 +83,8 @@ def test_payloads_msgspec_refuses_decode_as_the_standard_library_reads_them() ->
 
 def test_a_lone_surrogate_reaches_the_text_as_json_loads_gives_it() -> None:
     payloads = [_payload('{"content":"a"}')] * 3 + [_payload('{"content":"\\ud800b"}')]
-    chunks = []
-    decoder = StreamDecoder()
-    chunks += decoder.feed(_body(payloads))
-    texts = [c.text for c in chunks if type(c).__name__ == "TextDelta"]
+    texts = [c["text"] for c in _decoded(_body(payloads)) if c["type"] == "text-delta"]
     assert texts == ["a", "a", "a", "\ud800b"]
-    assert decoder.envelope_learned
 
 
 def test_refused_envelope_values_take_the_full_path_unchanged() -> None:
@@ -121,13 +121,13 @@ def test_nesting_past_the_recursion_limit_behaves_as_json_loads() -> None:
         expected: type[BaseException] | None = RecursionError
     else:
         expected = None
-    decoder = StreamDecoder()
-    try:
-        out = decoder.feed(_body([deep]))
-    except RecursionError:
-        assert expected is RecursionError
-    else:
-        assert expected is None and isinstance(out[-1], Finish)
+    for decoder in (StreamDecoder(), FastStreamDecoder()):
+        try:
+            out = decoder.feed(_body([deep]))
+        except RecursionError:
+            assert expected is RecursionError
+        else:
+            assert expected is None and isinstance(out[-1], Finish)
 
 
 _texts = st.text(max_size=12)  # includes lone surrogates, which json.dumps escapes

@@ -23,13 +23,8 @@ from dshkit.harness.llm import (
     UsageError,
     UserMessage,
 )
-from dshkit.harness.providers.deepseek import (
-    DeepSeekAdapter,
-    DeepSeekConfig,
-    encode_body,
-    resolve_thinking,
-    serialize,
-)
+from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
+from dshkit.harness.providers.openai_chat import encode_body, resolve_thinking, serialize
 
 SRC = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 ODD_ARGS = [

@@ -25,7 +25,8 @@ from dshkit.harness.llm import (
     chunk_to_json,
     message_to_json,
 )
-from dshkit.harness.providers.deepseek import DeepSeekConfig, serialize
+from dshkit.harness.providers.deepseek import DeepSeekConfig
+from dshkit.harness.providers.openai_chat import serialize
 
 from .wire import decode
 

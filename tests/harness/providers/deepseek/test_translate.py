@@ -22,7 +22,7 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.providers.deepseek import Translator, map_finish_reason, map_usage
+from dshkit.harness.providers.openai_chat import Translator, map_finish_reason, map_usage
 
 from .wire import FP, ID, MODEL, USAGE, assemble, call, chunk, decode, sse
 
@@ -409,11 +409,11 @@ def test_translator_direct_use_and_terminal() -> None:
     assert t.feed(chunk({"content": "late"})) == [] and t.end(done=True) == [] and t.malformed("x") == [] and t.error_event("x") == []
 
 
-def test_comments_counted_not_translated() -> None:
-    from dshkit.harness.providers.deepseek import StreamDecoder
+def test_comments_are_not_translated_and_nothing_after_done_is() -> None:
+    from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder
 
-    d = StreamDecoder()
-    out = d.feed(b": keep-alive\n\n: keep-alive\n\n" + sse(chunk({"content": "x"}, "stop")))
-    assert d.comments == 2 and d.done and d.finished
-    assert assemble(out).blocks() == [TextBlock(text="x")]
-    assert d.feed(b"data: more\n\n") == [] and d.close() == []
+    for d in (StreamDecoder(), FastStreamDecoder()):
+        out = d.feed(b": keep-alive\n\n: keep-alive\n\n" + sse(chunk({"content": "x"}, "stop")))
+        assert d.finished and isinstance(out[-1], Finish) and out[-1].reason.kind == "stop"
+        assert assemble(out).blocks() == [TextBlock(text="x")]
+        assert d.feed(b"data: more\n\n") == [] and d.close() == []

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from dshkit.harness.llm import BlockAssembler, StreamChunk
-from dshkit.harness.providers.deepseek import StreamDecoder
+from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder
 
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 MODEL = "deepseek-v4-flash"
@@ -68,14 +68,18 @@ def sse(*objects: Any, done: bool = True) -> bytes:
 
 
 def decode(body: bytes, reads: list[int] | None = None) -> list[StreamChunk]:
-    """Run bytes through StreamDecoder, split at `reads` offsets (default: whole)."""
-    decoder = StreamDecoder()
-    out: list[StreamChunk] = []
-    cuts = [0, *(reads or []), len(body)]
-    for a, b in itertools.pairwise(cuts):
-        out += decoder.feed(body[a:b])
-    out += decoder.close()
-    return out
+    """Run bytes through the plain `StreamDecoder`, split at `reads` offsets (default: whole),
+    and check that the adapter's `FastStreamDecoder` gives the very same chunks."""
+    results = []
+    for decoder in (StreamDecoder(), FastStreamDecoder()):
+        out: list[StreamChunk] = []
+        cuts = [0, *(reads or []), len(body)]
+        for a, b in itertools.pairwise(cuts):
+            out += decoder.feed(body[a:b])
+        out += decoder.close()
+        results.append(out)
+    assert results[0] == results[1], "the fast decoder differs from the plain one"
+    return results[0]
 
 
 def assemble(chunks: list[StreamChunk]) -> BlockAssembler:

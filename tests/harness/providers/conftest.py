@@ -1,4 +1,5 @@
-"""A small aiohttp server on 127.0.0.1:0 that serves raw bytes, for the adapter tests.
+"""A small aiohttp server on 127.0.0.1:0 that serves raw bytes, for the adapter tests of every
+provider.
 
 Each test gives a handler; the fixture records every request (path, headers, body) and, at
 teardown, sets `release` so handlers parked on it finish, then closes the server.

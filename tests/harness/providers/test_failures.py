@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from dshkit.harness.providers.deepseek import (
+from dshkit.harness.providers.failures import (
     classify_status,
     failure_from_error_object,
     failure_from_exception,
@@ -89,7 +89,7 @@ def test_failure_from_exception(exc: BaseException, code: str, start: str) -> No
 
 
 def test_request_id_comes_from_the_first_known_header() -> None:
-    from dshkit.harness.providers.deepseek import request_id_of
+    from dshkit.harness.providers.failures import request_id_of
 
     assert request_id_of({"x-ds-trace-id": "trace"}) == "trace"  # DeepSeek's own header
     assert request_id_of({"x-ds-trace-id": "trace", "x-deepseek-request-id": "ds"}) == "ds"

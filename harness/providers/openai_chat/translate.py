@@ -1,13 +1,12 @@
-"""Translation: DeepSeek wire chunks → `StreamChunk`s (dsh-core.md §3.6–3.7, wire.md A1–A15).
+"""Translation: Chat Completions chunks → `StreamChunk`s (dsh-core.md §3.6–3.7, wire.md A1–A15).
 
-`Translator` parses one response: which harness block each wire stream maps to (one reasoning
-block, one text block, one block per `tool_calls[].index`), the last finish_reason, the last
-non-null usage and the response ids; the blocks, usage and end rules it hands to the shared
-`dshkit.harness.llm.StreamState`. Dialect quirks of other
-OpenAI-compatible servers (`delta.reasoning`, usage on a `choices: []` chunk, ids repeated or
-blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
-`StreamDecoder` (in `decoder`) composes the SSE decoder with it: bytes in, chunks out, one
-terminal `Finish`.
+`Translator` parses one response, whoever read its chunks off the wire (the SSE decoder of
+`decoder`, or the openai SDK in `openai_compat`): which harness block each wire stream maps to
+(one reasoning block, one text block, one block per `tool_calls[].index`), the last
+finish_reason, the last non-null usage and the response ids; the blocks, usage and end rules it
+hands to the shared `dshkit.harness.llm.StreamState`. DeepSeek's `reasoning_content` and the
+quirks of other OpenAI-compatible servers (`delta.reasoning`, usage on a `choices: []` chunk,
+ids repeated or blanked on later fragments, explicit nulls) are absorbed here and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ from dshkit.harness.llm import (
     StreamState,
     TokenUsage,
 )
-
-from .failures import failure_from_error_object
+from dshkit.harness.providers.failures import failure_from_error_object
 
 __all__ = ["Translator", "map_finish_reason", "map_usage"]
 

@@ -6,23 +6,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.providers.deepseek import SSEComment, SSEDecoder, SSEEvent
+from dshkit.harness.providers.sse import SSEComment, SSEDecoder, SSEEvent, SSEField
+
+Items = list[SSEEvent | SSEComment | SSEField]
 
 
-def decode(*reads: bytes) -> tuple[list[SSEEvent | SSEComment], str | None]:
-    d = SSEDecoder()
-    out: list[SSEEvent | SSEComment] = []
+def decode(*reads: bytes, fields: bool = False) -> tuple[Items, Items]:
+    """The items of each read, and those of `close()`."""
+    d = SSEDecoder(fields=fields)
+    out: Items = []
     for r in reads:
         out += d.feed(r)
     return out, d.close()
 
 
-def per_byte(data: bytes) -> tuple[list[SSEEvent | SSEComment], str | None]:
+def per_byte(data: bytes) -> tuple[Items, Items]:
     return decode(*(data[i : i + 1] for i in range(len(data))))
 
 
 def all_splits(data: bytes) -> None:
-    """The same bytes give the same events however they are split in two."""
+    """The same bytes give the same events however they are split in two, or byte by byte."""
     whole = decode(data)
     for i in range(len(data) + 1):
         assert decode(data[:i], data[i:]) == whole, i
@@ -32,9 +35,9 @@ def all_splits(data: bytes) -> None:
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
 def test_line_endings(eol: bytes) -> None:
     data = eol.join([b"data: {\"a\":1}", b"", b": keep-alive", b"", b"data:[DONE]", b"", b""])
-    events, pending = decode(data)
+    events, closing = decode(data)
     assert events == [SSEEvent('{"a":1}'), SSEComment("keep-alive"), SSEEvent("[DONE]")]
-    assert pending is None
+    assert closing == []
     all_splits(data)
 
 
@@ -73,14 +76,38 @@ def test_event_and_id_fields() -> None:
     assert events == [SSEEvent('{"error":{}}', "error"), SSEEvent("x", "message", "7"), SSEEvent("y", "message", "7")]
 
 
+def test_an_id_with_a_nul_is_ignored_and_an_empty_event_name_is_message() -> None:
+    events, _ = decode(b"id: 1\ndata: a\n\nid: 2\x003\nevent:\ndata: b\n\n")
+    assert events == [SSEEvent("a", "message", "1"), SSEEvent("b", "message", "1")]
+
+
 def test_event_name_does_not_leak_into_next_event_and_dataless_events_not_dispatched() -> None:
     events, _ = decode(b"event: ping\n\nretry: 0\n\nid: 1\n\ndata: a\n\n")
     assert events == [SSEEvent("a", "message", "1")]
 
 
-def test_unknown_fields_and_field_without_colon_ignored() -> None:
-    events, _ = decode(b"retry: 10\nfoo: bar\ndata\nweird line\ndata: z\n\n")
+def test_retry_sets_the_reconnection_time_when_it_is_digits() -> None:
+    d = SSEDecoder()
+    d.feed(b"retry: 3000\n\n")
+    assert d.retry == 3000
+    d.feed(b"retry: soon\n\nretry: -5\n\nretry: \xd9\xa3\n\n")  # not ASCII digits: ignored
+    assert d.retry == 3000
+
+
+def test_unknown_fields_are_ignored_and_a_bare_data_line_is_an_empty_line() -> None:
+    events, _ = decode(b"retry: 10\nfoo: bar\nweird line\ndata: z\n\n")
     assert events == [SSEEvent("z")]
+    # WHATWG: a line without a colon is a field name with an empty value, so `data` adds a line.
+    assert decode(b"data\ndata: z\n\n")[0] == [SSEEvent("\nz")]
+
+
+def test_fields_are_reported_only_when_asked() -> None:
+    body = b"event: ping\n\nid: 9\nretry: 10\nfoo\ndata: x\n\n: c\n\n"
+    assert decode(body)[0] == [SSEEvent("x", "message", "9"), SSEComment("c")]
+    assert decode(body, fields=True)[0] == [
+        SSEField("event", "ping"), SSEField("id", "9"), SSEField("retry", "10"), SSEField("foo", ""),
+        SSEEvent("x", "message", "9"), SSEComment("c"),
+    ]
 
 
 def test_bom_stripped_once() -> None:
@@ -97,20 +124,25 @@ def test_utf8_split_inside_character() -> None:
     assert decode(data)[0] == [SSEEvent("中文🙂é")]
 
 
-def test_close_reports_event_missing_blank_line() -> None:
-    assert decode(b"data: [DONE]\n") == ([], "[DONE]")
-    assert decode(b"data: [DONE]") == ([], "[DONE]")
-    assert decode(b"data: a\ndata: b") == ([], "a\nb")
-    assert decode(b"data: a\n\n") == ([SSEEvent("a")], None)
-    assert decode(b"") == ([], None)
-    assert decode(b": a comment without its line end") == ([], None)
+def test_invalid_utf8_is_replaced_not_raised() -> None:
+    assert decode(b"data: \xff\xfe ok\n\n")[0] == [SSEEvent("\ufffd\ufffd ok")]
 
 
-def test_close_is_idempotent() -> None:
+def test_close_dispatches_nothing_but_ends_the_last_line() -> None:
+    assert decode(b"data: [DONE]\n") == ([], [])  # its blank line never came (WHATWG: dropped)
+    assert decode(b"data: [DONE]") == ([], [])
+    assert decode(b"data: a\ndata: b") == ([], [])
+    assert decode(b"data: a\n\n") == ([SSEEvent("a")], [])
+    assert decode(b"") == ([], [])
+    assert decode(b": a comment without its line end") == ([], [SSEComment("a comment without its line end")])
+
+
+def test_close_is_idempotent_and_forgets_the_pending_event() -> None:
     d = SSEDecoder()
-    d.feed(b"data: x")
-    assert d.close() == "x"
-    assert d.close() is None
+    d.feed(b"data: x\n")
+    assert d.close() == []
+    assert d.close() == []
+    assert d.feed(b"\n") == []  # the dropped event is not dispatched by a late blank line
 
 
 def test_big_event_in_many_pieces_is_one_event() -> None:
@@ -123,74 +155,39 @@ def test_big_event_in_many_pieces_is_one_event() -> None:
 
 def test_every_split_of_a_realistic_body() -> None:
     body = (
-        b": keep-alive\r\n\r\n"
+        b"\xef\xbb\xbf: keep-alive\r\n\r\n"
         b'data: {"choices":[{"delta":{"content":"\xe4\xbd\xa0"}}]}\r\n\r\n'
         b"event: error\r\ndata: {\"error\":{\"message\":\"m\"}}\r\n\r\n"
+        b"id: 3\rretry: 5\rdata: a\rdata: b\r\r"
         b"data: [DONE]\r\n\r\n"
     )
     all_splits(body)
 
 
-class _LineByLine(SSEDecoder):
-    """The decoder with its bulk path for plain `data:` blocks turned off: the reference."""
-
-    def _plain(self, lines: list[str]) -> list[tuple[str | None, str, str | None]]:
-        return self._slow(lines)
-
-
-_PLAIN_EVENT = st.builds(lambda t: f"data: {t}\n\n", st.text(alphabet="ab {}\":é", max_size=6))
-# Mostly plain events (so many blocks reach the bulk path), each other shape now and then.
-_SSE_EVENTS = st.one_of(
-    *[_PLAIN_EVENT] * 40,
-    st.builds(lambda t: f"data:{t}\n\n", st.text(alphabet="ab", max_size=3)),
+_EVENTS = st.one_of(
+    st.builds(lambda t: f"data: {t}\n\n", st.text(alphabet="ab {}\":é中", max_size=6)),
+    st.builds(lambda t: f"data:{t}\r\n\r\n", st.text(alphabet="ab", max_size=3)),
     st.just(": keep-alive\n\n"),
     st.just("data: one\ndata: two\n\n"),
-    st.just("data: x\ndata: y\ndata: z\n\n"),
+    st.just("data: x\rdata: y\r\r"),
     st.just("event: error\ndata: {}\n\n"),
     st.just("id: 7\ndata: x\n\n"),
     st.just("retry: 10\n\n"),
     st.just("\n"),
-    st.just("data: crlf\r\n\r\n"),
+    st.just("data\n\n"),
     st.just("data: no-blank-yet\n"),
 )
 
 
-@given(st.lists(_SSE_EVENTS, min_size=0, max_size=60), st.lists(st.integers(1, 400), min_size=1, max_size=8))
-def test_bulk_path_gives_the_line_by_line_events(events: list[str], sizes: list[int]) -> None:
-    body = "".join(events).encode()
-    results = []
-    for decoder in (SSEDecoder(), _LineByLine()):
-        out: list[SSEEvent | SSEComment] = []
-        start, i = 0, 0
-        while start < len(body):
-            size = sizes[i % len(sizes)]
-            out += decoder.feed(body[start : start + size])
-            start += size
-            i += 1
-        results.append((out, decoder.close()))
-    assert results[0] == results[1]
-
-
-_ODD_SHAPES = [
-    "data:tight\n\n", ": keep-alive\n\n", "data: one\ndata: two\n\n", "data: x\ndata: y\ndata: z\n\n",
-    "event: error\ndata: {}\n\n", "id: 7\ndata: x\n\n", "retry: 10\n\n", "\n", "data: crlf\r\n\r\n",
-    "data: no-blank-yet\n", "data: a\n\ndata: b\n\n",
-]
-
-
-@pytest.mark.parametrize("odd", _ODD_SHAPES)
-def test_an_odd_event_among_plain_ones_decodes_line_by_line_at_every_split(odd: str) -> None:
-    body = ("".join(f"data: {i}\n\n" for i in range(10)) + odd + "".join(f"data: {i}\n\n" for i in range(10, 20))).encode()
-    for cut in range(len(body) + 1):
-        bulk, reference = SSEDecoder(), _LineByLine()
-        got = bulk.feed(body[:cut]) + bulk.feed(body[cut:])
-        want = reference.feed(body[:cut]) + reference.feed(body[cut:])
-        assert (got, bulk.close()) == (want, reference.close()), cut
-
-
-def test_bulk_path_handles_an_event_whose_blank_line_comes_in_the_next_read() -> None:
-    body = b"".join(b"data: %d\n\n" % i for i in range(20))
-    cut = body.index(b"data: 9\n") + len(b"data: 9\n")  # between the data line and its blank
-    events, pending = decode(body[:cut], body[cut:])
-    assert [e.data for e in events if isinstance(e, SSEEvent)] == [str(i) for i in range(20)]
-    assert pending is None
+@given(st.lists(_EVENTS, max_size=40), st.booleans(), st.lists(st.integers(1, 300), min_size=1, max_size=8))
+def test_any_reads_give_the_events_of_one_read(events: list[str], bom: bool, sizes: list[int]) -> None:
+    body = ("\ufeff" if bom else "").encode() + "".join(events).encode()
+    d = SSEDecoder(fields=True)
+    out: Items = []
+    start = i = 0
+    while start < len(body):
+        size = sizes[i % len(sizes)]
+        out += d.feed(body[start : start + size])
+        start += size
+        i += 1
+    assert (out, d.close()) == decode(body, fields=True)

@@ -1,10 +1,12 @@
-"""Failures as data: HTTP error responses, in-band error objects and transport exceptions →
-`LlmFailure` (dsh-core.md §3.8, wire.md §11, A12–A13).
+"""Failures as data, for every wire: HTTP error responses, in-band error objects and transport
+exceptions → `LlmFailure` (dsh-core.md §3.8, wire.md §11, A12–A13).
 
-The adapter catches at one boundary and ends its stream with a `finish` error chunk built here;
-nothing in this module raises. HTTP statuses are classified in DSH's order: AUTH, INVALID_REQUEST
-(413), QUOTA (by wording, any status), RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST,
-SERVER, then `HTTP_<status>`.
+An adapter's stream life cycle catches at one boundary and ends the stream with a `finish` error
+chunk built here; nothing in this module raises. The OpenAI-style error object
+(`{"error": {message, type, code, param}}`) is what both of DeepSeek's surfaces send, so the
+Chat Completions and Anthropic adapters, on httpx or an SDK, all map it here. HTTP statuses are
+classified in DSH's order: AUTH, INVALID_REQUEST (413), QUOTA (by wording, any status),
+RATE_LIMIT, CONTEXT_WINDOW_EXCEEDED, INVALID_REQUEST, SERVER, then `HTTP_<status>`.
 """
 
 from __future__ import annotations
@@ -105,9 +107,10 @@ def _detail(error: Mapping[str, Any]) -> str:
 
 
 def failure_from_http(
-    status: int, body: bytes, headers: Mapping[str, str] | httpx.Headers
+    status: int, body: bytes, headers: Mapping[str, str] | httpx.Headers, *, api: str = "DeepSeek API"
 ) -> LlmFailure:
-    """A non-2xx response: message and provider fields from the error envelope when present."""
+    """A non-2xx response: message and provider fields from the error envelope when present;
+    `api` names the API in the message made when the body has none."""
     error: Mapping[str, Any] | None = None
     try:
         parsed = json.loads(body) if body.strip() else None
@@ -120,7 +123,7 @@ def failure_from_http(
     message = error.get("message") if error else None
     if not isinstance(message, str) or not message:
         text = body.decode("utf-8", "replace").strip()
-        message = f"DeepSeek API error (HTTP {status})" + (f": {text[:200]}" if text else "")
+        message = f"{api} error (HTTP {status})" + (f": {text[:200]}" if text else "")
     detail = _detail(error) if error else message
     return LlmFailure(
         message=message,

@@ -1,0 +1,237 @@
+"""`FastStreamDecoder`: `StreamDecoder` with two fast paths for a server that repeats the same
+bytes around every delta, the decoder adapters use unless handed another through `decoder=`.
+
+Once a chunk has shown that envelope (`{"id":…,"choices":[{"index":0,"delta":` … `,
+"finish_reason":null}],"usage":null}`), a payload with the same head and tail only needs its delta
+parsed; and the whole events of a read that are each one `data: ` line of that envelope are found
+with one split of the bytes and checked in bulk, with no SSE decoding and no text decoding, each
+delta parsed straight from its bytes. Any event of another shape goes through the plain path on its
+own, and the per-delta chunks are built by slot writes (`SlotChunks`), so both paths give the very
+same chunks; the differential tests hold this class to `StreamDecoder`. It always translates with
+the stock `Translator` and `SSEDecoder`: the fast paths skip `Translator.feed_into`, so a decoder
+made of other parts is the plain `StreamDecoder`, whose behaviour is theirs alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from itertools import repeat
+from operator import getitem
+from typing import cast
+
+from dshkit.harness.llm import StreamChunk
+from dshkit.harness.providers.slot_chunks import SlotChunks
+
+from .decoder import REFUSED, StreamDecoder, fast_loads, loads_payload, scan_once
+from .translate import Translator
+
+__all__ = ["FastStreamDecoder"]
+
+_LEARN = 3
+"""How many full-path chunks may teach the envelope before the stream is left to the plain path."""
+_HEAD_IN_SEPARATOR = 16
+"""How many bytes of the envelope's head `_feed_envelopes` splits on (see `_set_line_envelope`)."""
+_BULK_READ = 2048
+"""Reads shorter than this (a live stream's one or two events per read) skip the bulk path: its
+set-up per read costs more than it saves on so few events."""
+
+
+class _SlotTranslator(SlotChunks, Translator):
+    """The stock translator, its per-delta chunks built by slot writes."""
+
+    __slots__ = ()
+
+
+class FastStreamDecoder(StreamDecoder):
+    """`StreamDecoder` with the envelope and bulk fast paths (see the module docstring)."""
+
+    __slots__ = ("_learn", "_head", "_tail", "_line_head", "_cut", "_head_rest", "_line_tail")
+
+    def __init__(self) -> None:
+        super().__init__(_SlotTranslator())
+        self._learn = _LEARN
+        self._head: str | None = None
+        self._tail = ""
+        # The same envelope as bytes, for reading whole blocks of such events without SSE
+        # decoding (`_feed_envelopes`): each event is `data: ` + head + delta + tail + LF LF.
+        self._line_head = b""
+        """`data: ` and the first bytes of the head: how such an event's line starts."""
+        self._cut = b""
+        """LF LF and `_line_head`: where a block of such events is split."""
+        self._head_rest = b""
+        self._line_tail = b""
+
+    def feed(self, data: bytes) -> list[StreamChunk]:
+        if self.done or self.translator.finished:
+            return []
+        out: list[StreamChunk] = []
+        at = 0
+        while self._learn and self._head is None:
+            # Still learning the envelope: one event at a time, so that the rest of this
+            # read can already be read in bulk once it is learned.
+            stop = data.find(b"\n\n", at)
+            if stop < 0:
+                break
+            self._feed_events(data[at : stop + 2], out)
+            at = stop + 2
+            if self.done or self.translator.finished:
+                return out
+        if at:
+            data = data[at:]
+        if self._line_head and len(data) >= _BULK_READ:
+            # At an event boundary, the whole events of this read are read in bulk.
+            partial = self._sse.take_partial_line()
+            if partial is not None:
+                rest = self._feed_envelopes(partial + data if partial else data, out)
+                if rest is None:
+                    return out
+                data = rest
+        self._feed_events(data, out)
+        return out
+
+    def _payload(self, payload: str, out: list[StreamChunk]) -> None:
+        """One payload: its delta alone when it has the learned envelope, else the plain way
+        (which may teach the envelope)."""
+        head, tail = self._head, self._tail
+        if head is not None and payload.startswith(head) and payload.endswith(tail) and len(payload) > len(head) + len(tail):
+            # The slot must hold exactly one JSON object; anything else (or a refusal) takes
+            # the plain path below, which decides as the standard library would.
+            try:
+                delta = fast_loads(payload[len(head) : len(payload) - len(tail)])
+            except REFUSED:
+                pass
+            else:
+                if type(delta) is dict:
+                    self.translator.feed_delta(delta, out)
+                    return
+        super()._payload(payload, out)
+        if head is None and self._learn and not self.translator.finished:
+            self._learn -= 1
+            self._learn_envelope(payload)
+
+    def _feed_envelopes(self, data: bytes, out: list[StreamChunk]) -> bytes | None:
+        """Read the whole events of `data` (which starts at an event boundary) in bulk:
+        one split gives the events, one check of all of them that each is one `data: ` line
+        of head + slot + tail and a blank line, and each slot is parsed straight from bytes,
+        with no SSE decoding. An event of any other shape goes through the plain path on
+        its own. Returns the bytes after the last whole event (to be SSE-decoded as usual),
+        or None when the stream ended.
+
+        Same chunks as the plain path: the separator starts with LF LF and a piece read in
+        bulk holds no LF, so a separator only matches from the end of one line, over a blank
+        line, to the start of the next line, and such a piece is the rest of one event's only
+        line. Everything else (a comment, an `event:` or `id:` line, an extra blank line,
+        another envelope, an empty slot, bytes msgspec refuses, a delta that is not an
+        object) is a piece that holds an LF or fails the checks, and its bytes, given back to
+        the SSE decoder at an event boundary, decode as they would have in place. A CR
+        anywhere sends the whole read to the plain path."""
+        start, cut, head_rest, tail = self._line_head, self._cut, self._head_rest, self._line_tail
+        end = data.rfind(b"\n\n")
+        if end < 0 or b"\r" in data:
+            return data
+        pieces = data[:end].split(cut)
+        lead = pieces[0]
+        if lead.startswith(start):
+            pieces[0] = lead[len(start) :]
+            skip, cuts = 0, len(pieces) - 1
+        else:  # not an envelope line: its bytes up to the first separator are whole events
+            del pieces[0]
+            self._feed_events(lead + b"\n\n", out)
+            if self.done or self.translator.finished:
+                return None
+            skip, cuts = len(lead), len(pieces)
+        size = len(head_rest) + len(tail)
+        checked = bool(pieces) and (
+            data.count(b"\n", skip, end) == 2 * cuts  # no piece holds an LF
+            and all(map(bytes.startswith, pieces, repeat(head_rest)))
+            and all(map(bytes.endswith, pieces, repeat(tail)))
+            and min(map(len, pieces)) > size
+        )
+        translator = self.translator
+        feed_delta = translator.feed_delta
+        window = slice(len(head_rest), -len(tail))
+        done = 0  # pieces read
+        if checked:
+            # The common case, with the slicing and parsing of the whole block in C.
+            try:
+                slots = cast("Iterator[bytes]", map(getitem, pieces, repeat(window)))
+                deltas = list(map(fast_loads, slots))
+            except REFUSED:
+                deltas = []  # some slot is refused: each piece on its own below
+            for delta in deltas:
+                if type(delta) is not dict:
+                    break
+                feed_delta(delta, out)
+                done += 1
+                if translator.finished:
+                    return None
+        for piece in pieces[done:] if done else pieces:
+            if checked or (
+                b"\n" not in piece and piece.startswith(head_rest) and piece.endswith(tail) and len(piece) > size
+            ):
+                try:
+                    delta = fast_loads(piece[window])
+                except REFUSED:
+                    delta = None
+                if type(delta) is dict:
+                    feed_delta(delta, out)
+                    if translator.finished:
+                        return None
+                    continue
+            self._feed_events(start + piece + b"\n\n", out)
+            if self.done or translator.finished:
+                return None
+        return data[end + 2 :]
+
+    def _learn_envelope(self, payload: str) -> None:
+        """Remember `payload`'s bytes around `choices[0].delta` if they carry nothing else:
+        one choice of index 0, no finish_reason, no usage, no error (a payload the plain path
+        has just translated, so it is JSON: parsing it again costs only the first few)."""
+        chunk = loads_payload(payload)
+        if type(chunk) is not dict or chunk.get("usage") or "error" in chunk:
+            return
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+            return
+        choice = choices[0]
+        if choice.get("index", 0) != 0 or choice.get("finish_reason") or type(choice.get("delta")) is not dict:
+            return
+        at = payload.find('"delta":')
+        if at <= 0 or payload[at - 1] not in ",{":
+            return
+        start = at + len('"delta":')
+        try:
+            _, end = scan_once(payload, start)
+        except (StopIteration, ValueError):
+            return
+        head, tail = payload[:start], payload[end:]
+        # Prove the slot: any delta put there must land in choices[0].delta, with all else equal.
+        probe = {"dshkit-probe": [1]}
+        try:
+            parsed = json.loads(head + json.dumps(probe) + tail)
+        except ValueError:
+            return
+        rest = {k: v for k, v in chunk.items() if k != "choices"}
+        if (
+            type(parsed) is dict
+            and {k: v for k, v in parsed.items() if k != "choices"} == rest
+            and type(parsed.get("choices")) is list
+            and len(parsed["choices"]) == 1
+            and type(parsed["choices"][0]) is dict
+            and parsed["choices"][0] == {**choice, "delta": probe}
+        ):
+            self._head, self._tail = head, tail
+            # A payload joined from several `data:` lines is no single line to match.
+            if tail and not any(ch in head or ch in tail for ch in "\r\n"):
+                self._set_line_envelope(head.encode("utf-8"), tail.encode("utf-8"))
+
+    def _set_line_envelope(self, head: bytes, tail: bytes) -> None:
+        """The bytes `_feed_envelopes` looks for. Blocks split on LF LF, `data: ` and the
+        first bytes of the head: a separator under 100 bytes, since `bytes.split` searches
+        for longer ones with an algorithm whose set-up cost it pays again at every match."""
+        shared = head[:_HEAD_IN_SEPARATOR]
+        self._line_head = b"data: " + shared
+        self._cut = b"\n\n" + self._line_head
+        self._head_rest = head[len(shared) :]
+        self._line_tail = tail
