@@ -161,7 +161,7 @@ async def test_a_short_key_rewrites_no_text(workspace: Path, key: str) -> None:
     (workspace / "notes.txt").write_text("the test took too long; unknown tool k\n")
     rt = ToolRuntime(builtin_tools(workspace), approver=auto_approver, secrets=[key])
     result = await rt.execute("c", "read", '{"file_path": "notes.txt"}')
-    assert result.text == "1:the test took too long; unknown tool k"
+    assert "\n1: the test took too long; unknown tool k\n" in result.text and "scrubbed" not in result.text
     unknown = await rt.execute("c", "nope", "{}")
     assert "unknown" in unknown.text.lower() and "scrubbed" not in unknown.text
 
