@@ -27,7 +27,8 @@ from typing import Any
 from dshkit.harness.decode import decode_capture
 from dshkit.harness.llm import HarnessError, chunk_to_json
 from dshkit.harness.loop import rebuild_requests
-from dshkit.harness.providers.deepseek import DeepSeekConfig, serialize
+from dshkit.harness.providers.deepseek import DeepSeekConfig
+from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import parse_session_log
 
 from .harnesses import Run
@@ -80,10 +81,15 @@ def _calls(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return calls
 
 
-def _rebuilt(run: Run) -> list[bytes]:
+def _rebuilt(run: Run, *, calls_only: bool = False) -> list[bytes]:
+    """Every request rebuilt from the log, as sent; `calls_only` keeps those whose answer the log
+    holds as chunks (not the session-title request, whose answer DSH does not log)."""
     log = parse_session_log(run.raw, lenient=True)
     config = DeepSeekConfig(tool_only_content="empty")  # DSH sends `content: ""` beside tool calls
-    return [compact(serialize(o, config)) for o in rebuild_requests(log.session.events, session_id=log.session.id)]
+    return [
+        compact(serialize(o, config)) for o in rebuild_requests(log.session.events, session_id=log.session.id)
+        if not (calls_only and o.purpose == "session-title")
+    ]
 
 
 def _is_title(body: Any) -> bool:
@@ -120,7 +126,7 @@ def check_requests(run: Run) -> Check:
 def check_wire(run: Run) -> Check:
     if run.log is None:
         return Check("FAIL", "DSH wrote no session log")
-    rebuilt = _rebuilt(run)
+    rebuilt = _rebuilt(run, calls_only=True)
     calls = _calls(run.events)
     if len(calls) != len(rebuilt):
         return Check("FAIL", f"{len(calls)} logged calls, {len(rebuilt)} rebuilt requests")
