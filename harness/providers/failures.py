@@ -162,13 +162,16 @@ def failure_from_error_object(error: Any, *, status: int | None = None) -> LlmFa
 
 def failure_from_exception(exc: BaseException, base_url: str, *, streaming: bool) -> LlmFailure:
     """A transport exception from httpx, most specific class first, in DSH's words for the same
-    failure (`DeepSeek stream idle timeout after 1500ms`, `DeepSeek API stream from URL failed`)."""
+    failure (`DeepSeek stream idle timeout after 1500ms`, `DeepSeek API stream from URL failed`,
+    which dshkit follows with `: <cause>`)."""
     if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
         return LlmFailure(message=f"DeepSeek connect timeout talking to {base_url}", code=ErrorCode.TIMEOUT)
     if isinstance(exc, httpx.TimeoutException):
         return LlmFailure(message=f"DeepSeek stream idle timeout after {_read_timeout_ms(exc)}ms", code=ErrorCode.TIMEOUT)
     where = "stream from" if streaming else "request to"
-    return LlmFailure(message=f"DeepSeek API {where} {base_url} failed", code=ErrorCode.TRANSPORT)
+    # DSH's words, then the cause, which DSH leaves out (a TLS failure names itself here).
+    reason = str(exc) or type(exc).__name__
+    return LlmFailure(message=f"DeepSeek API {where} {base_url} failed: {reason}", code=ErrorCode.TRANSPORT)
 
 
 def _read_timeout_ms(exc: httpx.TimeoutException) -> str:

@@ -78,14 +78,14 @@ def test_failure_from_error_object_shapes() -> None:
         (httpx.ReadTimeout("t"), "TIMEOUT", "DeepSeek stream idle timeout after ?ms"),
         (httpx.ReadTimeout("t", request=httpx.Request("POST", "http://h", extensions={"timeout": {"read": 1.5}})),
          "TIMEOUT", "DeepSeek stream idle timeout after 1500ms"),
-        (httpx.ConnectError("refused"), "TRANSPORT", "DeepSeek API request to http://h failed"),
-        (OSError(), "TRANSPORT", "DeepSeek API request to http://h failed"),
+        (httpx.ConnectError("refused"), "TRANSPORT", "DeepSeek API request to http://h failed: refused"),
+        (OSError(), "TRANSPORT", "DeepSeek API request to http://h failed: OSError"),
     ],
 )
 def test_failure_from_exception(exc: BaseException, code: str, start: str) -> None:
     failure = failure_from_exception(exc, "http://h", streaming=False)
     assert failure.code == code and failure.message == start  # DSH's words for the same failure
-    assert failure_from_exception(httpx.RemoteProtocolError("reset"), "http://h", streaming=True).message == "DeepSeek API stream from http://h failed"
+    assert failure_from_exception(httpx.RemoteProtocolError("reset"), "http://h", streaming=True).message == "DeepSeek API stream from http://h failed: reset"
 
 
 def test_request_id_comes_from_the_first_known_header() -> None:
