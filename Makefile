@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint clean browser clients
+.PHONY: run test bench lint clean browser clients e2e-dsh e2e-dsh-parity
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -36,14 +36,29 @@ browser:
 test: $(STAMP) browser
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto --dist loadgroup -q
 
+## e2e-dsh: the real DSH (npm @deepseek-ai/dsh, installed into .e2e-dsh/ on first use) headless
+## against `dshkit serve` on loopback, case by case; prints a report table, exits 1 on any failure.
+## Not part of `make test`: it needs the npm registry once and takes a few minutes.
+E2E_DSH ?= .e2e-dsh
+e2e-dsh: $(STAMP)
+	bash e2e/dsh/install.sh $(E2E_DSH)
+	$(BIN)/python -m e2e.dsh --dsh-dir $(E2E_DSH)
+
+## e2e-dsh-parity: every fault of the mock's catalogue through DSH and dshkit's loop; rewrites the
+## fault-parity table in docs/dsh_parity.md from that run
+e2e-dsh-parity: $(STAMP)
+	bash e2e/dsh/install.sh $(E2E_DSH)
+	$(BIN)/python -m e2e.dsh --dsh-dir $(E2E_DSH) --faults --write docs/dsh_parity.md
+
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 ## lint: ruff and mypy --strict; its own CI step (.ci/run runs it after `make test`; the suite
 ## itself runs only ruff, since mypy would double its time)
 lint: $(STAMP)
-	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench
+	$(BIN)/ruff check dshkit harness mock_server conformance dshkit_view tests bench e2e
 	$(BIN)/mypy
+	$(BIN)/mypy --strict e2e
 
 ## clients: the client libraries (pinned in conformance/clients/requirements.txt and package.json)
 ## in their own venv and node_modules, never in .venv; then the catalogue against every bundled

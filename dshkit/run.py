@@ -50,8 +50,12 @@ BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
 API_KEY_ENV = "DEEPSEEK_API_KEY"
 """Read for the key, then taken out of the environment and blanked from what `/proc` shows of
 this process, so no tool can read it (tool output is scrubbed of it too)."""
-EXIT_CODES = {"completed": 0, "max-tokens": 0, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
-"""`turn/end` reason kind → exit status."""
+EXIT_CODES = {"completed": 0, "max-tokens": 1, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
+"""`turn/end` reason kind → exit status. As `dsh --profile headless`, only a completed turn
+exits 0 (a turn cut by max-tokens is 1); blocked, max-steps and aborted keep statuses of their own."""
+PROVIDER = "deepseek-official"
+"""The provider name the session log records for the Chat Completions wire: DSH's route name for
+its DeepSeek adapter, so a dshkit log and a DSH log of the same call name the same provider."""
 
 
 class LiveView:
@@ -347,7 +351,9 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             approver=terminal_approver(yes=args.yes),
             secrets=[api_key, env_key or ""],
         )
-        agent = Agent(session, adapter, AgentOptions(model=args.model, max_steps=args.max_steps), tools=tools)
+        provider = PROVIDER if getattr(args, "protocol", "chat") == "chat" else "deepseek"
+        agent = Agent(session, adapter, AgentOptions(model=args.model, provider=provider, max_steps=args.max_steps),
+                      tools=tools)
         agent.subscribe(view)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -390,8 +396,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run one turn of the agent, showing the flow live",
         description=(
             "Run one turn against a DeepSeek-compatible endpoint. Without --base-url, the "
-            "embedded mock server serves the bundled seed-walk script. Exit status: 0 completed "
-            "(or cut by max-tokens), 1 error, 3 blocked, 4 max-steps, 130 aborted, 2 bad usage."
+            "embedded mock server serves the bundled seed-walk script. Exit status: 0 completed, "
+            "1 error or cut by max-tokens (as DSH), 3 blocked, 4 max-steps, 130 aborted, 2 bad usage."
         ),
         epilog=_RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

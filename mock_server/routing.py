@@ -8,10 +8,19 @@ its id or, failing that, the next unclaimed script; parallel tests and concurren
 therefore consume their own scripts. Within a script the first unconsumed step whose `match`
 holds answers. A request no step matches, or one that finds its script used up, gets a decision
 the server turns into a non-retryable 418 so a harness never retries into a hang.
+
+Auxiliary requests never consume `steps`. A request's purpose is read from the wire by
+`purpose_of`: `compaction` when it carries `x-deepseek-harness-compact: 1` (the header DSH adds to
+compaction calls), `session-title` when its system text opens with DSH's title instruction
+(`Create a concise title for an AI coding-assistant session`) and it offers no tools (DSH sends that
+request beside step 1, thinking off, `max_tokens` 64, with the same headers as the main call, so
+nothing else tells them apart), else `main`. A script's `auxiliary` steps of that purpose answer
+it; a title request no such step answers gets the script's `title` reply.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -21,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dshkit.mock_server.scripts import Match, Script, Step
+from dshkit.mock_server.scripts import Match, ReplySpec, ReplyStep, Script, Step
 
 __all__ = [
     "SESSION_HEADER",
@@ -30,11 +39,16 @@ __all__ = [
     "Router",
     "body_diff",
     "body_matches",
+    "prompt_of",
+    "purpose_of",
     "session_of",
 ]
 
 SESSION_HEADER = "X-Mock-Session"
 HARNESS_SESSION_HEADER = "x-deepseek-harness-session-id"
+COMPACT_HEADER = "x-deepseek-harness-compact"
+TITLE_INSTRUCTION = "Create a concise title for an AI coding-assistant session"
+"""How the system text of DSH's session-title request begins (its first line, in 0.1.0-rc.8)."""
 
 
 def session_of(headers: Mapping[str, str]) -> str:
@@ -106,6 +120,80 @@ def body_diff(recorded: Any, live: Any, *, context: int = 3, limit: int = 80) ->
     return "\n".join(diff)
 
 
+def _text(content: Any) -> str:
+    """The text of a message's content: a string, or the `text` parts of a list of parts/blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"] for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _messages(body: Any) -> list[dict[str, Any]]:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    """An Anthropic-surface user message that only carries `tool_result` blocks."""
+    content = message.get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _ends_turn(message: dict[str, Any]) -> bool:
+    """An assistant message that called no tool: the answer that closed a turn."""
+    if message.get("role") != "assistant":
+        return False
+    if message.get("tool_calls"):
+        return False
+    content = message.get("content")
+    return not (isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+    ))
+
+
+def prompt_of(body: Any) -> str:
+    """The turn's prompt: the text of the first user message after the last assistant message
+    that called no tool (the previous turn's answer), or of the first user message at all.
+
+    Under DSH this is the user's task on every step of its turn, where the last user message is
+    its runtime-context snapshot; later user messages of the turn (snapshots, steering, plugin
+    notes) are not the prompt. "" when the request holds no user message."""
+    messages = _messages(body)
+    start = 0
+    for i, message in enumerate(messages):
+        if _ends_turn(message):
+            start = i + 1
+    for message in messages[start:]:
+        if message.get("role") == "user" and not _is_tool_result(message):
+            return _text(message.get("content"))
+    return ""
+
+
+def _system_text(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    if "system" in body:  # the Anthropic surface: a string or a list of text blocks
+        return _text(body["system"])
+    messages = _messages(body)
+    return _text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+
+
+def purpose_of(req: RequestView) -> str:
+    """What a request is for: `compaction`, `session-title` or `main` (see the module docstring)."""
+    if req.headers.get(COMPACT_HEADER) == "1":
+        return "compaction"
+    body = req.body
+    if isinstance(body, dict) and not body.get("tools") and _system_text(body).startswith(TITLE_INSTRUCTION):
+        return "session-title"
+    return "main"
+
+
 def _failures(match: Match | None, req: RequestView) -> list[str]:
     """Why `match` does not hold for `req` (empty when it holds)."""
     if match is None:
@@ -115,6 +203,10 @@ def _failures(match: Match | None, req: RequestView) -> list[str]:
         out.append(
             f"match.user /{match.user}/ not found in the last user message {_clip(req.last_user)!r}"
         )
+    if match.prompt is not None:
+        prompt = prompt_of(req.body)
+        if not re.search(match.prompt, prompt):
+            out.append(f"match.prompt /{match.prompt}/ not found in the turn's prompt {_clip(prompt)!r}")
     if match.tool_result is not None and match.tool_result not in req.tool_results:
         seen = ", ".join(sorted(req.tool_results)) or "none"
         out.append(
@@ -146,15 +238,22 @@ class Decision:
     session: str
     script: Script | None = None
     index: int | None = None
+    """The step's index in `script.steps`; None for the default reply and auxiliary answers."""
     step: Step | None = None
     message: str = ""
     """For the 418 kinds: what happened and what to do."""
+    purpose: str = "main"
+    """What the request was for (`purpose_of`)."""
+    auxiliary: int | None = None
+    """The index in `script.auxiliary` of the step that answered; None when a main step, the
+    default reply or the script's `title` answered."""
 
 
 @dataclass(slots=True)
 class _Cursor:
     script: Script
     used: list[bool]
+    aux_used: list[bool] = field(default_factory=list)
 
 
 class Router:
@@ -222,9 +321,36 @@ class Router:
                         f"server with unscripted='default' to answer such sessions with the "
                         f"generated default reply).",
                     )
-                cursor = _Cursor(script, [False] * len(script.steps))
+                cursor = _Cursor(script, [False] * len(script.steps), [False] * len(script.auxiliary))
                 self._claims[session] = cursor
-            return self._pick(session, cursor, req)
+            purpose = purpose_of(req)
+            if purpose != "main":
+                aside = self._aside(session, cursor, req, purpose)
+                if aside is not None:
+                    return aside
+            return dataclasses.replace(self._pick(session, cursor, req), purpose=purpose)
+
+    def _aside(self, session: str, cur: _Cursor, req: RequestView, purpose: str) -> Decision | None:
+        """The answer to an auxiliary request that must not consume `steps`, or None when the
+        script leaves such a request to its steps (no auxiliary step for it, no `title`)."""
+        script = cur.script
+        candidates = [
+            i for i, step in enumerate(script.auxiliary)
+            if step.purpose == purpose and not _failures(step.match, req)
+        ]
+        for i in candidates:
+            if not cur.aux_used[i]:
+                cur.aux_used[i] = True
+                return Decision(kind="step", session=session, script=script, step=script.auxiliary[i],
+                                purpose=purpose, auxiliary=i)
+        if candidates:  # all used: the last one of this purpose repeats
+            i = candidates[-1]
+            return Decision(kind="step", session=session, script=script, step=script.auxiliary[i],
+                            purpose=purpose, auxiliary=i)
+        if purpose == "session-title" and script.title is not None:
+            step = ReplyStep(label="title", reply=ReplySpec(content=script.title))
+            return Decision(kind="step", session=session, script=script, step=step, purpose=purpose)
+        return None
 
     def _pick(self, session: str, cur: _Cursor, req: RequestView) -> Decision:
         script = cur.script

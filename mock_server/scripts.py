@@ -38,11 +38,14 @@ from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 from dshkit.mock_server.locate import field_path, yaml_line_of
 
 __all__ = [
+    "DEFAULT_TITLE",
+    "PURPOSES",
     "ChunksSpec",
     "ChunksStep",
     "FaultName",
     "FaultStep",
     "Match",
+    "Purpose",
     "RawSpec",
     "RawStep",
     "RawWrite",
@@ -143,6 +146,13 @@ QuirkName = Literal[
     "anthropic_envelope",
 ]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]
+Purpose = Literal["main", "session-title", "compaction"]
+"""What a model request is for, as recognised on the wire (`dshkit.mock_server.routing.purpose_of`):
+`main` (a step of the agent's turn), `session-title` (DSH's auxiliary title request) or
+`compaction` (a context-compaction call, sent with `x-deepseek-harness-compact: 1`)."""
+PURPOSES: tuple[str, ...] = get_args(Purpose)
+DEFAULT_TITLE = "Mock session title"
+"""What a script answers DSH's session-title request with when no `auxiliary` step does."""
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -208,7 +218,16 @@ class ReplySpec(_Model):
 class Match(_Model):
     """Conditions a request must meet for a step to answer it; all given ones must hold."""
 
-    user: str | None = Field(default=None, description="Regex searched in the last user message.")
+    user: str | None = Field(
+        default=None,
+        description="Regex searched in the last user message (under DSH: its `Current runtime "
+        "context…` snapshot, which follows the prompt).",
+    )
+    prompt: str | None = Field(
+        default=None,
+        description="Regex searched in the turn's prompt: the first user message after the last "
+        "assistant message without tool calls (the user's task under DSH, on every step of its turn).",
+    )
     tool_result: str | None = Field(
         default=None, description="A `tool` message answering this call id is in the history."
     )
@@ -222,7 +241,7 @@ class Match(_Model):
         "in it matches any value (cassettes replayed with `match: body`).",
     )
 
-    @field_validator("user")
+    @field_validator("user", "prompt")
     @classmethod
     def _check_user(cls, v: str | None) -> str | None:
         if v is not None:
@@ -325,6 +344,11 @@ class StreamSpec(_Model):
 
 class _StepBase(_Model):
     label: str | None = Field(default=None, description="A name for this step in messages.")
+    purpose: Literal["session-title", "compaction"] | None = Field(
+        default=None,
+        description="Only on `auxiliary` steps (and required there): the side request this step "
+        "answers.",
+    )
     match: Match | None = None
     timing: Timing = Field(default_factory=Timing)
 
@@ -531,15 +555,47 @@ class Script(_Model):
     )
     repeat_last: bool = Field(default=False, description="Reuse the last step once all are used.")
     steps: list[Step] = Field(min_length=1)
+    auxiliary: list[Step] = Field(
+        default_factory=list,
+        description="Steps answering auxiliary requests (each names its `purpose`) without "
+        "consuming `steps`: the first unused one of the request's purpose answers, and the last "
+        "one of a purpose repeats once all of them are used. Never reported as unused.",
+    )
+    title: str | None = Field(
+        default=DEFAULT_TITLE,
+        description="The reply to a `session-title` request no auxiliary step answers; null "
+        "lets such a request consume `steps` like any other.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
         # A bare fault name is a fault step: `steps: [rate_limit, success]`.
-        if isinstance(data, Mapping) and isinstance(data.get("steps"), list):
+        if isinstance(data, Mapping):
             data = dict(data)
-            data["steps"] = [{"fault": s} if isinstance(s, str) else s for s in data["steps"]]
+            for key in ("steps", "auxiliary"):
+                if isinstance(data.get(key), list):
+                    data[key] = [{"fault": s} if isinstance(s, str) else s for s in data[key]]
         return data
+
+    @field_validator("steps")
+    @classmethod
+    def _main_steps(cls, steps: list[Step]) -> list[Step]:
+        for i, step in enumerate(steps):
+            if step.purpose is not None:
+                raise ValueError(
+                    f"steps[{i}] sets `purpose`: move it to `auxiliary`, whose steps answer side "
+                    "requests without consuming `steps`"
+                )
+        return steps
+
+    @field_validator("auxiliary")
+    @classmethod
+    def _auxiliary_steps(cls, steps: list[Step]) -> list[Step]:
+        for i, step in enumerate(steps):
+            if step.purpose is None:
+                raise ValueError(f"auxiliary[{i}] needs a `purpose`: session-title or compaction")
+        return steps
 
     @classmethod
     def of(
@@ -553,11 +609,12 @@ class Script(_Model):
         """A script of plain text replies, one per step."""
         return cls.of(*({"reply": {"content": c}} for c in contents), **kw)
 
-    def step_label(self, index: int) -> str:
-        step = self.steps[index]
+    def step_label(self, index: int, *, auxiliary: bool = False) -> str:
+        step = (self.auxiliary if auxiliary else self.steps)[index]
         kind = _step_kind(step) or "step"
         detail = step.label or (step.fault if isinstance(step, FaultStep) else kind)
-        return f"{self.name}[{index}] ({detail})"
+        where = f"auxiliary[{index}]" if auxiliary else f"[{index}]"
+        return f"{self.name}{where} ({detail})"
 
 
 class ScriptError(InputError):
@@ -572,7 +629,7 @@ _TAGS = frozenset({"reply", "fault", "raw", "chunks"})
 def _strip_tag(loc: Sequence[int | str]) -> tuple[int | str, ...]:
     # pydantic puts the union tag right after the step index (`steps.0.reply.match.user`,
     # where `reply` is the tag, not the key); drop it so the path follows the document.
-    if len(loc) > 2 and loc[0] == "steps" and isinstance(loc[1], int) and loc[2] in _TAGS:
+    if len(loc) > 2 and loc[0] in ("steps", "auxiliary") and isinstance(loc[1], int) and loc[2] in _TAGS:
         return (*loc[:2], *loc[3:])
     return tuple(loc)
 
@@ -680,17 +737,18 @@ def parse_script(
             field=field_path(loc) or None,
             hint=_hint_for(err),
         ) from None
-    for i, step in enumerate(script.steps):
-        if isinstance(step, RawStep) and step.raw.file is not None:
-            try:
-                step.raw.load_file(base)
-            except OSError as e:
-                raise ScriptError(
-                    f"cannot read raw file {step.raw.file!r}: {e.strerror}",
-                    source=source,
-                    field=f"steps[{i}].raw.file",
-                    hint="paths are relative to the script file",
-                ) from None
+    for key, steps in (("steps", script.steps), ("auxiliary", script.auxiliary)):
+        for i, step in enumerate(steps):
+            if isinstance(step, RawStep) and step.raw.file is not None:
+                try:
+                    step.raw.load_file(base)
+                except OSError as e:
+                    raise ScriptError(
+                        f"cannot read raw file {step.raw.file!r}: {e.strerror}",
+                        source=source,
+                        field=f"{key}[{i}].raw.file",
+                        hint="paths are relative to the script file",
+                    ) from None
     return script
 
 

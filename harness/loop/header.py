@@ -33,7 +33,15 @@ from dshkit.harness.session import Session, SessionEvent, thaw_json
 
 from .options import AgentOptions
 
-__all__ = ["HeaderLog", "RequestHeader", "rebuild_requests", "title_request"]
+__all__ = ["CALL_ENDERS", "HeaderLog", "RequestHeader", "rebuild_requests", "title_request"]
+
+CALL_ENDERS = frozenset({
+    "assistant/message", "llm/retry", "llm/retry-started", "request/header", "step/end", "step/start",
+    "tool/call", "tool/result", "turn/end", "turn/start", "user/message",
+})
+"""Events after which a model call's chunks are over even without a `finish` chunk (a call cut by
+an abort). Other events may sit between two chunks of one call: DSH logs `session/title` while
+step 1 streams."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,7 +192,7 @@ def rebuild_requests(events: Sequence[SessionEvent | Mapping[str, Any]], *, sess
                 in_call = True
             if data["chunk"].get("type") == "finish":
                 in_call = False
-        else:
+        elif type_ in CALL_ENDERS:
             in_call = False
         if event is not None:
             replay.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dshkit.harness.llm import RetryPolicy
 from dshkit.harness.tools import DEFAULT_MAX_PARALLEL
@@ -28,6 +28,16 @@ class AgentOptions:
     max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL
     retry_policy: RetryPolicy | None = field(default_factory=RetryPolicy)
     """None disables retries."""
+    missing_done: Literal["fail", "accept"] = "fail"
+    """A stream that ended after its finish_reason but without `data: [DONE]` (the adapter's
+    finish carries `meta.doneMissing`): `fail` ends the call as DSH does, a `STREAM_CLOSED`
+    failure (`SSE stream ended without [DONE]`, not retried by the default policy); `accept`
+    keeps the answer, as dshkit's adapters report it (DESIGN.md)."""
+    empty_body: Literal["fail", "retry"] = "fail"
+    """A 200 response whose body ended before any byte (the adapter's `EMPTY_RESPONSE` finish that
+    carries no response facts, `meta`): `fail` ends the call as DSH does, `STREAM_CLOSED` (`SSE
+    stream ended without [DONE]`, not retried); `retry` keeps the adapter's retryable
+    `EMPTY_RESPONSE`. An empty completion (events, but no content) is `EMPTY_RESPONSE` either way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,9 +35,26 @@ from .header import HeaderLog, RequestHeader
 from .inbox import Inbox
 from .options import AgentOptions
 
-__all__ = ["Sleep", "StepOutcome", "StepRunner", "TurnAborted"]
+__all__ = ["STREAM_CLOSED_WITHOUT_DONE", "Sleep", "StepOutcome", "StepRunner", "TurnAborted"]
 
 Sleep = Callable[[float], Awaitable[None]]
+EMPTY_BODY_MESSAGE = "API returned no response body"
+"""How the HTTP adapters' failure for a body without a byte ends (`DeepSeek API returned no …`)."""
+STREAM_CLOSED_WITHOUT_DONE = LlmFailure(message="SSE stream ended without [DONE]", code=ErrorCode.STREAM_CLOSED)
+"""The failure a call whose stream lacked `[DONE]` ends in under `missing_done="fail"` (DSH's
+words and code for it)."""
+
+
+def _empty_body(failure: LlmFailure | None, assembler: BlockAssembler) -> bool:
+    """The `EMPTY_RESPONSE` dshkit's HTTP adapters end a 200 body without one byte with
+    (`… API returned no response body`, no response facts in `meta`, no block). An empty
+    completion (`model returned a completed response with no content`), live or replayed from a
+    log, is not one."""
+    return (
+        failure is not None and failure.code == ErrorCode.EMPTY_RESPONSE
+        and failure.message.endswith(EMPTY_BODY_MESSAGE) and assembler.meta is None
+        and not assembler.interrupted_blocks()
+    )
 
 
 class TurnAborted(Exception):
@@ -108,8 +125,13 @@ class StepRunner:
                     )
                 raise TurnAborted
             finish = assembler.finish_reason
-            if not finish.ok:
-                failure = finish.failure or LlmFailure(message="model call failed", code=ErrorCode.UNKNOWN)
+            failure = finish.failure if not finish.ok else None
+            if finish.ok and assembler.meta is not None and assembler.meta.done_missing and o.missing_done == "fail":
+                failure = STREAM_CLOSED_WITHOUT_DONE  # DSH trusts no call whose stream lacked [DONE]
+            elif _empty_body(finish.failure, assembler) and o.empty_body == "fail":
+                failure = STREAM_CLOSED_WITHOUT_DONE  # DSH: a body without events lacks [DONE] too
+            if failure is not None or not finish.ok:
+                failure = failure or LlmFailure(message="model call failed", code=ErrorCode.UNKNOWN)
                 retry += 1
                 delay = None
                 if o.retry_policy is not None:

@@ -70,20 +70,20 @@ def classify_status(status: int, detail: str) -> str:
     return f"HTTP_{status}"
 
 
-def parse_retry_after_ms(value: str | None, *, now: float | None = None) -> float | None:
-    """`Retry-After` as milliseconds: delta-seconds or an HTTP date; None when absent, past or
-    unreadable."""
+def parse_retry_after_ms(value: str | None, *, now: float | None = None) -> int | None:
+    """`Retry-After` as whole milliseconds (logged as an integer, as DSH logs it): delta-seconds
+    or an HTTP date; None when absent, past or unreadable."""
     if not value:
         return None
     value = value.strip()
     if value.isdigit():
-        ms = int(value) * 1000.0
+        ms = int(value) * 1000
         return ms if ms > 0 else None
     try:
         when = parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    ms = (when - (time.time() if now is None else now)) * 1000.0
+    ms = round((when - (time.time() if now is None else now)) * 1000.0)
     return ms if ms > 0 else None
 
 
@@ -161,14 +161,23 @@ def failure_from_error_object(error: Any, *, status: int | None = None) -> LlmFa
 
 
 def failure_from_exception(exc: BaseException, base_url: str, *, streaming: bool) -> LlmFailure:
-    """A transport exception from httpx, most specific class first."""
+    """A transport exception from httpx, most specific class first, in DSH's words for the same
+    failure (`DeepSeek stream idle timeout after 1500ms`, `DeepSeek API stream from URL failed`,
+    which dshkit follows with `: <cause>`)."""
+    if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return LlmFailure(message=f"DeepSeek connect timeout talking to {base_url}", code=ErrorCode.TIMEOUT)
     if isinstance(exc, httpx.TimeoutException):
-        what = "connect" if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)) else "idle"
-        return LlmFailure(
-            message=f"DeepSeek {what} timeout talking to {base_url}", code=ErrorCode.TIMEOUT
-        )
+        return LlmFailure(message=f"DeepSeek stream idle timeout after {_read_timeout_ms(exc)}ms", code=ErrorCode.TIMEOUT)
     where = "stream from" if streaming else "request to"
+    # DSH's words, then the cause, which DSH leaves out (a TLS failure names itself here).
     reason = str(exc) or type(exc).__name__
-    return LlmFailure(
-        message=f"DeepSeek API {where} {base_url} failed: {reason}", code=ErrorCode.TRANSPORT
-    )
+    return LlmFailure(message=f"DeepSeek API {where} {base_url} failed: {reason}", code=ErrorCode.TRANSPORT)
+
+
+def _read_timeout_ms(exc: httpx.TimeoutException) -> str:
+    """The read timeout the request ran with (httpx keeps it on the request), in whole ms."""
+    try:
+        seconds = exc.request.extensions.get("timeout", {}).get("read")
+    except RuntimeError:  # an exception raised without a request
+        seconds = None
+    return str(round(seconds * 1000)) if isinstance(seconds, (int, float)) else "?"

@@ -1,7 +1,9 @@
 """Built-in tools: `read`, `write`, `list`, `grep` and `bash`, with pinned parameters.
 
 These are the tools of the seed's example: the model calls `read {"file_path": "README.md"}` and
-gets back line-numbered text (`1:# DeepSeek Harness`). Each tool is a `define_tool` over a provider
+gets back line-numbered text in DSH's envelope (`<path>…</path>`, `<type>file</type>`, then
+`1: # DeepSeek Harness` rows and an end-of-file footer inside `<content>`; docs/dsh_parity.md
+lists where the other tools' outputs still differ from DSH's). Each tool is a `define_tool` over a provider
 (`FileSystem`, `Shell`), so swapping the providers moves the tools to a sandbox unchanged. `bash`
 asks for approval under the default policy.
 
@@ -37,7 +39,8 @@ __all__ = [
     "READ_PARAMETERS",
     "WRITE_PARAMETERS",
     "builtin_tools",
-    "number_lines",
+    "render_read",
+    "render_write",
 ]
 
 READ_PARAMETERS: Final = {
@@ -85,14 +88,53 @@ BASH_OUTPUT_LIMIT: Final = 30_000
 _GREP_WORKER: Final = Path(__file__).with_name("grep_worker.py")
 
 
-def number_lines(text: str, offset: int = 1, limit: int | None = None) -> str:
-    """`<n>:<line>` for each line, joined by `\\n` (a final newline ends the last line)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    start = offset - 1
-    stop = len(lines) if limit is None else start + limit
-    return "\n".join(f"{n}:{line}" for n, line in enumerate(lines[start:stop], start=offset))
+READ_LIMIT: Final = 2000
+READ_MAX_LINE_LENGTH: Final = 2000
+READ_MAX_BYTES: Final = 50 * 1024
+
+
+def render_read(display_path: str, text: str, offset: int = 1, limit: int | None = None) -> str:
+    """What `read` returns, in DSH's envelope: `<path>`, `<type>file</type>` and a `<content>`
+    of `N: line` rows (at most `limit` lines, default 2000, of at most 2000 characters, and
+    50 KiB in all) ending in a footer that says where the file ends or how to read on.
+
+    Lines are split on `\n` with a trailing `\r` dropped; a final newline ends the last line.
+    An `offset` past the end is an `OFFSET_OUT_OF_RANGE` error (an empty file reads at offset 1).
+    """
+    limit = READ_LIMIT if limit is None else limit
+    rows = text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()
+    total = len(rows)
+    if offset > total and not (total == 0 and offset == 1):
+        raise ToolError(f'offset {offset} is out of range for "{display_path}" ({total} lines)', "OFFSET_OUT_OF_RANGE")
+    shown: list[str] = []
+    used = 0
+    capped = False
+    for number, row in enumerate(rows[offset - 1 : offset - 1 + limit], start=offset):
+        row = row.removesuffix("\r")
+        if len(row) > READ_MAX_LINE_LENGTH:
+            row = f"{row[:READ_MAX_LINE_LENGTH]}... (line truncated to {READ_MAX_LINE_LENGTH} chars)"
+        size = len(row.encode("utf-8")) + (1 if shown else 0)
+        if used + size > READ_MAX_BYTES:
+            capped = True
+            break
+        used += size
+        shown.append(f"{number}: {row}")
+    end = offset + len(shown) - 1 if shown else max(0, offset - 1)
+    if capped:
+        footer = f"(Output capped. Showing lines {offset}-{end}. Use offset={end + 1} to continue.)"
+    elif end < total:
+        footer = f"(Showing lines {offset}-{end} of {total}. Use offset={end + 1} to continue.)"
+    else:
+        footer = f"(End of file - total {total} lines)"
+    body = "\n".join(shown) + "\n\n" + footer if shown else footer
+    return f"<path>{display_path}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
+
+
+def render_write(display_path: str, *, created: bool) -> str:
+    """What `write` returns, in DSH's envelope: `Created file` or `Updated file` (no content)."""
+    return f"<path>{display_path}</path>\n<type>file</type>\n<content>\n{'Created' if created else 'Updated'} file\n</content>"
 
 
 def _looks_binary(data: bytes) -> bool:
@@ -228,11 +270,21 @@ def builtin_tools(
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ToolError(f'"{path}" is not valid UTF-8 text (byte {exc.start})', "BINARY_FILE") from exc
-        return number_lines(text, args.get("offset", 1), args.get("limit"))
+        return render_read(shown_path(path), text, args.get("offset", 1), args.get("limit"))
+
+    def shown_path(path: str) -> str:
+        resolve = getattr(files, "resolve", None)
+        return str(resolve(path)) if callable(resolve) else path  # DSH shows the resolved path
 
     def write_sync(args: dict[str, Any]) -> str:
-        written = files.write_text(args["file_path"], args["content"])
-        return f"Wrote {written} bytes to {args['file_path']}"
+        path = args["file_path"]
+        try:
+            files.size(path)
+            existed = True
+        except (OSError, ToolError):
+            existed = False
+        files.write_text(path, args["content"])
+        return render_write(shown_path(path), created=not existed)
 
     def list_sync(args: dict[str, Any]) -> str:
         entries = files.list_dir(args.get("path") or ".")

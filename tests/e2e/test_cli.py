@@ -38,11 +38,11 @@ def test_run_embedded_seed_walk_shows_the_flow(workspace: Path, tmp_path: Path, 
     assert f"› {PROMPT}" in out  # the user message
     assert "thinking: The user wants to know" in out  # streamed reasoning
     assert '⚙ read {"file_path":"README.md"}' in out  # the call with its raw arguments
-    assert "↳ 1:# Widget Forge" in out  # the line-numbered tool result
+    assert "↳ <path>" in out and "\n  1: # Widget Forge\n" in out  # the line-numbered tool result
     assert "answer: I read README.md." in out  # the answer
     assert "■ turn 1 completed" in out
     assert out.rstrip().endswith(f"session: {session_path}")
-    order = [out.index(s) for s in (f"› {PROMPT}", "thinking:", "⚙ read", "↳ 1:#", "answer:")]
+    order = [out.index(s) for s in (f"› {PROMPT}", "thinking:", "⚙ read", "↳ <path>", "answer:")]
     assert order == sorted(order)
     session = load_session(session_path)
     assert session.events[-1].data == {"turn": 1, "reason": {"kind": "completed"}}

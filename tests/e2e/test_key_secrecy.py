@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.tools.builtin import number_lines
+from dshkit.harness.tools.builtin import render_read
 from dshkit.mock_server import MockServer
 from dshkit.run import BUNDLED_SCRIPT
 
@@ -78,7 +78,7 @@ def test_a_short_key_rewrites_nothing_through_the_embedded_mock(
     assert main(["run", "What is this?", "--session", str(read_log), *common]) == 0
     assert main(["run", "What is this?", "--session", str(unknown_log), "--tools", "bash", *common]) == 0
     view = capsys.readouterr().out
-    assert _tool_texts(read_log) == [number_lines(NOTES)]
+    assert _tool_texts(read_log) == [render_read(str((notes_workspace / "README.md").resolve()), NOTES)]
     assert _tool_texts(unknown_log) == ['Error: unknown tool "read"']
     page = tmp_path / "page.html"
     assert main(["view", str(unknown_log), "-o", str(page)]) == 0
@@ -86,7 +86,7 @@ def test_a_short_key_rewrites_nothing_through_the_embedded_mock(
     html = page.read_text(encoding="utf-8")
     for shown in (_log_text(read_log), _log_text(unknown_log), view, html):
         assert "scrubbed" not in shown
-    assert "unknown tool" in view and "1:# Notes" in view and "unknown tool" in html
+    assert "unknown tool" in view and "1: # Notes" in view and "unknown tool" in html
 
 
 @pytest.mark.parametrize(("key", "via"), SHORT_KEYS[:2])
@@ -104,7 +104,7 @@ def test_a_short_key_rewrites_nothing_the_model_receives(
     assert code == 0
     second = server.journal.chat()[1].body
     tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
-    assert [m["content"] for m in tool_messages] == [number_lines(NOTES)]
+    assert [m["content"] for m in tool_messages] == [render_read(str((notes_workspace / "README.md").resolve()), NOTES)]
 
 
 def test_a_base_url_with_credentials_is_refused_without_echoing_them(

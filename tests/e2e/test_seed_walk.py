@@ -68,7 +68,7 @@ async def test_seed_walk_log_and_wire(loop_rig: RigFactory, snapshot_json: Snaps
     (tool_call,) = rig.data("tool/call")
     assert tool_call["arguments"] == '{"file_path":"README.md"}'
     (result,) = rig.data("tool/result")
-    assert result["message"]["content"][0]["content"][0]["text"].startswith("1:# Widget Forge")
+    assert result["message"]["content"][0]["content"][0]["text"].startswith("<path>") and "\n1: # Widget Forge\n" in result["message"]["content"][0]["content"][0]["text"]
 
     # The tool result is the next request's input, on the wire as role "tool".
     first, second = rig.bodies

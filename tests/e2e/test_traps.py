@@ -300,18 +300,21 @@ async def test_trap_14_request_header_initial_resume_change(loop_rig: RigFactory
 
 
 async def test_trap_15_done_missing_and_stream_errors(loop_rig: RigFactory) -> None:
-    """Departure: EOF after a finish_reason without [DONE] is a success (`meta.doneMissing`);
-    EOF before any finish_reason is STREAM_CLOSED (not retried); an in-band error object ends
-    the stream as an error carrying its message instead of being ignored."""
+    """As DSH by default: EOF after a finish_reason without [DONE] fails the call
+    (STREAM_CLOSED, not retried; the adapter still flags its finish `meta.doneMissing`, and
+    `missing_done="accept"` keeps the answer); EOF before any finish_reason is STREAM_CLOSED too.
+    Departure: an in-band error object ends the stream as an error carrying its message instead
+    of being ignored until EOF (the same outcome, a richer failure)."""
     rig = await loop_rig("done_missing", "partial_eof", {"fault": "inband_error", "message": "upstream exploded", "code": "mock_inband_error", "type": "invalid_request_error"})
-    assert (await rig.run("one")).kind == "completed"
+    one = await rig.run("one")
+    assert one.kind == "error" and one.reason["error"]["code"] == "STREAM_CLOSED"
     assert rig.data("assistant/chunk")[-1]["chunk"]["meta"]["doneMissing"] is True
     two = await rig.run("two")
     assert two.kind == "error" and two.reason["error"]["code"] == "STREAM_CLOSED"
     assert rig.data("llm/retry") == [] and len(rig.requests) == 2
     three = await rig.run("three")
     assert three.kind == "error" and "upstream exploded" in three.reason["error"]["message"]
-    assert len(rig.events("assistant/message")) == 1  # failed attempts never reach history
+    assert rig.events("assistant/message") == []  # failed attempts never reach history
 
 
 async def test_trap_16_http_code_precedence(loop_rig: RigFactory) -> None:

@@ -251,7 +251,7 @@ class Translator(StreamState):
 
 
 _STREAM_CLOSED = LlmFailure(
-    message="stream ended before a finish_reason and without [DONE]", code=ErrorCode.STREAM_CLOSED
+    message="SSE stream ended without [DONE]", code=ErrorCode.STREAM_CLOSED  # DSH's words
 )
 
 

@@ -74,16 +74,18 @@ def test_failure_from_error_object_shapes() -> None:
 @pytest.mark.parametrize(
     ("exc", "code", "start"),
     [
-        (httpx.ConnectTimeout("t"), "TIMEOUT", "DeepSeek connect timeout"),
-        (httpx.ReadTimeout("t"), "TIMEOUT", "DeepSeek idle timeout"),
+        (httpx.ConnectTimeout("t"), "TIMEOUT", "DeepSeek connect timeout talking to http://h"),
+        (httpx.ReadTimeout("t"), "TIMEOUT", "DeepSeek stream idle timeout after ?ms"),
+        (httpx.ReadTimeout("t", request=httpx.Request("POST", "http://h", extensions={"timeout": {"read": 1.5}})),
+         "TIMEOUT", "DeepSeek stream idle timeout after 1500ms"),
         (httpx.ConnectError("refused"), "TRANSPORT", "DeepSeek API request to http://h failed: refused"),
         (OSError(), "TRANSPORT", "DeepSeek API request to http://h failed: OSError"),
     ],
 )
 def test_failure_from_exception(exc: BaseException, code: str, start: str) -> None:
     failure = failure_from_exception(exc, "http://h", streaming=False)
-    assert failure.code == code and failure.message.startswith(start)
-    assert failure_from_exception(httpx.RemoteProtocolError("reset"), "http://h", streaming=True).message.startswith("DeepSeek API stream from")
+    assert failure.code == code and failure.message == start  # DSH's words for the same failure
+    assert failure_from_exception(httpx.RemoteProtocolError("reset"), "http://h", streaming=True).message == "DeepSeek API stream from http://h failed: reset"
 
 
 def test_request_id_comes_from_the_first_known_header() -> None:

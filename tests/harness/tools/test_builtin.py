@@ -12,7 +12,7 @@ from dshkit.harness.tools.builtin import (
     LIST_PARAMETERS,
     READ_PARAMETERS,
     WRITE_PARAMETERS,
-    number_lines,
+    render_read,
 )
 
 
@@ -45,17 +45,30 @@ async def test_builtin_tools_validate_their_arguments(workspace: Path) -> None:
     assert missing.text == 'Error: invalid arguments: missing required property "command"'
 
 
-def test_number_lines() -> None:
-    assert number_lines("a\nb\n") == "1:a\n2:b"
-    assert number_lines("a\nb") == "1:a\n2:b"
-    assert number_lines("a\nb\nc\n", offset=2, limit=1) == "2:b"
+def envelope(path: Path, body: str) -> str:
+    return f"<path>{path.resolve()}</path>\n<type>file</type>\n<content>\n{body}\n</content>"
 
 
-async def test_read_numbers_lines(workspace: Path) -> None:
+async def test_read_answers_in_dsh_envelope(workspace: Path) -> None:
+    """DSH 0.1.0-rc.8's `read` output, byte for byte: `N: line` rows, a blank line, a footer."""
+    readme = workspace / "README.md"
     result = await runtime(workspace).execute("c", "read", '{"file_path": "README.md"}')
-    assert result.text == "1:# DeepSeek Harness\n2:A toolkit.\n3:\n4:End"
+    assert result.text == envelope(readme, "1: # DeepSeek Harness\n2: A toolkit.\n3: \n4: End\n\n(End of file - total 4 lines)")
     part = await runtime(workspace).execute("c", "read", '{"file_path": "README.md", "offset": 2, "limit": 2}')
-    assert part.text == "2:A toolkit.\n3:"
+    assert part.text == envelope(readme, "2: A toolkit.\n3: \n\n(Showing lines 2-3 of 4. Use offset=4 to continue.)")
+    past = await runtime(workspace).execute("c", "read", '{"file_path": "README.md", "offset": 9}')
+    assert past.error is not None and past.error.code == "OFFSET_OUT_OF_RANGE"
+    assert f'offset 9 is out of range for "{readme.resolve()}" (4 lines)' in past.text
+
+
+def test_read_caps_lines_and_bytes_as_dsh() -> None:
+    assert render_read("/e", "") == "<path>/e</path>\n<type>file</type>\n<content>\n(End of file - total 0 lines)\n</content>"
+    assert "1: a\n2: b\n\n(End of file - total 2 lines)" in render_read("/f", "a\r\nb")
+    long = render_read("/f", "x" * 2500)
+    assert "1: " + "x" * 2000 + "... (line truncated to 2000 chars)\n" in long
+    big = render_read("/f", ("y" * 1000 + "\n") * 100)
+    assert big.endswith("(Output capped. Showing lines 1-51. Use offset=52 to continue.)\n</content>")
+    assert "(Showing lines 1-2000 of 2001. Use offset=2001 to continue.)" in render_read("/f", "z\n" * 2001)
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "src/../../x"])
@@ -121,3 +134,11 @@ async def test_bash_cancelled_by_signal(workspace: Path) -> None:
     signal.set()
     result = await task
     assert result.aborted and result.exit_code is None
+
+
+async def test_write_answers_in_dsh_envelope(workspace: Path) -> None:
+    target = workspace / "new.txt"
+    first = await runtime(workspace).execute("c", "write", '{"file_path": "new.txt", "content": "a"}')
+    assert first.text == envelope(target, "Created file") and target.read_text() == "a"
+    again = await runtime(workspace).execute("c", "write", '{"file_path": "new.txt", "content": "b"}')
+    assert again.text == envelope(target, "Updated file") and target.read_text() == "b"

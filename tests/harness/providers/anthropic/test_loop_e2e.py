@@ -101,7 +101,7 @@ def test_dshkit_run_protocol_anthropic_on_embedded_mock(workspace: Path, tmp_pat
                  "--workspace", str(workspace), "--session", str(session_path)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "thinking: " in out and '⚙ read {"file_path":"README.md"}' in out and "↳ 1:# Widget Forge" in out
+    assert "thinking: " in out and '⚙ read {"file_path":"README.md"}' in out and "1: # Widget Forge" in out
     assert "■ turn 1 completed" in out
     session = load_session(session_path)
     calls = [e for e in session.events if e.type == "assistant/message"]
