@@ -84,9 +84,10 @@ def _kind_of(path: Path, data: bytes) -> str:
 def _chat_requests(journal: Path) -> list[SentRequest]:
     """The chat requests of `journal` with the session each named; one journal may hold several
     runs, and `build_session_view` pairs the log's requests with them by identity."""
-    if detect_kind(journal) != "journal":
+    data = _read(journal)
+    if _kind_of(journal, data) != "journal":
         raise ViewError(f"{journal}: --journal expects a journal written by `dshkit serve --journal FILE`")
-    return [SentRequest(body=x.body, session=x.session) for x in load_journal(journal)
+    return [SentRequest(body=x.body, session=x.session) for x in load_journal(journal, data.decode("utf-8"))
             if x.path.rstrip("/").endswith("/chat/completions") and isinstance(x.body, Mapping)]
 
 
@@ -119,6 +120,6 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
             raise ViewError(str(exc)) from None
         return wire_page("cassette", str(path), exchanges, meta), kind
     if kind == "journal":
-        return wire_page("journal", str(path), load_journal(path)), kind
+        return wire_page("journal", str(path), load_journal(path, contents[0].decode("utf-8"))), kind
     reports = [(str(p), json.loads(data)) for p, data in zip(paths, contents, strict=True)]
     return matrix_page(reports), kind
