@@ -141,12 +141,11 @@ def json_html(value: Any, *, string: Callable[[str], str | None] | None = None) 
 
 
 def _emit(value: Any, depth: int, out: list[str], string: Callable[[str], str | None] | None) -> None:
-    # Mirrors the layout of json.dumps(indent=2) item for item (tests/view/test_html.py checks it).
-    if isinstance(value, Markup):
-        out.append(value.html)
-    elif isinstance(value, str):
+    # Mirrors the layout of json.dumps(indent=2) item for item (tests/view/test_html.py checks
+    # it). Text inside <pre> needs only <, > and & escaped: quotes stay quotes.
+    if isinstance(value, str):
         markup = string(value) if string is not None else None
-        out.append(markup if markup is not None else esc(json.dumps(value, ensure_ascii=False)))
+        out.append(markup if markup is not None else escape(_string(value), quote=False))
     elif isinstance(value, dict):
         if not value:
             out.append("{}")
@@ -154,7 +153,7 @@ def _emit(value: Any, depth: int, out: list[str], string: Callable[[str], str | 
         inner = "\n" + "  " * (depth + 1)
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
-            out.append(("," if i else "") + inner + esc(json.dumps(_key(key), ensure_ascii=False)) + ": ")
+            out.append(("," if i else "") + inner + escape(_string(_key(key)), quote=False) + ": ")
             _emit(item, depth + 1, out, string)
         out.append("\n" + "  " * depth + "}")
     elif isinstance(value, (list, tuple)):
@@ -167,8 +166,20 @@ def _emit(value: Any, depth: int, out: list[str], string: Callable[[str], str | 
             out.append(("," if i else "") + inner)
             _emit(item, depth + 1, out, string)
         out.append("\n" + "  " * depth + "]")
+    elif isinstance(value, Markup):
+        out.append(value.html)
+    elif value is None:
+        out.append("null")
+    elif value is True or value is False:
+        out.append("true" if value else "false")
+    elif type(value) is int:
+        out.append(str(value))
     else:
-        out.append(esc(json.dumps(value)))
+        out.append(escape(json.dumps(value), quote=False))
+
+
+_string: Callable[[str], str] = json.encoder.encode_basestring
+"""A string as `json.dumps(s, ensure_ascii=False)` writes it (the same C encoder)."""
 
 
 def _key(key: Any) -> str:

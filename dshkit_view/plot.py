@@ -70,11 +70,11 @@ def arrival_plot(points: Sequence[Arrival], *, label: str = "chunk arrival") -> 
         share = so_far / total if total else (i + 1) / n
         ys.append(_H * (1 - share))
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
+    style = {k: (esc(k), KIND_COLOURS.get(k, "#999999")) for k in {p.kind for p in points}}
     dots = "".join(
-        f"<path class=\"pt\" data-kind=\"{esc(p.kind)}\" data-order=\"{i + 1}\" d=\"M{x:.1f} {y:.1f}h0\" "
-        f"stroke=\"{KIND_COLOURS.get(p.kind, '#999999')}\"><title>#{i + 1} {esc(p.kind)}, "
-        f"{count(p.size, 'byte')}, at {_ms(p.t_ms)}</title></path>"
-        for i, (p, x, y) in enumerate(zip(points, xs, ys, strict=True))
+        f"<path class=\"pt\" data-kind=\"{style[p.kind][0]}\" data-order=\"{i}\" d=\"M{x:.1f} {y:.1f}h0\" "
+        f"stroke=\"{style[p.kind][1]}\"><title>#{i} {style[p.kind][0]}, {p.size} B, at {_ms(p.t_ms)}</title></path>"
+        for i, (p, x, y) in enumerate(zip(points, xs, ys, strict=True), 1)
     )
     legend = "".join(
         f"<span><i style=\"background:{KIND_COLOURS.get(k, '#999999')}\"></i>{esc(k)}</span>"

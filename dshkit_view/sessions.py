@@ -163,8 +163,12 @@ def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str
 def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
     """The body of every model call (title requests left out: `_title_body` rebuilds each of
     those on its own, since it needs no request/header)."""
+    # The events as the mappings `rebuild_requests` also takes, their data left frozen: given
+    # `SessionEvent`s it would copy every event's data to read a few fields of some of them.
+    rows = [{"type": e.type, "seq": e.seq, "time": e.time, "data": e.data, "surfaceOp": e.surface_op,
+             "sourceEventSeqs": e.source_event_seqs, "ignorable": e.ignorable} for e in events]
     try:
-        requests = [options for options in rebuild_requests(events, session_id=session_id)
+        requests = [options for options in rebuild_requests(rows, session_id=session_id)
                     if options.purpose != "session-title"]
         return request_bodies(requests), None
     except (HarnessError, ValueError, KeyError, TypeError) as exc:
