@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-__all__ = ["Markup", "count", "diff_block", "esc", "json_block", "json_html", "page", "utc_time"]
+__all__ = ["Markup", "count", "diff_block", "esc", "json_block", "json_html", "page", "usage_line", "utc_time"]
 
 _STYLE = """
 :root { color-scheme: light; --muted: #666; --line: #ddd; }
@@ -97,6 +97,14 @@ def esc(value: Any) -> str:
 def count(n: int, singular: str, plural: str | None = None) -> str:
     """`1 turn`, `2 turns`, `0 retries` (give `plural` when adding `s` is wrong)."""
     return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def usage_line(usage: Mapping[str, Any] | None) -> str:
+    """A call's token usage on one line (nested details left out), or nothing."""
+    if not usage:
+        return ""
+    parts = " · ".join(f"{esc(k)} {esc(v)}" for k, v in usage.items() if not isinstance(v, Mapping))
+    return f"<div class=\"usage\">usage: {parts}</div>"
 
 
 def utc_time(epoch: float) -> str:

@@ -9,8 +9,10 @@ its bytes too.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,29 @@ def _chat_requests(journal: Path) -> list[SentRequest]:
             if x.path.rstrip("/").endswith("/chat/completions") and isinstance(x.body, Mapping)]
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a page is built. A long log makes hundreds of
+    thousands of small objects that all stay alive until the page is written, and each full
+    collection would walk all of them again for nothing (a fifth of the time of a 1,000-step
+    log); reference counting still frees everything at once, and the collector runs again after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple[str, str]:
     """The page for `paths` and its kind. Several paths are allowed only for conformance reports
     (one column each); `journal` only for a session log."""
+    with _no_cycle_collection():
+        return _render(paths, journal)
+
+
+def _render(paths: Sequence[Path], journal: Path | None) -> tuple[str, str]:
     if not paths:
         raise ViewError("no file given")
     contents = [_read(p) for p in paths]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .html import count, diff_block, esc, page, utc_time
+from .html import count, diff_block, esc, page, usage_line, utc_time
 from .plot import Arrival, arrival_plot
 from .request_delta import RequestDeltas
 from .sessions import CallView, SessionView, StepItem, TurnView
@@ -33,13 +33,6 @@ def _text_of(blocks: Any) -> str:
 def _size(chunk: Mapping[str, Any]) -> int:
     text = chunk.get("text") if chunk.get("type") != "tool-call-delta" else chunk.get("argumentsDelta")
     return len(text.encode("utf-8", "replace")) if isinstance(text, str) else 0
-
-
-def _usage(usage: Mapping[str, Any] | None) -> str:
-    if not usage:
-        return ""
-    parts = " · ".join(f"{esc(k)} {esc(v)}" for k, v in usage.items() if not isinstance(v, Mapping))
-    return f"<div class=\"usage\">usage: {parts}</div>"
 
 
 def _finish_kind(call: CallView) -> str:
@@ -143,7 +136,7 @@ class _Page:
             arrival_plot([Arrival(float(p.t_ms), _CHUNK_KIND.get(str(p.chunk.get("type")), str(p.chunk.get("type"))),
                                   _size(p.chunk)) for p in call.chunks]),
             self.stream(call),
-            _usage(call.usage),
+            usage_line(call.usage),
         ]
         reason = (call.finish or {}).get("reason") or {}
         if kind in ("error", "aborted"):

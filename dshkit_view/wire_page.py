@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .html import count, esc, page, utc_time
+from .html import count, esc, page, usage_line, utc_time
 from .plot import Arrival, arrival_plot
 from .request_delta import RequestDeltas
 from .shown import Shown
@@ -95,13 +95,6 @@ def _stream(x: WireExchange, shown: Shown) -> str:
     return "<div class=\"stream\">" + "".join(out) + "</div>"
 
 
-def _usage(usage: Mapping[str, Any] | None) -> str:
-    if not usage:
-        return ""
-    parts = " · ".join(f"{esc(k)} {esc(v)}" for k, v in usage.items() if not isinstance(v, Mapping))
-    return f"<div class=\"usage\">usage: {parts}</div>"
-
-
 def _exchange(x: WireExchange, shown: Shown, requests: RequestDeltas, first_s: float | None) -> str:
     failed = exchange_failed(x)
     points = [Arrival(d.t_ms, d.kind, _size(d)) for d in x.deltas]
@@ -116,7 +109,7 @@ def _exchange(x: WireExchange, shown: Shown, requests: RequestDeltas, first_s: f
         f"data-status=\"{esc(x.status)}\" data-outcome=\"{esc(x.outcome or '')}\">"
         f"<h4>#{x.number} {esc(x.method)} {esc(x.path)} → <span class=\"status\">{esc(x.status)}</span>{ended}</h4>"
         f"{note}<details class=\"request\"><summary>Request body</summary>{body}</details>"
-        f"{arrival_plot(points, label='SSE events by arrival')}{_stream(x, shown)}{_usage(x.usage)}</article>"
+        f"{arrival_plot(points, label='SSE events by arrival')}{_stream(x, shown)}{usage_line(x.usage)}</article>"
     )
 
 

@@ -64,6 +64,14 @@ def _fits(page: Any, width: int) -> None:
     assert all(right <= width for right in page.locator("svg.plot").evaluate_all(RIGHT_EDGES))
 
 
+def _at_both_widths(page: Any, tmp_path: Path, name: str) -> None:
+    """Screenshots at 1400 and 420 px; at 420 nothing may scroll the page sideways."""
+    _shot(page, tmp_path, f"{name}-{DESKTOP}")
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    _fits(page, PHONE)
+    _shot(page, tmp_path, f"{name}-{PHONE}")
+
+
 def _links_resolve(page: Any) -> int:
     """Every in-page link points at an element of the page; returns how many there are."""
     targets = page.locator("a[href^='#']").evaluate_all("els => els.map(e => e.getAttribute('href').slice(1))")
@@ -193,10 +201,7 @@ def test_cassette_page(browser: Any, tmp_path: Path) -> None:
         last.locator("details.request summary").click()
         assert "messages 1–4 as in request #2" in last.locator("pre.json").inner_text()
         assert _links_resolve(page) > 0
-        _shot(page, tmp_path, "cassette-1400")
-        page.set_viewport_size({"width": PHONE, "height": 900})
-        _fits(page, PHONE)
-        _shot(page, tmp_path, "cassette-420")
+        _at_both_widths(page, tmp_path, "cassette")
     finally:
         page.close()
 
@@ -216,10 +221,7 @@ def test_journal_page_counts_a_broken_stream_as_a_failure(browser: Any, tmp_path
         border = "el => getComputedStyle(el).borderTopColor"
         assert broken.evaluate(border) != whole.evaluate(border)
         assert "Half an ans" in broken.locator(".block.text").inner_text()
-        _shot(page, tmp_path, "journal-1400")
-        page.set_viewport_size({"width": PHONE, "height": 900})
-        _fits(page, PHONE)
-        _shot(page, tmp_path, "journal-420")
+        _at_both_widths(page, tmp_path, "journal")
     finally:
         page.close()
 
