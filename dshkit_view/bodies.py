@@ -14,9 +14,7 @@ reference the fast path is tested against (tests/view/test_bodies.py).
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from dshkit.harness.llm import GenerateOptions, Message
@@ -57,7 +55,8 @@ def request_bodies(
         shared = 0
         if same and previous is not None:
             n = len(previous.messages)
-            if n <= len(messages) and all(map(operator.is_, previous.messages, islice(messages, n))):
+            # A tuple comparison skips identical items at C speed (the messages are the same objects)
+            if n <= len(messages) and messages[:n] == previous.messages:
                 shared = n
         if shared:
             assert previous is not None

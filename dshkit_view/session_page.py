@@ -92,11 +92,11 @@ class _Page:
                 label = f"⚙ {esc(name)}" if name else "⚙ tool call"
                 self.shown.note("".join(texts.get(index, ())), anchor, f"arguments of {name or 'a tool call'} in call {call.number}")
             else:
-                label = _BLOCK_LABEL.get(kind, kind)
+                label = esc(_BLOCK_LABEL.get(kind, kind))
                 first_of.setdefault(kind, anchor)
                 joined.setdefault(kind, []).extend(texts.get(index, ()))
             cls = kind if kind in ("reasoning", "text", "tool-call") else "other"
-            out.append(f"<div class=\"block {cls}\" id=\"{anchor}\" data-block=\"{esc(index)}\">"
+            out.append(f"<div class=\"block {cls}\" id=\"{esc(anchor)}\" data-block=\"{esc(index)}\">"
                        f"<span class=\"label\">{label}</span>{''.join(parts)}</div>")
         for kind, anchor in first_of.items():
             # The next request carries this call's text again (`content`, `reasoning_content`).
