@@ -22,7 +22,7 @@ examples:
   dshkit view .dshkit/sessions/ID.jsonl --journal j.jsonl   …and diff each rebuilt request against
                                                         what `dshkit serve --journal j.jsonl` received
   dshkit view recordings/readme-walk.cassette.jsonl     every recorded read of a cassette, over time
-  dshkit view a.json b.json                             scenario × adapter matrix of conformance
+  dshkit view a.json b.json                             scenario × report matrix of conformance
                                                         reports (`dshkit conformance --json a.json`)
   dshkit view --open -o /tmp/walk.html SESSION.jsonl    write to a chosen file and open a browser
 
@@ -66,11 +66,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="write a self-contained HTML view of a session log, cassette, journal or conformance report",
         description=(
             "Write one HTML file showing a session log (turns, steps, each model call with its request "
-            "rebuilt from the log, chunk arrival over time, tool-call argument fragments, tool results, "
-            "usage, retries and failures), a cassette or mock-server journal (each exchange and its SSE "
-            "events over time) or conformance JSON reports (a scenario × adapter matrix with each "
-            "failure's diff). Prints the path of the file. Exit status: 0 written, 1 cannot write, "
-            "2 a file it cannot show."
+            "rebuilt from the log, shown as what it adds to the one before; chunk arrival; reasoning, "
+            "answer and tool-call argument fragments; tool results, usage, retries and failures), a "
+            "cassette or mock-server journal (each exchange, how it ended and its SSE events over time) "
+            "or conformance JSON reports (a scenario × report matrix grouped by area, n/a reasons, "
+            "each failure's diff). Every text is printed once and linked after, so a page grows with "
+            "the log. Prints the path of the file. Exit status: 0 written, 1 cannot write, 2 a file "
+            "it cannot show."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

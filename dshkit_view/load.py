@@ -9,8 +9,10 @@ its bytes too.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +86,36 @@ def _kind_of(path: Path, data: bytes) -> str:
 def _chat_requests(journal: Path) -> list[SentRequest]:
     """The chat requests of `journal` with the session each named; one journal may hold several
     runs, and `build_session_view` pairs the log's requests with them by identity."""
-    if detect_kind(journal) != "journal":
+    data = _read(journal)
+    if _kind_of(journal, data) != "journal":
         raise ViewError(f"{journal}: --journal expects a journal written by `dshkit serve --journal FILE`")
-    return [SentRequest(body=x.body, session=x.session) for x in load_journal(journal)
+    return [SentRequest(body=x.body, session=x.session) for x in load_journal(journal, data.decode("utf-8"))
             if x.path.rstrip("/").endswith("/chat/completions") and isinstance(x.body, Mapping)]
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a page is built. A long log makes hundreds of
+    thousands of small objects that all stay alive until the page is written, and each full
+    collection would walk all of them again for nothing (a fifth of the time of a 1,000-step
+    log); reference counting still frees everything at once, and the collector runs again after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple[str, str]:
     """The page for `paths` and its kind. Several paths are allowed only for conformance reports
     (one column each); `journal` only for a session log."""
+    with _no_cycle_collection():
+        return _render(paths, journal)
+
+
+def _render(paths: Sequence[Path], journal: Path | None) -> tuple[str, str]:
     if not paths:
         raise ViewError("no file given")
     contents = [_read(p) for p in paths]
@@ -119,6 +142,6 @@ def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple
             raise ViewError(str(exc)) from None
         return wire_page("cassette", str(path), exchanges, meta), kind
     if kind == "journal":
-        return wire_page("journal", str(path), load_journal(path)), kind
+        return wire_page("journal", str(path), load_journal(path, contents[0].decode("utf-8"))), kind
     reports = [(str(p), json.loads(data)) for p, data in zip(paths, contents, strict=True)]
     return matrix_page(reports), kind

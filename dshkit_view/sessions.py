@@ -27,7 +27,9 @@ from dshkit.harness.llm import HarnessError
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import title_request
 from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import LoadedLog, SessionEvent, thaw_json
+from dshkit.harness.session import LoadedLog, SessionEvent
+
+from .bodies import request_bodies
 
 __all__ = [
     "CallView",
@@ -140,6 +142,8 @@ class SessionView:
     """Journal requests of the session that no rebuilt request was paired with."""
     auxiliary: list[CallView] = field(default_factory=list)
     """Requests beside the model calls (DSH's session-title request), in log order."""
+    created_at: int | None = None
+    """When the session started (epoch milliseconds, from its header)."""
 
 
 _SHOWN_ELSEWHERE = frozenset({"assistant/message", "request/header", "llm/retry-started", "agent/inbox/spliced"})
@@ -159,9 +163,14 @@ def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str
 def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
     """The body of every model call (title requests left out: `_title_body` rebuilds each of
     those on its own, since it needs no request/header)."""
+    # The events as the mappings `rebuild_requests` also takes, their data left frozen: given
+    # `SessionEvent`s it would copy every event's data to read a few fields of some of them.
+    rows = [{"type": e.type, "seq": e.seq, "time": e.time, "data": e.data, "surfaceOp": e.surface_op,
+             "sourceEventSeqs": e.source_event_seqs, "ignorable": e.ignorable} for e in events]
     try:
-        return [serialize(options) for options in rebuild_requests(events, session_id=session_id)
-                if options.purpose != "session-title"], None
+        requests = [options for options in rebuild_requests(rows, session_id=session_id)
+                    if options.purpose != "session-title"]
+        return request_bodies(requests), None
     except (HarnessError, ValueError, KeyError, TypeError) as exc:
         # A log from another harness (DSH logs name their tools instead of carrying schemas) can
         # lack what a rebuild needs; the timeline is still shown, each call saying why.
@@ -180,6 +189,21 @@ def _canonical_lines(body: Mapping[str, Any]) -> list[str]:
     return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
 
 
+def _fingerprint(body: Mapping[str, Any]) -> tuple[str, int, str, str]:
+    """A cheap key equal bodies share: the model, how many messages, and the last one's role
+    and text (strings only: numbers that compare equal may be written differently)."""
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, Mapping):
+        last = {}
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else ""
+
+    return (text(body.get("model")), len(messages) if isinstance(messages, list) else -1,
+            text(last.get("role")), text(last.get("content")))
+
+
 def pair_requests(
     rebuilt: Sequence[Mapping[str, Any] | None], sent: Sequence[SentRequest], session_id: str
 ) -> tuple[list[int | None], list[int]]:
@@ -188,16 +212,23 @@ def pair_requests(
     session first, then equal bodies of any session, then the most alike of the session's own.
     When no sent request names `session_id`, every sent request counts as the session's."""
     own = [i for i, x in enumerate(sent) if x.session == session_id] or list(range(len(sent)))
-    others = [i for i in range(len(sent)) if i not in set(own)]
+    mine = set(own)
+    others = [i for i in range(len(sent)) if i not in mine]
     pairs: list[int | None] = [None] * len(rebuilt)
     free = set(range(len(sent)))
     for pool in (own, others):
+        # Equal bodies have equal fingerprints: only those are compared whole.
+        candidates: dict[Any, list[int]] = {}
+        for i in pool:
+            candidates.setdefault(_fingerprint(sent[i].body), []).append(i)
         for k, body in enumerate(rebuilt):
             if pairs[k] is None and body is not None:
-                found = next((i for i in pool if i in free and sent[i].body == body), None)
+                group = candidates.get(_fingerprint(body), [])
+                found = next((i for i in group if i in free and sent[i].body == body), None)
                 if found is not None:
                     pairs[k] = found
                     free.discard(found)
+                    group.remove(found)
     left = [k for k, body in enumerate(rebuilt) if pairs[k] is None and body is not None]
     if left and any(i in free for i in own):
         lines = {k: _canonical_lines(rebuilt[k] or {}) for k in left}
@@ -236,7 +267,7 @@ class _Timeline:
         }
 
     def feed(self, event: SessionEvent) -> None:
-        data = thaw_json(event.data)
+        data = event.data  # frozen JSON (dict and list subclasses): the view only reads it
         time = event.time if isinstance(event.time, int) else self.last_time
         if event.type != "assistant/chunk":
             self.call = None  # any other event between chunks ends the call (a cut stream)
@@ -332,4 +363,5 @@ def build_session_view(loaded: LoadedLog, sent: Sequence[SentRequest | Mapping[s
     return SessionView(
         id=session.id, cwd=session.header.cwd, turns=timeline.turns, calls=timeline.calls,
         repaired=len(loaded.closers), journal_extra=extra, auxiliary=timeline.auxiliary,
+        created_at=session.header.created_at,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ class WireDelta:
     text: str
     index: int | None = None
     """The tool call's index for `tool-call` fragments."""
+    name: str | None = None
+    """The tool's name, on the fragment that carried it."""
 
 
 @dataclass(slots=True)
@@ -49,6 +52,10 @@ class WireExchange:
     """Script, step and outcome (journal) or the response content type (cassette)."""
     session: str | None = None
     """The session the mock server routed the request to (journal only)."""
+    outcome: str | None = None
+    """How the server ended the exchange (journal only): `completed`, `reset`, `stalled`, ..."""
+    started_s: float | None = None
+    """When the request arrived, in seconds on the server's clock (journal only; not a date)."""
 
 
 def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapping[str, Any] | None]:
@@ -58,7 +65,7 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
     if whole.lstrip().startswith(b"{"):
         try:
             body = json.loads(whole)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if isinstance(body, dict) and "error" in body:
             return [WireDelta(pieces[-1][0], "error", json.dumps(body["error"], ensure_ascii=False))], None
@@ -80,7 +87,7 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
                 continue
             try:
                 chunk = json.loads(payload)
-            except ValueError:
+            except (ValueError, RecursionError):
                 deltas.append(WireDelta(t_ms, "other", payload))
                 continue
             if not isinstance(chunk, dict):
@@ -91,7 +98,8 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
             if isinstance(chunk.get("usage"), dict):
                 usage = chunk["usage"]
                 deltas.append(WireDelta(t_ms, "usage", json.dumps(usage)))
-            for choice in chunk.get("choices") or ():
+            choices = chunk.get("choices")
+            for choice in choices if isinstance(choices, list) else ():
                 if not isinstance(choice, dict):
                     continue
                 delta = choice.get("delta") or {}
@@ -100,13 +108,16 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
                         deltas.append(WireDelta(t_ms, "reasoning", str(delta["reasoning_content"])))
                     if delta.get("content"):
                         deltas.append(WireDelta(t_ms, "content", str(delta["content"])))
-                    for call in delta.get("tool_calls") or ():
+                    calls = delta.get("tool_calls")
+                    for call in calls if isinstance(calls, list) else ():
                         if isinstance(call, dict):
                             fn = call.get("function") or {}
                             name = fn.get("name") if isinstance(fn, dict) else None
                             args = fn.get("arguments", "") if isinstance(fn, dict) else ""
-                            text = (f"{name}: " if name else "") + str(args or "")
-                            deltas.append(WireDelta(t_ms, "tool-call", text, int(call.get("index", 0))))
+                            index = call.get("index", 0)
+                            index = index if isinstance(index, int) and not isinstance(index, bool) else 0
+                            deltas.append(WireDelta(t_ms, "tool-call", str(args or ""), index,
+                                                    str(name) if name else None))
                 if choice.get("finish_reason"):
                     deltas.append(WireDelta(t_ms, "finish", str(choice["finish_reason"])))
     return deltas, usage
@@ -140,29 +151,50 @@ def _write_bytes(write: Mapping[str, Any], where: str) -> bytes:
         raise ViewError(f"{where}: a write's b64 is not base64 ({exc})") from None
 
 
-def load_journal(path: Path) -> list[WireExchange]:
-    """The entries of a journal file (`dshkit serve --journal FILE`), in the order they finished."""
+def _number(value: Any, where: str, field: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ViewError(f"{where}: {field} must be a number of seconds, got {json.dumps(value)[:60]}")
+    return float(value)
+
+
+def load_journal(path: Path, text: str | None = None) -> list[WireExchange]:
+    """The entries of a journal file (`dshkit serve --journal FILE`), in the order they finished;
+    `text` is the file's content when the caller has read it already."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ViewError(f"{path}: cannot read it ({exc})") from None
     out: list[WireExchange] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
             entry = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ViewError(f"{where}: not a JSON line ({exc}); is this a journal written by `dshkit serve --journal`?") from None
         if not isinstance(entry, dict) or "writes" not in entry or "path" not in entry:
             raise ViewError(f"{where}: not a journal entry (expected keys seq, path, body, writes)")
-        t0 = float(entry.get("t") or 0.0)
-        pieces = [((float(w.get("t", t0)) - t0) * 1000.0, _write_bytes(w, where)) for w in entry["writes"]]
+        writes = entry["writes"]
+        if not isinstance(writes, list) or not all(isinstance(w, dict) for w in writes):
+            raise ViewError(f"{where}: writes must be a list of objects with t and text (or b64)")
+        t0 = _number(entry.get("t"), where, "t", 0.0)
+        pieces = [((_number(w.get("t"), where, "a write's t", t0) - t0) * 1000.0, _write_bytes(w, where)) for w in writes]
         # The HTTP head is the first write for streamed answers; only the body holds SSE lines.
         deltas, usage = sse_deltas(pieces)
         note = " · ".join(
-            f"{key} {entry[key]}" for key in ("script", "step", "behavior", "outcome") if entry.get(key) is not None
+            f"{key} {entry[key]}" for key in ("script", "step", "behavior") if entry.get(key) is not None
         )
+        seq, status, outcome, session = (entry.get(k) for k in ("seq", "status", "outcome", "session"))
         out.append(WireExchange(
-            number=int(entry.get("seq", len(out) + 1)), method=str(entry.get("method", "POST")),
-            path=str(entry["path"]), status=entry.get("status"), body=entry.get("body"),
-            deltas=deltas, usage=usage, note=note, session=entry.get("session"),
+            number=seq if isinstance(seq, int) and not isinstance(seq, bool) else len(out) + 1,
+            method=str(entry.get("method", "POST")), path=str(entry["path"]),
+            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+            body=entry.get("body"), deltas=deltas, usage=usage, note=note,
+            session=session if isinstance(session, str) else None,
+            outcome=outcome if isinstance(outcome, str) else None, started_s=t0,
         ))
     return out

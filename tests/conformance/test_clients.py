@@ -221,7 +221,8 @@ def test_client_report_renders_in_dshkit_view(tmp_path: Path) -> None:
                driver={"libraries": {"demo-lib": "1.2.3"}})
     html, kind = render_paths([report])
     assert kind == "conformance"
-    assert "1 scenarios × 1 clients" in html and "demo (demo-lib 1.2.3)" in html
+    assert '<th title="client demo">client demo' in html and "<small>demo-lib 1.2.3</small>" in html
+    assert '<tr data-scenario="tool-split-arguments">' in html and '<td class="pass">pass</td>' in html
 
 
 def test_client_run_survives_its_json_report() -> None:

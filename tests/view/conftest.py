@@ -1,24 +1,30 @@
-"""Fixtures of the view tests: a session log made by the real agent against the real mock server,
-with the server's journal beside it, and a headless Chromium driven by Playwright.
+"""Fixtures of the view tests: session logs made by the real agent against the real mock server,
+with the server's journal beside them, a journal with a stream the server broke off, conformance
+reports written by the real report writer, and a headless Chromium driven by Playwright.
 
 The walk has the three things a view must show: a model call that fails (429, retried in the same
-step), a tool call whose arguments arrive in six fragments, and a final answer.
+step), a tool call whose arguments arrive in six fragments, and a final answer. The long walk
+repeats a turn (read a file, answer) to show how a page grows with the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from dshkit.conformance import ScenarioResult, load_catalogue, to_json, unified
 from dshkit.harness.loop import Agent, AgentOptions
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import Session, SessionHeader, save_session
@@ -79,6 +85,80 @@ async def make_walk(tmp: Path) -> Walk:
     return Walk(log=log, journal=journal, workspace=workspace)
 
 
+NOTES = "".join(f"note {i}: the forge turns YAML recipes into widgets, then tests every widget it made.\n"
+                for i in range(3))
+"""The file the long walk reads every turn: each line longer than a page links instead of repeating."""
+
+
+async def make_long_walk(tmp: Path, turns: int) -> Walk:
+    """`turns` turns of two steps each: a `read` of NOTES.md, then an answer with reasoning."""
+    workspace = tmp / "ws"
+    workspace.mkdir()
+    (workspace / "NOTES.md").write_text(NOTES)
+    steps: list[Any] = []
+    for i in range(turns):
+        steps.append({"reply": {"reasoning": f"Turn {i}: read the notes.",
+                                "tool_calls": [{"name": "read", "arguments": '{"file_path":"NOTES.md"}'}]}})
+        steps.append({"reply": {"reasoning": f"Answer turn {i} briefly.", "content": f"Answer {i}: it forges widgets."}})
+    journal = tmp / "journal.jsonl"
+    async with MockServer(Script.of(*steps), journal=journal) as server:
+        session = Session(SessionHeader.new(cwd=str(workspace)))
+        adapter = DeepSeekAdapter(server.base_url, "sk-view-test")
+        try:
+            agent = Agent(session, adapter, AgentOptions(model="deepseek-v4-flash"),
+                          tools=ToolRuntime(builtin_tools(workspace)), sleep=_no_wait)
+            for turn in range(turns):
+                assert (await agent.run(f"Question {turn}: what does the forge do?")).kind == "completed"
+        finally:
+            await adapter.aclose()
+    return Walk(log=save_session(session, tmp / "session.jsonl"), journal=journal, workspace=workspace)
+
+
+async def make_reset_journal(tmp: Path) -> Path:
+    """A journal of two exchanges sent by a real client: one the server broke off with a TCP
+    reset mid-answer, then a complete one."""
+    journal = tmp / "reset-journal.jsonl"
+    script = Script.of({"fault": "partial_disconnect", "text": "Half an ans"}, {"reply": {"content": "A whole answer."}})
+    body = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    async with MockServer(script, journal=journal) as server, httpx.AsyncClient(timeout=10) as client:
+        with pytest.raises(httpx.HTTPError):
+            async with client.stream("POST", server.base_url + "/chat/completions", json=body) as response:
+                async for _ in response.aiter_bytes():
+                    pass
+        (await client.post(server.base_url + "/chat/completions", json=body)).raise_for_status()
+    return journal
+
+
+_catalogue = functools.cache(load_catalogue)
+
+
+def write_report(path: Path, adapter: str, failing: Sequence[int] = (), na: Sequence[int] = (),
+                 only: int | None = None) -> Path:
+    """A conformance report of the bundled catalogue as the real report writer writes it: the
+    scenarios at positions `failing` failed (with a diff), those at `na` were n/a, the rest passed."""
+    results = []
+    for i, sc in enumerate(_catalogue()[:only]):
+        if i in failing:
+            results.append(ScenarioResult(id=sc.id, tags=list(sc.tags), status="fail", reason="chunks differ",
+                                          failed=["step0.translate"],
+                                          diff=unified({"text": ["a", "b", "c"]}, {"text": ["a", "B", "c"]}, "translate")))
+        elif i in na:
+            results.append(ScenarioResult(id=sc.id, tags=list(sc.tags), status="n/a",
+                                          reason="the adapter declares no reasoning capability"))
+        else:
+            results.append(ScenarioResult(id=sc.id, tags=list(sc.tags), status="pass"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(results, adapter=adapter), indent=2))
+    return path
+
+
+def in_thread(make: Any, *args: Any) -> Any:
+    """Run the coroutine `make(*args)` on a loop of its own in another thread: Playwright's sync
+    API owns the browser tests' event loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, make(*args)).result()
+
+
 @pytest.fixture
 async def walk(tmp_path: Path) -> Walk:
     return await make_walk(tmp_path)
@@ -88,8 +168,7 @@ async def walk(tmp_path: Path) -> Walk:
 def walk_in_thread(tmp_path: Path) -> Walk:
     """`walk` for browser tests: Playwright's sync API owns this thread's event loop, so the walk
     runs on a loop of its own in another thread."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, make_walk(tmp_path)).result()
+    return in_thread(make_walk, tmp_path)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,7 @@ def test_a_request_that_differs_from_the_log_shows_as_a_diff(walk: Walk, tmp_pat
     changed = [line for line in view.calls[2].diff if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
     assert changed == ['-      "content": "What is this project?"', '+      "content": "something the log never held"']
     html, kind = render_paths([walk.log], journal=tampered)
-    assert kind == "session" and "1 requests differ from what was sent" in html
+    assert kind == "session" and "1 request differs from what was sent" in html
 
 
 def test_log_text_is_escaped_and_nothing_is_fetched(walk: Walk) -> None:
@@ -99,8 +99,8 @@ def test_conformance_reports_make_a_matrix(tmp_path: Path) -> None:
         "summary": {"pass": 0, "fail": 1, "n/a": 0}}))
     html, kind = render_paths([a, b])
     assert kind == "conformance"
-    assert '<td class="pass">pass</td><td class="fail"><a href="#d-1-A1">fail</a></td>' in html
-    assert '<span class="add">+2</span>' in html
+    assert '<td class="pass">pass</td><td class="fail"><a href="#d-1-0" title="">fail</a></td>' in html
+    assert 'id="d-1-0"' in html and '<span class="add">+2</span>' in html
 
 
 def test_a_file_it_cannot_show_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -222,7 +222,7 @@ async def test_the_title_request_is_shown_and_paired_by_identity(
     await _send_as_dsh(requests, order, journal)
     html, kind = render_paths([log], journal=journal)
     assert kind == "session" and "0 requests differ from what was sent" in html
-    assert 'data-purpose="session-title"' in html and "1 auxiliary requests" in html and "no rebuilt request matches" not in html
+    assert 'data-purpose="session-title"' in html and "1 auxiliary request<" in html and "no rebuilt request matches" not in html
     sent = [json.loads(line) for line in journal.read_text().splitlines()]
     view = build_session_view(loaded, [SentRequest(body=e["body"], session=e["session"]) for e in sent])
     (title,), (call,) = view.auxiliary, view.calls
@@ -246,3 +246,46 @@ async def test_a_title_request_that_differs_shows_its_own_diff(tmp_path: Path) -
     assert view.calls[0].diff == [] and view.journal_extra == 0
     changed = [line for line in view.auxiliary[0].diff if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
     assert changed == ['-  "max_tokens": 32', '+  "max_tokens": 64']
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"seq": 1, "path": "/chat/completions", "t": "soon", "writes": []}, "journal.jsonl:1: t must be a number"),
+        ({"seq": 1, "path": "/chat/completions", "t": 1.0, "writes": [{"t": None}, 3]}, "writes must be a list of objects"),
+        ({"seq": 1, "path": "/chat/completions", "writes": [{"t": "x", "text": "data: {}"}]}, "a write's t must be a number"),
+        ({"seq": 1, "path": "/chat/completions", "writes": [{"b64": "!!"}]}, "a write's b64 is not base64"),
+    ],
+)
+def test_a_damaged_journal_is_a_located_error(line: dict[str, Any], message: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ViewError, match=re.escape(message)):
+        render_paths([journal])
+    assert main(["view", str(journal), "-o", str(tmp_path / "out.html")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_odd_shapes_inside_a_journal_still_render(tmp_path: Path) -> None:
+    # the wire is data: any SSE payload, status or field type shows without a crash
+    events = ['data: {"choices": 5}', 'data: {"choices": [{"delta": {"tool_calls": {"a": 1}}}]}',
+              'data: {"choices": [{"delta": {"tool_calls": [{"index": "x", "function": {"arguments": 7}}]}}]}',
+              "data: " + "[" * 5000, "data: [DONE]"]
+    entry = {"seq": "one", "path": "/chat/completions", "status": "200", "outcome": 5, "session": ["s"],
+             "body": {"messages": "not a list"}, "writes": [{"t": 1.0, "text": "\n\n".join(events) + "\n\n"}]}
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text(json.dumps(entry) + "\n")
+    html, kind = render_paths([journal])
+    assert kind == "journal" and 'class="fragment"' in html and "1 exchange<" in html
+
+
+def test_reports_of_odd_shapes_still_make_a_matrix(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"client": "my-client", "driver": {"libraries": {"openai": "1.2"}},
+                               "scenarios": [{"id": "x", "tags": "area:sse", "status": "weird"}, 3,
+                                             {"id": "y", "status": "n/a", "title": "why <not>"}],
+                               "summary": {"pass": "many"}}))
+    html, kind = render_paths([odd])
+    assert kind == "conformance" and "client my-client" in html and "openai 1.2" in html
+    assert "why &lt;not&gt;" in html and "× 1 client" in html
