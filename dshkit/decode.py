@@ -8,7 +8,7 @@ needs the mock server's cassette format (`harness` does not import `mock_server`
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from dshkit.harness.decode import (
     render_document,
     render_pretty,
 )
-from dshkit.harness.llm import HarnessError
+from dshkit.harness.llm import HarnessError, jsonio
 from dshkit.harness.session import decompress_log, is_compressed
 
 __all__ = ["decode_cassette", "register"]
@@ -69,17 +69,26 @@ def _run(args: argparse.Namespace) -> int:
         if fmt in DOCUMENT_FORMATS:
             decode = decode_cassette if fmt == "cassette" else decode_session_log
             doc = decode(data, source=path)
-            print(render_document(doc) if args.pretty else json.dumps(doc, ensure_ascii=False, indent=2))
+            _print(render_document(doc) if args.pretty else jsonio.dumps(doc, compact=False, indent=2))
             return 0
         result = decode_capture(data, format=args.format, status=args.status, protocol=args.protocol)
     except CaptureError as exc:
         print(f"dshkit decode: {path}: {exc}", file=sys.stderr)
         return 2
     if args.pretty:
-        print(render_pretty(result))
+        _print(render_pretty(result))
     else:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        _print(jsonio.dumps(result.to_json(), compact=False, indent=2))
     return 0
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _print(text: str) -> None:
+    """Print what was decoded; a lone surrogate in it (a capture's `"\\ud800"`, which the JSON
+    output keeps as that escape) has no UTF-8 form, so the readable view shows U+FFFD."""
+    print(_SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text)
 
 
 _DECODE_EPILOG = """\

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ import httpx
 
 import dshkit.harness
 from dshkit.args import http_url, positive_float, positive_int
-from dshkit.harness.llm import Adapter, HarnessError
+from dshkit.harness.llm import Adapter, HarnessError, SessionError, jsonio
 from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.secrets import scrub_url
@@ -48,6 +49,7 @@ __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 BUNDLED_SCRIPT = Path(dshkit.harness.__file__).parent / "data" / "seed_walk.yaml"
 BUILTIN_TOOLS = ("read", "write", "list", "grep", "bash")
 API_KEY_ENV = "DEEPSEEK_API_KEY"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 """Read for the key, then taken out of the environment and blanked from what `/proc` shows of
 this process, so no tool can read it (tool output is scrubbed of it too)."""
 EXIT_CODES = {"completed": 0, "max-tokens": 1, "error": 1, "blocked": 3, "max-steps": 4, "aborted": 130}
@@ -130,7 +132,8 @@ class LiveView:
                 payload: Any = {"type": "session/event", "event": event_to_json(data)}
             else:
                 payload = {"type": event.type, **({k: _plain(v) for k, v in data.items()} if isinstance(data, dict) else {})}
-            self.out.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+            # A model's text may hold a lone surrogate (`"\ud800"` on the wire): escaped, never a crash.
+            self.out.write(jsonio.dumps(payload, compact=False, default=str) + "\n")
             self.out.flush()
             return
         if event.type == "session/event":
@@ -141,6 +144,8 @@ class LiveView:
             self._line(f"! error {failure.code}: {failure.message}")
 
     def _write(self, text: str) -> None:
+        if _SURROGATE.search(text):  # a lone surrogate from the model cannot be printed as UTF-8
+            text = _SURROGATE.sub("\ufffd", text)
         self.out.write(text)
         self.out.flush()
 
@@ -363,7 +368,11 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
-        store.flush(session)
+        try:
+            store.flush(session)
+        except SessionError as exc:  # a write of the session log failed: the run failed
+            print(f"dshkit run: {exc}", file=sys.stderr)
+            return 1
         if args.json:
             out.write(json.dumps({"type": "done", "reason": outcome.reason, "session": str(path)}) + "\n")
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import webbrowser
 from pathlib import Path
@@ -30,6 +31,9 @@ The page is one file: no server, no network, nothing fetched (inline style, no s
 """
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def view_path_for(source: Path) -> Path:
     """The default output file of a view: `.dshkit/views/<name>.html` under the current directory."""
     name = source.name
@@ -50,6 +54,9 @@ def view_command(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else view_path_for(paths[0])
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
+        # A lone surrogate from a log (`"\\ud800"`) has no UTF-8 form; the page shows U+FFFD.
+        if _SURROGATE.search(html):
+            html = _SURROGATE.sub("\ufffd", html)
         out.write_text(html, encoding="utf-8")
     except OSError as exc:
         print(f"dshkit view: cannot write {out}: {exc}", file=sys.stderr)

@@ -20,7 +20,6 @@ application layer (`dshkit.decode`).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +35,7 @@ from dshkit.harness.llm import (
     ToolCallBlock,
     chunk_to_json,
     finish_reason_to_json,
+    jsonio,
     message_to_json,
     meta_to_json,
     usage_to_json,
@@ -103,7 +103,7 @@ def _first_line_type(data: bytes) -> Any:
     for line in data.splitlines():
         if line.strip():
             try:
-                value = json.loads(line)
+                value = jsonio.loads(line)
             except ValueError:
                 return None
             return value.get("type") if isinstance(value, dict) else None
@@ -122,7 +122,7 @@ def detect_format(data: bytes) -> Format:
         return "json"
     if text[:1] == b"{":
         try:
-            whole = json.loads(data)
+            whole = jsonio.loads(data)
         except ValueError:
             whole = None
         if _is_error_body(whole):
@@ -131,7 +131,7 @@ def detect_format(data: bytes) -> Format:
             return "json"  # an Anthropic non-streaming Message body
         lines = [line for line in data.splitlines() if line.strip()]
         try:
-            if all(isinstance(json.loads(line), dict) for line in lines):
+            if all(isinstance(jsonio.loads(line), dict) for line in lines):
                 return "jsonl"
         except ValueError:
             pass
@@ -151,7 +151,7 @@ def detect_protocol(data: bytes) -> Protocol:
     text = data.lstrip()
     if text[:1] == b"{":
         try:
-            whole = json.loads(data)
+            whole = jsonio.loads(data)
         except ValueError:
             return "chat"
         if isinstance(whole, dict) and whole.get("type") == "message" and isinstance(whole.get("content"), list):
@@ -183,7 +183,7 @@ def _decode_anthropic(data: bytes, objects: list[Any] | None) -> list[StreamChun
 
 
 def _frame(objects: list[Any]) -> bytes:
-    parts = [b"data: " + json.dumps(o, ensure_ascii=False).encode() + b"\n\n" for o in objects]
+    parts = [b"data: " + jsonio.dumps(o, compact=False).encode() + b"\n\n" for o in objects]
     parts.append(b"data: [DONE]\n\n")
     return b"".join(parts)
 
@@ -212,20 +212,20 @@ def decode_capture(
         objects: list[Any] | None = None
         if fmt == "json":
             try:
-                parsed = json.loads(data)
+                parsed = jsonio.loads(data)
             except ValueError as exc:
                 raise CaptureError(f"not a JSON array of events or a Message body: {exc}") from None
             objects = parsed if isinstance(parsed, list) else [parsed]
         elif fmt == "jsonl":
             try:
-                objects = [json.loads(line) for line in data.splitlines() if line.strip()]
+                objects = [jsonio.loads(line) for line in data.splitlines() if line.strip()]
             except ValueError as exc:
                 raise CaptureError(f"a line is not a JSON event: {exc}") from None
         chunks = _decode_anthropic(data, objects)
     else:
         if fmt == "json":
             try:
-                objects = json.loads(data)
+                objects = jsonio.loads(data)
             except ValueError as exc:
                 raise CaptureError(f"not a JSON array of chunks: {exc}") from None
             if not isinstance(objects, list):

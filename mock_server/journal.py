@@ -15,10 +15,7 @@ Lines are always valid JSON: lone surrogates are escaped and non-finite numbers 
 from __future__ import annotations
 
 import base64
-import json
-import math
 import os
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dshkit.harness.llm import jsonio
 from dshkit.harness.llm.errors import JsonShapeError
 from dshkit.harness.secrets import scrub_headers, scrub_json
 
@@ -44,7 +42,6 @@ __all__ = [
 #: Finished exchanges whose bytes stay in memory by default: enough for a test's assertions,
 #: small enough that a soak of thousands of streams stays flat (`bench/soak.py`).
 DEFAULT_KEEP = 100
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -66,37 +63,15 @@ def redact_body(body: Any, *, max_depth: int = 512) -> Any:
     return scrub_json(body, max_depth=max_depth)
 
 
-def _finite(value: Any) -> Any:
-    """A copy of `value` with NaN and the infinities as the strings `NaN`, `Infinity`, `-Infinity`."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-_STRICT_UTF8 = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-"""Built once: `json.dumps` with non-default options builds an encoder on every call, and the
-server writes a few lines per request."""
-
-
 def json_line(obj: Any) -> str:
     """`obj` as one line of valid JSON that encodes as UTF-8, whatever strings and floats it holds.
 
     Plain UTF-8 text stays readable; a lone surrogate (from a client's `"\\ud800"` or a header
     byte that is not UTF-8) switches the line to ASCII escapes, which decode back to the same
-    string; NaN and the infinities, which JSON cannot hold, are written as strings.
+    string; NaN and the infinities, which JSON cannot hold, are written as strings. The one
+    encoder of every JSON line dshkit writes (`dshkit.harness.llm.jsonio.dumps`).
     """
-    try:
-        line = _STRICT_UTF8.encode(obj)
-    except ValueError:
-        obj = _finite(obj)
-        line = _STRICT_UTF8.encode(obj)
-    if _SURROGATE.search(line):
-        line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
-    return line
+    return jsonio.dumps(obj, compact=False)
 
 
 @dataclass(slots=True)

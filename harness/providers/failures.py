@@ -114,7 +114,7 @@ def failure_from_http(
     error: Mapping[str, Any] | None = None
     try:
         parsed = json.loads(body) if body.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
         error = parsed["error"]

@@ -12,7 +12,7 @@ next non-chunk event arrives, packing delta runs into rows.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.jsonio import JsonTooDeep, dumps, loads
 
 from .chunk_rows import is_chunk_row, pack_events, unpack_line
 from .compression import decompress_log, is_compressed
@@ -42,8 +43,9 @@ __all__ = [
 
 
 def dumps_json_line(value: JsonValue) -> str:
-    """One compact JSON line (UTF-8 text, no NaN), without the newline."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """One compact JSON line, without the newline: strict JSON that encodes as UTF-8 whatever
+    it holds (a lone surrogate is written as an ASCII escape, NaN as a string; see `jsonio`)."""
+    return dumps(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,8 +92,8 @@ def _split_lines(raw: bytes) -> list[tuple[int, int, bytes]]:
 
 def _mentions_turn_end(line: bytes) -> bool:
     try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
+        value = loads(line)
+    except ValueError:
         return False
     return isinstance(value, Mapping) and value.get("type") == "turn/end"
 
@@ -144,9 +146,9 @@ def parse_session_log(
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
+            value = loads(text)
             header = SessionHeader.from_json(value, f" ({source}:{number})")
-        except RecursionError as exc:
+        except (JsonTooDeep, RecursionError) as exc:
             raise _too_deep(source, number) from exc
         except ValueError as exc:
             raise _corrupt(source, number, f"the header is not JSON ({exc})") from exc
@@ -166,7 +168,7 @@ def parse_session_log(
             good_bytes = end
             continue
         try:
-            value = json.loads(text)
+            value = loads(text)
             if not isinstance(value, Mapping):
                 raise SessionError("a body line must be a JSON object", "SESSION_CORRUPT")
             enveloped = "seq0" in value if is_chunk_row(value) else "seq" in value
@@ -183,7 +185,7 @@ def parse_session_log(
             _tail_or_raise(body[k + 1 :], source, number, exc.message)
             dropped = len(body) - k
             break
-        except RecursionError as exc:
+        except (JsonTooDeep, RecursionError) as exc:
             raise _too_deep(source, number) from exc
         except ValueError as exc:  # JSON syntax, codec errors
             _tail_or_raise(body[k + 1 :], source, number, str(exc))
@@ -304,7 +306,14 @@ class JsonlWriter:
     `assistant/chunk` events are held until the next other event (or `flush()`), then the
     batch is written in one go (runs of deltas packed into rows when `pack_chunks`), flushed
     and, when `durable`, fsynced. A chunk batch lost in a crash is a torn tail, which loading
-    tolerates and repairs. Write failures are kept in `failure` and raised by `flush()`/`close()`.
+    tolerates and repairs.
+
+    A write that fails (disk full, a closed file) never leaves a gap: the failure is kept in
+    `failure`, logged once (file, first event not written, cause), and from then on no event
+    is written, so the file stays a readable prefix of the session. Observers cannot stop the
+    session, so the owner must look: `flush()` and `close()` raise `SessionError`
+    (`SESSION_WRITE_FAILED`) naming the file and the first lost event (once; `close()` after a
+    raising `flush()` only closes).
     """
 
     def __init__(
@@ -319,6 +328,9 @@ class JsonlWriter:
         self.pack_chunks = pack_chunks
         self.durable = durable
         self.failure: BaseException | None = None
+        self.lost_from: int | None = None
+        """`seq` of the first event that did not reach the file, once a write failed."""
+        self._reported = False
         self._pending: list[SessionEvent] = []
         if header is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -336,29 +348,47 @@ class JsonlWriter:
                 self._file.write("\n")
 
     def __call__(self, event: SessionEvent) -> None:
+        if self.failure is not None:
+            return  # nothing after a lost event: the file stays a prefix of the session
         self._pending.append(event)
         if event.type != "assistant/chunk":
-            self.flush()
+            self._write_pending()
 
     def write_events(self, events: Iterable[SessionEvent]) -> None:
         """Queue events appended before this writer was attached, and flush them."""
         self._pending.extend(events)
         self.flush()
 
-    def flush(self) -> None:
-        if self.failure is not None:
-            raise SessionError(f"{self.path}: an earlier write failed: {self.failure}", "SESSION_WRITE_FAILED")
+    def _write_pending(self) -> None:
         if not self._pending:
             return
-        batch = [event_to_json(e) for e in self._pending]
-        self._pending.clear()
-        rows = pack_events(batch) if self.pack_chunks else batch
+        first = self._pending[0].seq
         try:
+            batch = [event_to_json(e) for e in self._pending]
+            rows = pack_events(batch) if self.pack_chunks else batch
             self._file.write("".join(dumps_json_line(r) + "\n" for r in rows))
             self._sync()
-        except OSError as exc:
-            self.failure = exc
-            raise
+        except (OSError, ValueError) as exc:  # ValueError: an encoding problem, a closed file
+            self.failure, self.lost_from = exc, first
+            _log.error("%s", self._failure_message())
+        finally:
+            self._pending.clear()
+
+    def _failure_message(self) -> str:
+        return (
+            f"{self.path}: writing the session log failed from event seq {self.lost_from} on "
+            f"({type(self.failure).__name__}: {self.failure}); the file holds the events before "
+            "it and nothing after. Free space or fix the file's permissions, then resume the "
+            "session from the file"
+        )
+
+    def flush(self) -> None:
+        """Write what is pending; `SessionError` (`SESSION_WRITE_FAILED`) if a write failed."""
+        if self.failure is None:
+            self._write_pending()
+        if self.failure is not None and not self._reported:
+            self._reported = True
+            raise SessionError(self._failure_message(), "SESSION_WRITE_FAILED") from self.failure
 
     def _sync(self) -> None:
         self._file.flush()
@@ -372,4 +402,5 @@ class JsonlWriter:
         try:
             self.flush()
         finally:
-            self._file.close()
+            with contextlib.suppress(OSError, ValueError):  # a full disk fails the close's flush too
+                self._file.close()

@@ -60,7 +60,16 @@ _CHOICE_KEYS = ["index", "delta", "logprobs", "finish_reason"]
 
 
 def _dumps(obj: Any) -> bytes:
-    return _encode(obj).encode("utf-8")
+    return _utf8(_encode(obj), obj)
+
+
+def _utf8(text: str, obj: Any) -> bytes:
+    """`text` as UTF-8; a lone surrogate (a replayed log's `"\\ud800"`) is sent as its JSON
+    escape instead, the line then ASCII-escaped throughout, as the log holds it."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 class _ChunkEncoder:
@@ -88,7 +97,7 @@ class _ChunkEncoder:
             self._key = key
         c = choices[0]
         lp, fin, usage = c["logprobs"], c["finish_reason"], chunk["usage"]
-        return "".join((
+        return _utf8("".join((
             self._prefix,
             _encode(c["delta"]),
             ',"logprobs":',
@@ -98,7 +107,7 @@ class _ChunkEncoder:
             '}],"usage":',
             "null" if usage is None else _encode(usage),
             "}",
-        )).encode("utf-8")
+        )), chunk)
 
 
 def encode_events(

@@ -50,10 +50,10 @@ class StreamDecoder:
                 event, end = scan(payload, 0)
                 if end != len(payload):
                     event = json.loads(payload)
-            except (StopIteration, ValueError):
+            except (StopIteration, ValueError, RecursionError):
                 try:
                     event = json.loads(payload)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested past the parser's reach
                     out += translator.error_event(payload) if name == "error" else translator.malformed(payload)
                     return out
             if name == "error" and not (type(event) is dict and event.get("type") == "error"):

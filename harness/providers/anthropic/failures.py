@@ -63,7 +63,7 @@ def failure_from_response(status: int, body: bytes, headers: Mapping[str, str] |
     request_id = response_request_id(headers)
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("request_id"), str) and parsed["request_id"]:
         request_id = parsed["request_id"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from dshkit.harness.llm import StreamChunk
+from dshkit.harness.llm import StreamChunk, jsonio
 from dshkit.harness.providers.sse import SSEDecoder
 
 from .translate import Translator
@@ -40,13 +40,16 @@ scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once 
 
 def _std_loads(payload: str) -> Any:
     """The standard library's reading of one payload: raises `ValueError` when it is not JSON,
-    and whatever `json.loads` raises otherwise (deep nesting)."""
+    `JsonTooDeep` (a `ValueError` too) when it nests deeper than Python's parser can go."""
     try:
-        chunk, end = scan_once(payload, 0)
-    except StopIteration:
-        return json.loads(payload)
-    if end != len(payload):
-        return json.loads(payload)  # surrounding whitespace is fine, extra data is an error
+        try:
+            chunk, end = scan_once(payload, 0)
+        except StopIteration:
+            return json.loads(payload)
+        if end != len(payload):
+            return json.loads(payload)  # surrounding whitespace is fine, extra data is an error
+    except RecursionError:
+        raise jsonio.too_deep("data:", jsonio.nesting_depth(payload), jsonio.MAX_DEPTH) from None
     return chunk
 
 

@@ -203,14 +203,14 @@ class FastStreamDecoder(StreamDecoder):
         start = at + len('"delta":')
         try:
             _, end = scan_once(payload, start)
-        except (StopIteration, ValueError):
+        except (StopIteration, ValueError, RecursionError):
             return
         head, tail = payload[:start], payload[end:]
         # Prove the slot: any delta put there must land in choices[0].delta, with all else equal.
         probe = {"dshkit-probe": [1]}
         try:
             parsed = json.loads(head + json.dumps(probe) + tail)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         rest = {k: v for k, v in chunk.items() if k != "choices"}
         if (

@@ -221,7 +221,7 @@ class Translator(StreamState):
             return []
         try:
             payload: Any = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's reach
             payload = {"message": data or "provider sent an error event"}
         if isinstance(payload, dict) and "error" in payload:
             payload = payload["error"]

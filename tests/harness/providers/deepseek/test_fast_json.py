@@ -113,21 +113,15 @@ def test_malformed_payload_is_the_same_failure_as_before() -> None:
     assert "malformed SSE payload" in finish["reason"]["failure"]["message"]
 
 
-def test_nesting_past_the_recursion_limit_behaves_as_json_loads() -> None:
+def test_nesting_past_the_recursion_limit_is_a_malformed_finish_on_both_paths() -> None:
+    """`json.loads` raises RecursionError here; both decoders end the stream with a
+    MALFORMED_RESPONSE finish instead (issue 18: an adapter never raises on a deep payload)."""
     deep = "[" * 100_000 + "]" * 100_000
-    try:
-        json.loads(deep)
-    except RecursionError:
-        expected: type[BaseException] | None = RecursionError
-    else:
-        expected = None
     for decoder in (StreamDecoder(), FastStreamDecoder()):
-        try:
-            out = decoder.feed(_body([deep]))
-        except RecursionError:
-            assert expected is RecursionError
-        else:
-            assert expected is None and isinstance(out[-1], Finish)
+        out = decoder.feed(_body([deep]))
+        assert isinstance(out[-1], Finish) and out[-1].reason.failure is not None
+        assert out[-1].reason.failure.code == ErrorCode.MALFORMED_RESPONSE
+        assert out[-1].reason.failure.message.startswith("malformed SSE payload")
 
 
 _texts = st.text(max_size=12)  # includes lone surrogates, which json.dumps escapes

@@ -1,0 +1,165 @@
+"""JSON text in and out, safe for any file and any value: the one parse and the one encode.
+
+Every reader of a file dshkit did not write itself (session logs, cassettes, journals, reports,
+captures, scripts) parses through :func:`loads`, and every writer of a JSON line encodes through
+:func:`dumps`, so two facts of Python's `json` module are handled once:
+
+* Its parser recurses, and so does every walk over what it returns (the codecs, the secrets
+  scrub, the pages). A value nested tens of thousands of levels deep raised `RecursionError`
+  somewhere different in each reader. :func:`loads` measures the nesting first, without
+  recursing, and refuses a value deeper than `max_depth` (:data:`MAX_DEPTH` = 200 by default)
+  with :class:`JsonTooDeep`, a :class:`JsonShapeError` (so a `ValueError`), before parsing.
+  No file dshkit writes nests past a few dozen levels; DeepSeek's own parser stops at 128.
+* Its parser accepts what no UTF-8 encoder can write back: an escaped lone surrogate
+  (`"\\ud800"`) and the bare tokens `NaN` / `Infinity`. :func:`dumps` writes any value the
+  parser can return: a line holding a lone surrogate is written with ASCII escapes (which read
+  back as the same string), and non-finite numbers become the strings `"NaN"`, `"Infinity"`
+  and `"-Infinity"`, so every line written is strict JSON that encodes as UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from itertools import accumulate
+from typing import Any
+
+from .errors import JsonShapeError
+
+__all__ = ["MAX_DEPTH", "JsonTooDeep", "dumps", "finite", "loads", "nesting_depth"]
+
+MAX_DEPTH = 200
+"""Deepest nesting (arrays and objects) :func:`loads` reads by default."""
+
+
+class JsonTooDeep(JsonShapeError):
+    """A JSON text nested deeper than the reader's limit (Python cannot parse or walk it safely)."""
+
+    def __init__(self, path: str, problem: str, code: str = "JSON_TOO_DEEP") -> None:
+        super().__init__(path, problem, code)
+
+
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRINGS_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKET_B = re.compile(rb"[^\[\]{}]+")
+_STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
+
+
+def nesting_depth(text: str | bytes, *, at_least: int = 0) -> int:
+    """How deeply the arrays and objects of a JSON text nest, found without recursion.
+
+    Brackets inside strings do not count. The answer is exact for valid JSON; for broken text
+    (an unterminated string) it may be larger, never smaller. When the text holds no more than
+    `at_least` opening brackets, that count is returned without looking further (the nesting
+    cannot exceed it), which is the common case and costs two C-speed scans.
+    """
+    if isinstance(text, str):
+        opening = text.count("[") + text.count("{")
+        if opening <= at_least:
+            return opening
+        brackets = _NOT_BRACKET.sub("", _STRINGS.sub("", text)).encode("ascii")
+    else:
+        opening = text.count(b"[") + text.count(b"{")
+        if opening <= at_least:
+            return opening
+        brackets = _NOT_BRACKET_B.sub(b"", _STRINGS_B.sub(b"", text))
+    if not brackets:
+        return 0
+    steps = memoryview(brackets.translate(_STEP)).cast("b")
+    return max(0, max(accumulate(steps)))
+
+
+def loads(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads(text)`, refusing nesting deeper than `max_depth` first (:class:`JsonTooDeep`).
+
+    `where` (a file and line, a field) starts the error's message. Syntax errors are
+    `json.JSONDecodeError` as usual; bytes that are not UTF-8 are `UnicodeDecodeError`; both,
+    like :class:`JsonTooDeep`, are `ValueError`s. A `RecursionError` the depth check did not
+    foresee (a caller already deep in its own stack) is reported as :class:`JsonTooDeep` too.
+    """
+    depth = nesting_depth(text, at_least=max_depth)
+    if depth > max_depth:
+        raise too_deep(where, depth, max_depth)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise too_deep(where, depth, max_depth) from None
+
+
+def too_deep(where: str, depth: int, max_depth: int) -> JsonTooDeep:
+    """The error :func:`loads` raises, for readers that check depth their own way."""
+    return JsonTooDeep(
+        where,
+        f"JSON nested {depth} levels deep, past the limit of {max_depth}; no file dshkit writes "
+        "nests like that, so it is damaged or hand-made: flatten or remove that value",
+    )
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and the infinities replaced by the strings `NaN`, `Infinity`, `-Infinity`
+    (iteratively: any depth)."""
+    if isinstance(value, float):
+        return _finite_float(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        node, parent, key = stack.pop()
+        if isinstance(node, dict):
+            copy_d: dict[Any, Any] = dict.fromkeys(node)  # keeps the key order
+            parent[key] = copy_d
+            for k, v in node.items():
+                stack.append((v, copy_d, k))
+        elif isinstance(node, list):
+            copy_l: list[Any] = [None] * len(node)
+            parent[key] = copy_l
+            for i, v in enumerate(node):
+                stack.append((v, copy_l, i))
+        else:
+            parent[key] = _finite_float(node) if isinstance(node, float) else node
+    return root[0]
+
+
+def _finite_float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_SPACED = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def dumps(value: Any, *, compact: bool = True, **options: Any) -> str:
+    """`value` as JSON text that is strict JSON and encodes as UTF-8, whatever it holds.
+
+    Plain UTF-8 where possible; ASCII escapes when a string holds a lone surrogate; non-finite
+    numbers as strings (see the module text). `compact` drops the spaces after `,` and `:`;
+    `options` (`indent`, `sort_keys`) go to `json.dumps`, `ensure_ascii` and `allow_nan` are set
+    here. A value nested too deeply to encode raises :class:`JsonTooDeep`.
+    """
+    try:
+        try:
+            if options:
+                text = _encode(value, compact, options)
+            else:
+                text = (_COMPACT if compact else _SPACED).encode(value)
+        except ValueError:  # NaN or an infinity somewhere
+            value = finite(value)
+            text = _encode(value, compact, options)
+        if _SURROGATE.search(text):
+            return _encode(value, compact, options, ascii_only=True)
+        return text
+    except RecursionError:
+        raise JsonTooDeep("", "a value nested too deeply to write as JSON") from None
+
+
+def _encode(value: Any, compact: bool, options: dict[str, Any], *, ascii_only: bool = False) -> str:
+    separators = (",", ":") if compact else None
+    if options.get("indent") is not None and not compact:
+        separators = (",", ": ")
+    return json.dumps(value, ensure_ascii=ascii_only, allow_nan=False, separators=separators, **options)
