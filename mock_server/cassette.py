@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import glob
-import json
+import math
 import os
 import re
 import secrets
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
+from dshkit.harness.llm import jsonio
 from dshkit.harness.secrets import (
     MIN_SECRET_LENGTH,
     KnownSecrets,
@@ -173,7 +174,7 @@ class Cassette:
     def dumps(self) -> str:
         lines = [{"type": "cassette", "version": CASSETTE_VERSION, **self.meta}]
         lines += [x.to_json() for x in self.exchanges]
-        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        return "".join(jsonio.dumps(line, compact=False) + "\n" for line in lines)
 
 
 def cassette_path(name: str | os.PathLike[str]) -> Path:
@@ -292,7 +293,9 @@ class CassetteAppender:
         cut back to where it was and the OSError propagates."""
         if self._fd is None:
             raise RuntimeError("the cassette appender is not open")
-        line = (json.dumps(exchange.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+        # Any string the JSON parser or aiohttp can produce (a lone surrogate from `"\\ud800"`, a
+        # header byte that is not UTF-8) is written, escaped; NaN never appears bare.
+        line = (jsonio.dumps(exchange.to_json(), compact=False) + "\n").encode("utf-8")
         before = os.fstat(self._fd).st_size
         try:
             view = memoryview(line)
@@ -347,13 +350,15 @@ def _exchange_from_json(obj: Mapping[str, Any], err: Any) -> RecordedExchange:
         where = f"reads[{i}]"
         if not isinstance(r, Mapping) or ("text" in r) == ("b64" in r):
             raise err("a read needs exactly one of `text` or `b64`", field=where)
-        dt = _need(r, "dt_ms", (int, float), err, where + ".")
-        if dt < 0:
-            raise err("`dt_ms` must be >= 0", field=f"{where}.dt_ms")
+        dt = _delay(_need(r, "dt_ms", (int, float), err, where + "."), err, f"{where}.dt_ms")
         if "text" in r:
             if not isinstance(r["text"], str):
                 raise err("`text` must be a string", field=f"{where}.text")
-            data = r["text"].encode("utf-8")
+            try:
+                data = r["text"].encode("utf-8")
+            except UnicodeEncodeError:
+                raise err("`text` holds a lone surrogate (a \\uD800-\\uDFFF escape without its pair), "
+                          "which is no byte sequence; give such bytes as `b64`", field=f"{where}.text") from None
         else:
             try:
                 data = base64.b64decode(r["b64"], validate=True)
@@ -364,8 +369,9 @@ def _exchange_from_json(obj: Mapping[str, Any], err: Any) -> RecordedExchange:
     if not 100 <= status <= 599:
         raise err(f"`status` must be an HTTP status, got {status}", field="status")
     headers_ms = obj.get("headers_ms", 0)
-    if not isinstance(headers_ms, (int, float)) or headers_ms < 0:
-        raise err("`headers_ms` must be a number >= 0", field="headers_ms")
+    if not isinstance(headers_ms, (int, float)) or isinstance(headers_ms, bool):
+        raise err(f"`headers_ms` must be a number, got {type(headers_ms).__name__}", field="headers_ms")
+    headers_ms = _delay(headers_ms, err, "headers_ms")
     return RecordedExchange(
         request=RecordedRequest(
             method=_need(req, "method", str, err, "request."),
@@ -375,10 +381,22 @@ def _exchange_from_json(obj: Mapping[str, Any], err: Any) -> RecordedExchange:
         ),
         status=status,
         headers=_str_map(obj.get("headers", {}), err, "headers"),
-        headers_ms=float(headers_ms),
+        headers_ms=headers_ms,
         reads=tuple(reads),
         cut=_cut_of(obj, err),
     )
+
+
+MAX_DELAY_MS = 3_600_000
+"""The longest delay a cassette may hold (`dt_ms`, `headers_ms`): one hour. Longer, infinite or
+NaN delays (hand edits, `1e308`) would stall a replay for ever or crash it; they are refused."""
+
+
+def _delay(value: int | float, err: Any, where: str) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_DELAY_MS:
+        raise err(f"must be a finite number of milliseconds from 0 to {MAX_DELAY_MS} (one hour), "
+                  f"got {value!r}", field=where)
+    return float(value)
 
 
 def _cut_of(obj: Mapping[str, Any], err: Any) -> str | None:
@@ -423,7 +441,9 @@ def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:
                                  hint="re-record it, or fix the line by hand (docs/record_replay.md)")
 
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
+        except jsonio.JsonTooDeep as e:  # never a torn write (a cut line is a syntax error)
+            raise err(e.problem) from None
         except ValueError as e:
             if last and meta is not None:
                 # A crash while appending tears at most the last line (one write per exchange):

@@ -19,6 +19,7 @@ import base64
 import contextlib
 import errno
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 from aiohttp import web
 
+from dshkit.harness.llm import jsonio
 from dshkit.harness.secrets import scrub_url
 from dshkit.mock_server.cassette import (
     _HOP_HEADERS,
@@ -304,7 +306,7 @@ class Recorder:
         async with self._lock:
             try:
                 await asyncio.to_thread(self.appender.append, exchange)
-            except OSError as e:
+            except (OSError, ValueError) as e:  # ValueError: an encoding problem, never expected
                 _warn(f"dshkit record: could not save {exchange.summary()} to {self.path}: {e}; "
                       "the exchanges saved before it are intact (free space or fix permissions)")
                 return False
@@ -321,11 +323,43 @@ class Recorder:
         return True
 
 
+_BODY_DEPTH = jsonio.MAX_DEPTH - 8
+"""The deepest request body kept as parsed JSON: the cassette line adds a few levels and must
+stay within what `load_cassette` reads back. DeepSeek itself refuses more than 128."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} does not fit a float")
+    return value
+
+
+_STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def _parse_body(body: bytes) -> Any:
+    """The request body as recorded: its JSON value when it is strict JSON nesting at most
+    `_BODY_DEPTH` levels, else its text (bytes that are not UTF-8 kept as lone surrogates by
+    `surrogateescape`, so nothing is lost). A body with `NaN` or `1e400` (Python's parser takes
+    them, JSON does not) or nested deeper is kept as text too: the cassette stays strict JSON,
+    every walk over the body stays shallow, and the bytes sent are still all there."""
+    if not body:
+        return None
     try:
-        return json.loads(body) if body else None
-    except ValueError:
-        return body.decode("utf-8", "replace")
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "surrogateescape")
+    if jsonio.nesting_depth(text, at_least=_BODY_DEPTH) > _BODY_DEPTH:
+        return text
+    try:
+        return _STRICT.decode(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def _break(request: web.Request) -> None:
@@ -343,7 +377,7 @@ def _warn(message: str) -> None:
 
 
 def _print(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonio.dumps(obj, compact=False) + "\n")
     sys.stdout.flush()
 
 
