@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.harness.llm import HarnessError
+from dshkit.harness.llm import HarnessError, jsonio
 from dshkit.harness.replay import ReplayReport
 from dshkit.harness.replay import replay_session as replay_with
 
@@ -80,6 +79,10 @@ def _replay_command(args: argparse.Namespace) -> int:
     if workspace is not None and not workspace.is_dir():
         print(f"dshkit replay: --workspace {args.workspace} is not a directory", file=sys.stderr)
         return 2
+    refusal = _out_refusal(args.session, args.out, overwrite=args.overwrite)
+    if refusal is not None:
+        print(f"dshkit replay: {refusal}", file=sys.stderr)
+        return 2
     from dshkit.harness.tools import terminal_approver
 
     concealed = None
@@ -114,7 +117,11 @@ def _replay_command(args: argparse.Namespace) -> int:
     if args.out:
         from dshkit.harness.session import save_session
 
-        save_session(session, args.out)
+        try:
+            save_session(session, args.out)
+        except OSError as exc:
+            print(f"dshkit replay: cannot write --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     result = {
         "type": "replay",
         "session": args.session,
@@ -127,12 +134,29 @@ def _replay_command(args: argparse.Namespace) -> int:
         "tool_results_equal": report.results_equal,
         "outcomes_equal": report.outcomes_equal,
     }
-    print(json.dumps(result, ensure_ascii=False))
+    print(jsonio.dumps(result, compact=False))
     diff = report.diff()
     if diff:
         print("\n".join(diff), file=sys.stderr)
         return 1
     return 0
+
+
+def _out_refusal(session: str, out: str | None, *, overwrite: bool) -> str | None:
+    """Why `--out` cannot be written, checked before anything runs; None when it can."""
+    if out is None:
+        return None
+    target = Path(out)
+    if target.is_dir():
+        return f"--out {out} is a directory; give the file to write the replayed session to"
+    try:
+        same = target.exists() and os.path.samefile(session, target)
+    except OSError:
+        same = False
+    if same and not overwrite:
+        return (f"--out {out} is the session log being replayed ({session}); writing it would replace "
+                "the original: choose another --out, or pass --overwrite to replace it on purpose")
+    return None
 
 
 _REPLAY_EPILOG = """\
@@ -174,6 +198,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
                    help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
                    "abandoned with a TIMEOUT error (default: 30)")
-    p.add_argument("--out", help="write the replayed session JSONL here")
+    p.add_argument("--out", help="write the replayed session JSONL here (never the replayed log "
+                   "itself, by any path or link, unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow --out to be the replayed session log itself (replaces the original)")
     p.set_defaults(func=_replay_command)
 

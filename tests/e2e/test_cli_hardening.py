@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -241,3 +242,41 @@ def test_replay_of_a_too_deep_log_is_a_located_error(tmp_path: Path, capsys: pyt
         f.write('{"type":"turn/start","seq":0,"time":0,"data":' + "[" * 100_000 + "]" * 100_000 + "}\n")
     assert main(["replay", str(log)]) == 2
     assert f"{log}:2: a JSON value is nested too deeply to read" in capsys.readouterr().err
+
+
+@pytest.fixture
+def replayable_log(workspace: Path, tmp_path: Path) -> Path:
+    """A one-turn session log written by `dshkit run` against the embedded mock server."""
+    log = tmp_path / "walk.jsonl"
+    assert main(["run", "Read README.md", "--session", str(log), "--workspace", str(workspace),
+                 "--api-key", API_KEY, "--pace", "0"]) == 0
+    return log
+
+
+@pytest.mark.parametrize("how", ["same path", "another path", "symlink", "hard link"])
+def test_replay_refuses_to_overwrite_the_log_it_replays(
+    how: str, replayable_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `replay LOG --out LOG` silently replaced the original log with the replay."""
+    log = replayable_log
+    out = {"same path": log, "another path": tmp_path / "." / ".." / tmp_path.name / log.name,
+           "symlink": tmp_path / "link.jsonl", "hard link": tmp_path / "hard.jsonl"}[how]
+    if how == "symlink":
+        out.symlink_to(log)
+    elif how == "hard link":
+        os.link(log, out)
+    original = log.read_bytes()
+    capsys.readouterr()
+    assert main(["replay", str(log), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"dshkit replay: --out {out} is the session log being replayed" in err and "--overwrite" in err
+    assert log.read_bytes() == original
+    assert main(["replay", str(log), "--out", str(out), "--overwrite"]) == 0
+    load_session(log, write_back=False)  # replaced on purpose, by a readable log
+
+
+def test_replay_out_a_directory_is_refused_before_running(replayable_log: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["replay", str(replayable_log), "--out", str(tmp_path)]) == 2
+    assert f"--out {tmp_path} is a directory" in capsys.readouterr().err
