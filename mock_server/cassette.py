@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
+import fcntl
 import glob
 import math
 import os
@@ -59,6 +61,7 @@ __all__ = [
     "Cassette",
     "CassetteAppender",
     "CassetteError",
+    "CassetteLocked",
     "Read",
     "RecordedExchange",
     "RecordedRequest",
@@ -262,15 +265,47 @@ class CassetteAppender:
         """Where a torn last line found at open was moved, if any."""
         self.bytes_written = 0
         self._fd: int | None = None
+        self._inode: int | None = None
 
     def open(self) -> CassetteAppender:
+        """Take the cassette: lock it (`CassetteLocked` when another appender holds it), then
+        start it afresh or adopt it. The lock is held until `close()`."""
         _remove_orphan_temps(self.path)
-        if self.overwrite or not self.path.exists():
-            save_cassette(Cassette(meta=self.meta), self.path)
-        else:
-            self._adopt()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        old_fd = self._lock_existing()
+        try:
+            if old_fd is not None and not self.overwrite:
+                self._adopt()  # appends to the locked file itself
+                fd = old_fd
+            else:
+                save_cassette(Cassette(meta=self.meta), self.path)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+                if not _try_lock(fd):  # another appender took the new file the instant it appeared
+                    os.close(fd)
+                    raise self._locked()
+            self._fd = fd
+        finally:
+            if old_fd is not None and old_fd != self._fd:
+                os.close(old_fd)  # the replaced file's lock goes with it
+        self._inode = os.fstat(fd).st_ino
         return self
+
+    def _lock_existing(self) -> int | None:
+        """Lock the file already at `path` (before it is adopted or replaced); None when absent."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            return None
+        if not _try_lock(fd):
+            os.close(fd)
+            raise self._locked()
+        return fd
+
+    def _locked(self) -> CassetteLocked:
+        return CassetteLocked(
+            "another recorder is writing this cassette (it holds its lock)", source=str(self.path),
+            hint="stop that recorder first, or record into another --out; replacing the file under it "
+            "would make the exchanges it records from then on vanish",
+        )
 
     def _adopt(self) -> None:
         """Check the existing file is a cassette; set a torn last line aside."""
@@ -293,6 +328,7 @@ class CassetteAppender:
         cut back to where it was and the OSError propagates."""
         if self._fd is None:
             raise RuntimeError("the cassette appender is not open")
+        self._check_still_ours()
         # Any string the JSON parser or aiohttp can produce (a lone surrogate from `"\\ud800"`, a
         # header byte that is not UTF-8) is written, escaped; NaN never appears bare.
         line = (jsonio.dumps(exchange.to_json(), compact=False) + "\n").encode("utf-8")
@@ -309,10 +345,36 @@ class CassetteAppender:
         self.bytes_written += len(line)
         return len(line)
 
+    def _check_still_ours(self) -> None:
+        """Fail loudly when `path` no longer names the file being appended to (replaced or
+        deleted by something that ignored the lock): appending would write to a file no one sees."""
+        try:
+            inode: int | None = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = None
+        if inode != self._inode:
+            what = "was deleted" if inode is None else "was replaced by another file"
+            raise OSError(errno.ESTALE, f"{self.path} {what} while recording (by something that ignored "
+                          "the recorder's lock); this exchange and any later one are not saved: stop "
+                          "and record again")
+
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            os.close(fd)
+            os.close(fd)  # releases the lock
+
+
+class CassetteLocked(CassetteError):
+    """The cassette is held by another `CassetteAppender` (a running recorder)."""
+
+
+def _try_lock(fd: int) -> bool:
+    """An exclusive `flock` on `fd` without waiting; False when another process holds one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _offset_of_line(data: bytes, number: int) -> int:

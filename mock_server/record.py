@@ -38,6 +38,7 @@ from dshkit.mock_server.cassette import (
     Cassette,
     CassetteAppender,
     CassetteError,
+    CassetteLocked,
     Read,
     RecordedExchange,
     RecordedRequest,
@@ -306,9 +307,15 @@ class Recorder:
         async with self._lock:
             try:
                 await asyncio.to_thread(self.appender.append, exchange)
-            except (OSError, ValueError) as e:  # ValueError: an encoding problem, never expected
-                _warn(f"dshkit record: could not save {exchange.summary()} to {self.path}: {e}; "
-                      "the exchanges saved before it are intact (free space or fix permissions)")
+            except OSError as e:
+                if e.errno == errno.ESTALE:  # the file was replaced under the recorder
+                    _warn(f"dshkit record: could not save {exchange.summary()}: {e.strerror}")
+                else:
+                    _warn(f"dshkit record: could not save {exchange.summary()} to {self.path}: {e}; "
+                          "the exchanges saved before it are intact (free space or fix permissions)")
+                return False
+            except ValueError as e:  # an encoding problem; never expected since jsonio.dumps
+                _warn(f"dshkit record: could not save {exchange.summary()} to {self.path}: {e}")
                 return False
             self.exchanges.append(exchange)
             n = self.appender.existing + len(self.exchanges)
@@ -438,6 +445,9 @@ async def _record(recorder: Recorder) -> int:
     stop = exit_on_signals()
     try:
         await recorder.start()
+    except CassetteLocked as e:
+        _warn(f"dshkit record: --out {e}")
+        return 2
     except CassetteError as e:
         _warn(f"dshkit record: --out {recorder.path} exists and is not a cassette this dshkit can append "
               f"to ({e}); pass --overwrite to replace it, or choose another --out")

@@ -116,3 +116,62 @@ def test_a_deep_last_line_is_an_error_not_a_torn_tail(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match="nested 50000 levels deep") as info:
         load_cassette(path)
     assert info.value.line == 3
+
+
+# --- item 3: a second recorder never makes the first one's exchanges vanish ----------------------
+
+
+async def test_a_second_overwrite_recorder_is_refused_while_the_first_records(tmp_path: Path) -> None:
+    """Before: the second `record --overwrite` replaced the file; the first kept appending to the
+    unlinked inode, printing `exchange n=…` for exchanges no file held."""
+    import asyncio
+    import signal
+    import subprocess
+
+    from .test_recorder_hardening import _line, _record_cmd
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await _sse(request, b"data: [DONE]\n\n")
+
+    out = str(tmp_path / "shared")
+    async with upstream_app(handler) as base:
+        first = await asyncio.create_subprocess_exec(*_record_cmd("--upstream", base, "--out", out, "--overwrite"),
+                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert first.stdout is not None
+            ready = await _line(first.stdout)
+            second = await asyncio.to_thread(
+                subprocess.run, _record_cmd("--upstream", base, "--out", out, "--overwrite"),
+                capture_output=True, text=True, timeout=60, check=False,
+            )
+            assert second.returncode == 2, second.stderr
+            assert "another recorder is writing this cassette" in second.stderr and "Traceback" not in second.stderr
+            async with httpx.AsyncClient(timeout=10) as c:
+                for _ in range(3):
+                    r = await c.post(ready["base_url"] + "/chat/completions", json={"model": "m"})
+                    assert r.status_code == 200
+            for n in (1, 2, 3):
+                assert (await _line(first.stdout))["n"] == n
+        finally:
+            first.send_signal(signal.SIGINT)
+            await asyncio.wait_for(first.communicate(), 30)
+    assert len(load_cassette(out).exchanges) == 3  # every exchange the first printed is in the file
+
+
+async def test_a_cassette_replaced_under_the_recorder_fails_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Something that ignores the lock (`mv`, an editor) replaces the file: the next exchange is
+    not reported as saved; stderr says the file was replaced and the client's connection breaks."""
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await _sse(request, b"data: [DONE]\n\n")
+
+    saved: list[dict[str, Any]] = []
+    async with upstream_app(handler) as base, Recorder(base, tmp_path / "r", on_event=saved.append) as rec, \
+            httpx.AsyncClient(timeout=10) as c:
+        assert (await c.post(rec.base_url + "/chat/completions", json={"model": "m"})).status_code == 200
+        replacement = tmp_path / "other.jsonl"
+        replacement.write_text('{"type": "cassette", "version": 1}\n', encoding="utf-8")
+        replacement.replace(tmp_path / "r.cassette.jsonl")
+        with pytest.raises(httpx.HTTPError):
+            await c.post(rec.base_url + "/chat/completions", json={"model": "m"})
+    assert [e["n"] for e in saved] == [1]
+    assert "was replaced by another file while recording" in capsys.readouterr().err
