@@ -26,8 +26,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dshkit.harness.llm import InputError
+from dshkit.harness.llm.jsonio import JsonTooDeep
 from dshkit.mock_server import ReplySpec, StreamSpec, Timing, WriteSpec
-from dshkit.mock_server.locate import field_path, yaml_line_of
+from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
 from dshkit.mock_server.scripts import FaultName
 
 __all__ = [
@@ -600,7 +601,9 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
     except OSError as e:
         raise ScenarioError(f"cannot read the file: {e.strerror}", source=source) from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else _load_yaml(text)
+        data = parse_document(text, is_json=p.suffix == ".json", load_yaml=_load_yaml)
+    except JsonTooDeep as e:
+        raise ScenarioError(e.problem, source=source, line=e.line) from None
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else getattr(e, "lineno", None)

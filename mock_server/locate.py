@@ -1,14 +1,36 @@
-"""Locating a validation error in the YAML a person wrote: pydantic's error location → the field
-path as written (`steps[0].reply.content`) and the line it sits on. Shared by script loading here
-and scenario loading in `conformance`, so both point at the same place the same way."""
+"""Reading the YAML or JSON a person wrote, and locating a validation error in it: pydantic's
+error location → the field path as written (`steps[0].reply.content`) and the line it sits on.
+Shared by script loading here and scenario loading in `conformance`, so both read files the same
+way and point at the same place the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import yaml
 
-__all__ = ["field_path", "yaml_line_of"]
+from dshkit.harness.llm import jsonio
+
+__all__ = ["field_path", "parse_document", "yaml_line_of"]
+
+
+def parse_document(text: str, *, is_json: bool, load_yaml: Callable[[str], Any] = yaml.safe_load) -> Any:
+    """A script or scenario file's text as data: JSON through `jsonio.loads`, YAML through
+    `load_yaml`; both refuse nesting past `jsonio.MAX_DEPTH` with `jsonio.JsonTooDeep` (YAML's
+    parser and every later walk recurse). Flow-style YAML nesting (`[[[`, `{a: {b:`) is measured
+    before parsing; block-style nesting, which needs a line per level, is caught if it recurses.
+    Syntax errors are `json.JSONDecodeError` / `yaml.YAMLError` as usual."""
+    if is_json:
+        return jsonio.loads(text)
+    depth = jsonio.nesting_depth(text, at_least=jsonio.MAX_DEPTH)
+    if depth > jsonio.MAX_DEPTH:
+        raise jsonio.too_deep("", depth, jsonio.MAX_DEPTH, text=text)
+    try:
+        return load_yaml(text)
+    except RecursionError:
+        raise jsonio.JsonTooDeep("", f"nested deeper than the limit of {jsonio.MAX_DEPTH} levels (the YAML "
+                                 "parser recurses); no script or scenario nests like that: flatten it") from None
 
 
 def field_path(loc: Sequence[int | str]) -> str:

@@ -31,11 +31,12 @@ from pydantic import (
 )
 
 from dshkit.harness.llm import InputError
+from dshkit.harness.llm.jsonio import JsonTooDeep
 from dshkit.mock_server.generate.encode import Framing, frame_jsonl
 from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
-from dshkit.mock_server.locate import field_path, yaml_line_of
+from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -768,7 +769,9 @@ def load_scripts(path: str | Path) -> list[Script]:
     except OSError as e:
         raise ScriptError(f"cannot read script file: {e.strerror}", source=str(p)) from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        data = parse_document(text, is_json=p.suffix == ".json")
+    except JsonTooDeep as e:
+        raise ScriptError(e.problem, source=str(p), line=e.line) from None
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         line = getattr(e, "lineno", None)
         mark = getattr(e, "problem_mark", None)

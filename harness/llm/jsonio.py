@@ -34,10 +34,15 @@ MAX_DEPTH = 200
 
 
 class JsonTooDeep(JsonShapeError):
-    """A JSON text nested deeper than the reader's limit (Python cannot parse or walk it safely)."""
+    """A JSON text nested deeper than the reader's limit (Python cannot parse or walk it safely).
+    `line` is the 1-based line of the text where the nesting passes the limit, when known."""
 
-    def __init__(self, path: str, problem: str, code: str = "JSON_TOO_DEEP") -> None:
+    def __init__(self, path: str, problem: str, code: str = "JSON_TOO_DEEP", line: int | None = None) -> None:
         super().__init__(path, problem, code)
+        self.line = line
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.problem, self.code, self.line))
 
 
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -81,20 +86,42 @@ def loads(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> 
     """
     depth = nesting_depth(text, at_least=max_depth)
     if depth > max_depth:
-        raise too_deep(where, depth, max_depth)
+        raise too_deep(where, depth, max_depth, text=text)
     try:
         return json.loads(text)
     except RecursionError:
-        raise too_deep(where, depth, max_depth) from None
+        raise too_deep(where, depth, max_depth, text=text) from None
 
 
-def too_deep(where: str, depth: int, max_depth: int) -> JsonTooDeep:
-    """The error :func:`loads` raises, for readers that check depth their own way."""
+def too_deep(where: str, depth: int, max_depth: int, *, text: str | bytes | None = None) -> JsonTooDeep:
+    """The error :func:`loads` raises, for readers that check depth their own way; with `text`
+    of several lines, `line` is where the nesting passes `max_depth`."""
+    line = _line_past(text, max_depth) if text is not None else None
     return JsonTooDeep(
         where,
-        f"JSON nested {depth} levels deep, past the limit of {max_depth}; no file dshkit writes "
-        "nests like that, so it is damaged or hand-made: flatten or remove that value",
+        f"nested {depth} levels deep, past the limit of {max_depth} (the parser and every walk "
+        "over the value recurse); no file dshkit reads nests like that, so it is damaged or "
+        "hand-made: flatten or remove that value",
+        line=line,
     )
+
+
+def _line_past(text: str | bytes, max_depth: int) -> int | None:
+    """The 1-based line holding the bracket that opens level `max_depth + 1` (None for one line)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if "\n" not in text.strip():
+        return None
+    masked = _STRINGS.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)  # offsets kept
+    depth = 0
+    for m in _BRACKET.finditer(masked):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > max_depth:
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def finite(value: Any) -> Any:
