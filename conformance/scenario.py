@@ -600,6 +600,9 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioError(f"cannot read the file: {e.strerror}", source=source) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8",
+                            source=source) from None
     try:
         data = parse_document(text, is_json=p.suffix == ".json", load_yaml=_load_yaml)
     except JsonTooDeep as e:

@@ -10,13 +10,12 @@ its bytes too.
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dshkit.harness.llm import HarnessError
+from dshkit.harness.llm import HarnessError, jsonio
 from dshkit.harness.session import parse_session_log, read_log_bytes
 from dshkit.mock_server import CassetteError
 
@@ -30,12 +29,14 @@ __all__ = ["KINDS", "detect_kind", "render_paths"]
 KINDS = ("session", "cassette", "journal", "conformance")
 
 
-def _first_json_line(text: str) -> Any:
-    for line in text.splitlines():
+def _first_json_line(path: Path, text: str) -> Any:
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                return json.loads(line)
-            except (ValueError, RecursionError):
+                return jsonio.loads(line)
+            except jsonio.JsonTooDeep as exc:
+                raise ViewError(f"{path}:{number}: {exc.problem}") from None
+            except ValueError:
                 return None
     return None
 
@@ -62,7 +63,7 @@ def _kind_of(path: Path, data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ViewError(f"{path}: cannot read it ({exc})") from None
-    first = _first_json_line(text)
+    first = _first_json_line(path, text)
     if isinstance(first, Mapping):
         if first.get("type") == "session":
             return "session"
@@ -71,8 +72,10 @@ def _kind_of(path: Path, data: bytes) -> str:
         if "writes" in first and "path" in first:
             return "journal"
     try:
-        whole = json.loads(text)
-    except (ValueError, RecursionError):
+        whole = jsonio.loads(text)
+    except jsonio.JsonTooDeep as exc:
+        raise ViewError(f"{path}" + (f":{exc.line}" if exc.line else "") + f": {exc.problem}") from None
+    except ValueError:
         whole = None
     if isinstance(whole, Mapping) and "scenarios" in whole and "summary" in whole:
         return "conformance"
@@ -143,5 +146,57 @@ def _render(paths: Sequence[Path], journal: Path | None) -> tuple[str, str]:
         return wire_page("cassette", str(path), exchanges, meta), kind
     if kind == "journal":
         return wire_page("journal", str(path), load_journal(path, contents[0].decode("utf-8"))), kind
-    reports = [(str(p), json.loads(data)) for p, data in zip(paths, contents, strict=True)]
+    reports = [(str(p), _checked_report(p, jsonio.loads(data))) for p, data in zip(paths, contents, strict=True)]
     return matrix_page(reports), kind
+
+
+_STATUSES = ("pass", "fail", "n/a")
+# Optional fields of a report's scenario: the JSON type each must have.
+_SCENARIO_FIELDS: dict[str, tuple[type, str]] = {
+    "tags": (list, "a list of strings"), "reason": (str, "a string"), "failed": (list, "a list of strings"),
+    "notes": (list, "a list of strings"), "diff": (str, "a string"), "title": (str, "a string"),
+    "stderr": (str, "a string"), "seconds": (float, "a number of seconds >= 0"),
+}
+
+
+def _checked_report(path: Path, doc: Any) -> Mapping[str, Any]:
+    """A conformance report (`dshkit conformance --json`) whose shape the page can rely on; a
+    `ViewError` naming the file and the field otherwise."""
+
+    def bad(field: str, wanted: str, value: Any) -> ViewError:
+        return ViewError(f"{path}: {field} must be {wanted}, got {jsonio.dumps(value)[:60]}; is this a report "
+                         "written by `dshkit conformance --json FILE`?")
+
+    scenarios = doc["scenarios"]
+    if not isinstance(scenarios, list):
+        raise bad("scenarios", "a list of scenario results", scenarios)
+    for i, sc in enumerate(scenarios):
+        where = f"scenarios[{i}]"
+        if not isinstance(sc, Mapping):
+            raise bad(where, "an object with id and status", sc)
+        if not isinstance(sc.get("id"), str) or not sc["id"]:
+            raise bad(f"{where}.id", "a non-empty string", sc.get("id"))
+        if sc.get("status") not in _STATUSES:
+            raise bad(f"{where}.status", "one of pass, fail, n/a", sc.get("status"))
+        for name, (kind, wanted) in _SCENARIO_FIELDS.items():
+            value = sc.get(name)
+            if value is None:
+                continue
+            if kind is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
+            else:
+                ok = isinstance(value, kind) and (kind is not list or all(isinstance(v, str) for v in value))
+            if not ok:
+                raise bad(f"{where}.{name}", wanted, value)
+    summary = doc["summary"]
+    if not isinstance(summary, Mapping):
+        raise bad("summary", "an object of counts (pass, fail, n/a)", summary)
+    for name, value in summary.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad(f"summary.{name}", "a count (an integer >= 0)", value)
+    for name in ("adapter", "server", "client"):
+        if doc.get(name) is not None and not isinstance(doc[name], str):
+            raise bad(name, "a string", doc[name])
+    if doc.get("driver") is not None and not isinstance(doc["driver"], Mapping):
+        raise bad("driver", "an object (the driver's hello)", doc["driver"])
+    return doc

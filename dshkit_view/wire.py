@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dshkit.harness.llm import jsonio
 from dshkit.mock_server import load_cassette
 
 from .errors import ViewError
@@ -64,8 +65,8 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
     whole = b"".join(data for _, data in pieces)
     if whole.lstrip().startswith(b"{"):
         try:
-            body = json.loads(whole)
-        except (ValueError, RecursionError):
+            body = jsonio.loads(whole)
+        except ValueError:
             body = None
         if isinstance(body, dict) and "error" in body:
             return [WireDelta(pieces[-1][0], "error", json.dumps(body["error"], ensure_ascii=False))], None
@@ -86,8 +87,8 @@ def sse_deltas(pieces: list[tuple[float, bytes]]) -> tuple[list[WireDelta], Mapp
                 deltas.append(WireDelta(t_ms, "other", "[DONE]"))
                 continue
             try:
-                chunk = json.loads(payload)
-            except (ValueError, RecursionError):
+                chunk = jsonio.loads(payload)
+            except ValueError:
                 deltas.append(WireDelta(t_ms, "other", payload))
                 continue
             if not isinstance(chunk, dict):
@@ -142,20 +143,74 @@ def load_cassette_exchanges(path: Path) -> tuple[dict[str, Any], list[WireExchan
     return dict(cassette.meta), out
 
 
+# The journal's envelope: each field's JSON type (None allowed where the server writes null).
+_ENTRY_FIELDS: dict[str, tuple[tuple[type, ...], bool, str]] = {
+    "seq": ((int,), False, "an integer >= 1 (the arrival number)"),
+    "method": ((str,), False, "a string (the HTTP method)"),
+    "path": ((str,), False, "a string (the request path)"),
+    "headers": ((dict,), True, "an object of header names to strings"),
+    "session": ((str,), True, "a string or null"),
+    "script": ((str,), True, "a string or null"),
+    "step": ((int,), True, "an integer or null"),
+    "script_behavior": ((str,), True, "a string or null"),
+    "behavior": ((str,), True, "a string or null"),
+    "status": ((int,), True, "an HTTP status (100-599) or null"),
+    "outcome": ((str,), True, "a string or null"),
+    "error": ((dict,), True, "an object or null"),
+    "writes": ((list,), False, "a list of writes, each {t, text} or {t, b64}"),
+}
+_LONGEST_CLOCK_S = 1e10
+"""A journal's `t` is seconds on the server's monotonic clock: larger values are not times."""
+
+
+def _check_entry(entry: Mapping[str, Any], where: str) -> None:
+    """Each envelope field has its type (a hand-edited journal names the field that does not)."""
+    for name, (types, nullable, wanted) in _ENTRY_FIELDS.items():
+        if name not in entry or (nullable and entry[name] is None):
+            continue
+        value = entry[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ViewError(f"{where}: {name} must be {wanted}, got {_shown(value)}")
+    seq, status = entry.get("seq"), entry.get("status")
+    if isinstance(seq, int) and seq < 1:
+        raise ViewError(f"{where}: seq must be {_ENTRY_FIELDS['seq'][2]}, got {seq}")
+    if isinstance(status, int) and not 100 <= status <= 599:
+        raise ViewError(f"{where}: status must be {_ENTRY_FIELDS['status'][2]}, got {status}")
+    headers = entry.get("headers")
+    if isinstance(headers, dict):
+        for key, value in headers.items():
+            if not isinstance(value, str):
+                raise ViewError(f"{where}: headers.{key} must be a string, got {_shown(value)}")
+    for i, write in enumerate(entry["writes"]):
+        if not isinstance(write, dict) or ("text" in write) == ("b64" in write):
+            raise ViewError(f"{where}: writes[{i}] must be an object with t and exactly one of text or b64, "
+                            f"got {_shown(write)}")
+        kind = "text" if "text" in write else "b64"
+        if not isinstance(write[kind], str):
+            raise ViewError(f"{where}: writes[{i}].{kind} must be a string, got {_shown(write[kind])}")
+
+
+def _shown(value: Any) -> str:
+    return jsonio.dumps(value)[:60]
+
+
 def _write_bytes(write: Mapping[str, Any], where: str) -> bytes:
     if "text" in write:
-        return str(write["text"]).encode("utf-8")
+        # surrogatepass: a hand-edited `\ud800` is shown (as U+FFFD), not a crash
+        return str(write["text"]).encode("utf-8", "surrogatepass")
     try:
         return base64.b64decode(str(write.get("b64", "")), validate=True)
     except binascii.Error as exc:
-        raise ViewError(f"{where}: a write's b64 is not base64 ({exc})") from None
+        raise ViewError(f"{where}: b64 is not base64 ({exc})") from None
 
 
 def _number(value: Any, where: str, field: str, default: float) -> float:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ViewError(f"{where}: {field} must be a number of seconds, got {json.dumps(value)[:60]}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not -_LONGEST_CLOCK_S <= value <= _LONGEST_CLOCK_S):
+        raise ViewError(f"{where}: {field} must be a number of seconds (a server clock reading, at most "
+                        f"{_LONGEST_CLOCK_S:.0e}), got {_shown(value)}")
     return float(value)
 
 
@@ -173,16 +228,16 @@ def load_journal(path: Path, text: str | None = None) -> list[WireExchange]:
             continue
         where = f"{path}:{number}"
         try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError) as exc:
+            entry = jsonio.loads(line)
+        except ValueError as exc:
             raise ViewError(f"{where}: not a JSON line ({exc}); is this a journal written by `dshkit serve --journal`?") from None
         if not isinstance(entry, dict) or "writes" not in entry or "path" not in entry:
             raise ViewError(f"{where}: not a journal entry (expected keys seq, path, body, writes)")
+        _check_entry(entry, where)
         writes = entry["writes"]
-        if not isinstance(writes, list) or not all(isinstance(w, dict) for w in writes):
-            raise ViewError(f"{where}: writes must be a list of objects with t and text (or b64)")
         t0 = _number(entry.get("t"), where, "t", 0.0)
-        pieces = [((_number(w.get("t"), where, "a write's t", t0) - t0) * 1000.0, _write_bytes(w, where)) for w in writes]
+        pieces = [((_number(w.get("t"), where, f"writes[{i}].t", t0) - t0) * 1000.0, _write_bytes(w, f"{where}: writes[{i}]"))
+                  for i, w in enumerate(writes)]
         # The HTTP head is the first write for streamed answers; only the body holds SSE lines.
         deltas, usage = sse_deltas(pieces)
         note = " · ".join(
@@ -190,11 +245,9 @@ def load_journal(path: Path, text: str | None = None) -> list[WireExchange]:
         )
         seq, status, outcome, session = (entry.get(k) for k in ("seq", "status", "outcome", "session"))
         out.append(WireExchange(
-            number=seq if isinstance(seq, int) and not isinstance(seq, bool) else len(out) + 1,
+            number=seq if isinstance(seq, int) else len(out) + 1,
             method=str(entry.get("method", "POST")), path=str(entry["path"]),
-            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
-            body=entry.get("body"), deltas=deltas, usage=usage, note=note,
-            session=session if isinstance(session, str) else None,
-            outcome=outcome if isinstance(outcome, str) else None, started_s=t0,
+            status=status, body=entry.get("body"), deltas=deltas, usage=usage, note=note,
+            session=session, outcome=outcome, started_s=t0,
         ))
     return out

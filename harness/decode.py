@@ -20,6 +20,7 @@ application layer (`dshkit.decode`).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -100,14 +101,24 @@ def document_format(data: bytes) -> Format | None:
 
 def _first_line_type(data: bytes) -> Any:
     """The `type` of the first non-blank line when it is a JSON object, else None."""
-    for line in data.splitlines():
+    for number, line in enumerate(data.splitlines(), 1):
         if line.strip():
             try:
                 value = jsonio.loads(line)
-            except ValueError:
+            except jsonio.JsonTooDeep as exc:
+                raise CaptureError(f"line {number}: {exc.problem}") from None
+            except ValueError as exc:
+                header = _DOCUMENT_HEADER.search(line)
+                if header is not None:  # a cassette or session header that is damaged: say so
+                    raise CaptureError(f"line {number} starts like a {header.group(1).decode()} header but is "
+                                       f"not JSON ({exc}); restore the file or fix that line") from None
                 return None
-            return value.get("type") if isinstance(value, dict) else None
+            kind = value.get("type") if isinstance(value, dict) else None
+            return kind if isinstance(kind, str) else None
     return None
+
+
+_DOCUMENT_HEADER = re.compile(rb'^\s*\{\s*"type"\s*:\s*"(cassette|session)"')
 
 
 def detect_format(data: bytes) -> Format:

@@ -768,6 +768,9 @@ def load_scripts(path: str | Path) -> list[Script]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ScriptError(f"cannot read script file: {e.strerror}", source=str(p)) from None
+    except UnicodeDecodeError as e:
+        raise ScriptError(f"not UTF-8 text (byte {e.start}: {e.reason}); save the script as UTF-8",
+                          source=str(p)) from None
     try:
         data = parse_document(text, is_json=p.suffix == ".json")
     except JsonTooDeep as e:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -85,12 +85,11 @@ def _inputs_by_turn(session: Session) -> list[tuple[int, list[UserMessage]]]:
     live loop makes its own. A log without inbox events (the web app's) falls back to the
     messages whose source is the user.
     """
-    inserted = {
-        m.get("id")
-        for e in session.events
-        if e.type == "agent/inbox/spliced" and e.defect is None
-        for m in e.data.get("inserted", ())
-    }
+    inserted: set[str] = set()
+    for e in session.events:
+        items = e.data.get("inserted") if e.type == "agent/inbox/spliced" and e.defect is None else None
+        if isinstance(items, Sequence) and not isinstance(items, str):  # a hand-edited log may hold anything
+            inserted.update(m["id"] for m in items if isinstance(m, Mapping) and isinstance(m.get("id"), str))
     turns: dict[int, list[UserMessage]] = {}
     turn = step = 0
     for event in session.events:

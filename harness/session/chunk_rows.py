@@ -46,7 +46,10 @@ def _bad(where: str, problem: str) -> SessionError:
 
 def is_chunk_row(value: Json) -> bool:
     """Whether a decoded JSONL line is a packed chunk row rather than an event."""
-    return isinstance(value, Mapping) and value.get("type") in CHUNK_ROW_TYPES
+    if not isinstance(value, Mapping):
+        return False
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in CHUNK_ROW_TYPES  # a hand-edited `type` may be a list
 
 
 def _is_int(value: Json) -> bool:

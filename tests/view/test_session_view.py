@@ -252,9 +252,19 @@ async def test_a_title_request_that_differs_shows_its_own_diff(tmp_path: Path) -
     ("line", "message"),
     [
         ({"seq": 1, "path": "/chat/completions", "t": "soon", "writes": []}, "journal.jsonl:1: t must be a number"),
-        ({"seq": 1, "path": "/chat/completions", "t": 1.0, "writes": [{"t": None}, 3]}, "writes must be a list of objects"),
-        ({"seq": 1, "path": "/chat/completions", "writes": [{"t": "x", "text": "data: {}"}]}, "a write's t must be a number"),
-        ({"seq": 1, "path": "/chat/completions", "writes": [{"b64": "!!"}]}, "a write's b64 is not base64"),
+        ({"seq": 1, "path": "/chat/completions", "t": 1.0, "writes": [{"t": None}, 3]},
+         "writes[0] must be an object with t and exactly one of text or b64"),
+        ({"seq": 1, "path": "/chat/completions", "writes": [{"t": "x", "text": "data: {}"}]}, "writes[0].t must be a number"),
+        ({"seq": 1, "path": "/chat/completions", "writes": [{"b64": "!!"}]}, "writes[0]: b64 is not base64"),
+        # the envelope the mock server writes: a hand-edited field is named (issue 18)
+        ({"seq": "abc", "path": "/chat/completions", "writes": []}, "journal.jsonl:1: seq must be an integer >= 1"),
+        ({"seq": 1, "path": "/chat/completions", "writes": 5}, "journal.jsonl:1: writes must be a list of writes"),
+        ({"seq": 1, "path": 7, "writes": []}, "journal.jsonl:1: path must be a string"),
+        ({"seq": 1, "path": "/", "status": "200", "writes": []}, "journal.jsonl:1: status must be an HTTP status"),
+        ({"seq": 1, "path": "/", "session": ["s"], "writes": []}, "journal.jsonl:1: session must be a string or null"),
+        ({"seq": 1, "path": "/", "headers": {"a": 1}, "writes": []}, "journal.jsonl:1: headers.a must be a string"),
+        ({"seq": 1, "path": "/", "t": 1e308, "writes": []}, "journal.jsonl:1: t must be a number of seconds"),
+        ({"seq": 1, "path": "/", "writes": [{"t": 1, "text": 5}]}, "journal.jsonl:1: writes[0].text must be a string"),
     ],
 )
 def test_a_damaged_journal_is_a_located_error(line: dict[str, Any], message: str, tmp_path: Path,
@@ -272,7 +282,7 @@ def test_odd_shapes_inside_a_journal_still_render(tmp_path: Path) -> None:
     events = ['data: {"choices": 5}', 'data: {"choices": [{"delta": {"tool_calls": {"a": 1}}}]}',
               'data: {"choices": [{"delta": {"tool_calls": [{"index": "x", "function": {"arguments": 7}}]}}]}',
               "data: " + "[" * 5000, "data: [DONE]"]
-    entry = {"seq": "one", "path": "/chat/completions", "status": "200", "outcome": 5, "session": ["s"],
+    entry = {"seq": 1, "path": "/chat/completions", "status": 200, "outcome": "completed", "session": "s",
              "body": {"messages": "not a list"}, "writes": [{"t": 1.0, "text": "\n\n".join(events) + "\n\n"}]}
     journal = tmp_path / "journal.jsonl"
     journal.write_text(json.dumps(entry) + "\n")
@@ -280,12 +290,34 @@ def test_odd_shapes_inside_a_journal_still_render(tmp_path: Path) -> None:
     assert kind == "journal" and 'class="fragment"' in html and "1 exchange<" in html
 
 
-def test_reports_of_odd_shapes_still_make_a_matrix(tmp_path: Path) -> None:
+def test_reports_with_unknown_fields_still_make_a_matrix(tmp_path: Path) -> None:
     odd = tmp_path / "odd.json"
-    odd.write_text(json.dumps({"client": "my-client", "driver": {"libraries": {"openai": "1.2"}},
-                               "scenarios": [{"id": "x", "tags": "area:sse", "status": "weird"}, 3,
+    odd.write_text(json.dumps({"client": "my-client", "driver": {"libraries": {"openai": "1.2"}}, "extra": [1],
+                               "scenarios": [{"id": "x", "tags": ["area:sse"], "status": "pass", "more": {}},
                                              {"id": "y", "status": "n/a", "title": "why <not>"}],
-                               "summary": {"pass": "many"}}))
+                               "summary": {"pass": 1, "n/a": 1}}))
     html, kind = render_paths([odd])
     assert kind == "conformance" and "client my-client" in html and "openai 1.2" in html
     assert "why &lt;not&gt;" in html and "× 1 client" in html
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"scenarios": "A1"}, "scenarios must be a list of scenario results, got \"A1\""),
+    ({"scenarios": [3]}, "scenarios[0] must be an object with id and status, got 3"),
+    ({"scenarios": [{"id": "x", "tags": "area:sse", "status": "pass"}]}, "scenarios[0].tags must be a list of strings"),
+    ({"scenarios": [{"id": "x", "status": "weird"}]}, "scenarios[0].status must be one of pass, fail, n/a"),
+    ({"scenarios": [{"id": 5, "status": "pass"}]}, "scenarios[0].id must be a non-empty string"),
+    ({"scenarios": [{"id": "x", "status": "pass", "seconds": "slow"}]}, "scenarios[0].seconds must be a number"),
+    ({"summary": {"pass": "many"}}, "summary.pass must be a count"),
+    ({"summary": 5}, "summary must be an object of counts"),
+    ({"driver": "node"}, "driver must be an object"),
+])
+def test_a_report_of_the_wrong_shape_names_the_field(change: dict[str, Any], message: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `scenarios` a string, a status that is a number, … made `dshkit view` trace back."""
+    report = tmp_path / "odd.json"
+    report.write_text(json.dumps({"adapter": "a:b", "scenarios": [{"id": "x", "status": "pass"}],
+                                  "summary": {"pass": 1}, **change}))
+    assert main(["view", str(report), "-o", str(tmp_path / "out.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"{report}: {message}" in err and "Traceback" not in err

@@ -1,0 +1,368 @@
+"""Every reader survives every file (issue 18): a corpus of hostile files, generated here from
+real ones (a session log `dshkit run` wrote, a committed cassette, the mock's own journal, a
+conformance report, a script, a scenario file), fed to every command that reads that kind:
+
+* session logs: `replay`, `replay --wire`, `decode`, `view`, `run --replay`
+* cassettes: `serve --replay`, `record --out`, `decode`, `view`, `run --replay`
+* journals and reports: `view`, and a journal as `view LOG --journal`
+* scripts and scenarios: `serve --script`, `conformance --scenarios`
+* wire captures (SSE, JSON, JSONL, error bodies): `decode` in each format and protocol
+
+The mutations: nesting 201, 5,000 and 100,000 levels deep (arrays and objects), bytes that are
+not UTF-8, lone surrogates, every field of a line set to each wrong JSON type, non-finite and
+huge numbers, truncation at many offsets, truncated and corrupt zstd. No command may raise or
+print a traceback. A file built to be invalid (deep, non-finite timings, wrong types where a
+shape is required, broken zstd, …) must end with exit 2 and a message naming the file; any other
+file may also be accepted (exit 0 or 1: a torn last line is repaired, an unknown field kept).
+
+Commands run in-process (`dshkit.cli.main`); `serve` and `record` stop as soon as they have
+started (their wait for a signal is replaced by a finished future), so a file they accept is
+told apart without serving it. `-s` prints the
+count of files and runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from dshkit.cli import main
+from dshkit.mock_server import MockServer
+
+from .conftest import API_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPTHS = (201, 5_000, 100_000)
+WRONG = ("abc", 5, -1, 1.5, None, [], {}, True, [1, "x"], {"a": {"b": 1}})
+NON_FINITE = ("NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1e308")
+
+
+@dataclass(frozen=True)
+class Hostile:
+    kind: str
+    label: str
+    data: bytes
+    must_fail: bool
+    suffix: str = ".jsonl"
+
+
+# --- the real files the corpus starts from -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    tmp = tmp_path_factory.mktemp("bases")
+    ws = tmp / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# Widget Forge\n", encoding="utf-8")
+    log, journal = tmp / "walk.jsonl", tmp / "journal.jsonl"
+    assert main(["run", "Read README.md", "--session", str(log), "--workspace", str(ws),
+                 "--api-key", API_KEY, "--pace", "0"]) == 0
+    with MockServer(journal=journal) as server:
+        body = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]}
+        for stream in (True, False):
+            r = httpx.post(server.base_url + "/chat/completions", json={**body, "stream": stream},
+                           headers={"Authorization": f"Bearer {API_KEY}"}, timeout=30)
+            assert r.status_code == 200
+    report = {"adapter": "x:Y", "scenarios": [
+        {"id": "sse-crlf", "tags": ["A1", "area:sse"], "status": "pass", "reason": "", "failed": [],
+         "seconds": 0.1, "notes": []},
+        {"id": "tool-args", "tags": ["A5", "area:tools"], "status": "fail", "reason": "differs",
+         "failed": ["assemble"], "seconds": 0.2, "notes": ["n"], "diff": "- a\n+ b"}],
+        "summary": {"pass": 1, "fail": 1, "n/a": 0}}
+    return {
+        "session": log.read_bytes(),
+        "cassette": (ROOT / "recordings" / "tool-call-split-args.cassette.jsonl").read_bytes(),
+        "journal": journal.read_bytes(),
+        "report": json.dumps(report, indent=2).encode(),
+        "script": b"steps:\n  - reply: {content: hi}\n  - reply:\n      tool_calls:\n        - {name: read, arguments: {file_path: a}}\n",
+        "scenario": (ROOT / "conformance" / "scenarios" / "a02_stream_end.yaml").read_bytes(),
+    }
+
+
+# --- mutations -----------------------------------------------------------------------------------
+
+
+def _deep(depth: int, kind: str) -> str:
+    return "[" * depth + "]" * depth if kind == "array" else '{"a":' * depth + "1" + "}" * depth
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def _set_line(data: bytes, k: int, line: bytes) -> bytes:
+    lines = _lines(data)
+    lines[k] = line.rstrip(b"\n") + b"\n"
+    return b"".join(lines)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = (), depth: int = 0) -> Iterator[tuple[Any, ...]]:
+    """Every path to a value in `value`, down to depth 3."""
+    if depth > 3:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, sub in items:
+        yield (*prefix, key)
+        yield from _paths(sub, (*prefix, key), depth + 1)
+
+
+def _replaced(obj: Any, path: tuple[Any, ...], new: Any) -> Any:
+    copy = json.loads(json.dumps(obj))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = new
+    return copy
+
+
+# Fields whose wrong type makes the file unreadable for certain (the others may be tolerated).
+REQUIRED = {
+    "session": {("type",), ("seq",)},
+    "cassette": {("type",), ("status",), ("reads",), ("request",), ("headers_ms",), ("reads", 0),
+                 ("reads", 0, "dt_ms"), ("request", "method"), ("request", "path")},
+    "journal": {("writes",), ("seq",), ("path",), ("t",), ("writes", 0), ("writes", 0, "t"), ("status",),
+                ("headers",), ("session",), ("outcome",)},
+}
+
+
+def _jsonl_corpus(kind: str, data: bytes, rng: random.Random) -> Iterator[Hostile]:
+    lines = _lines(data)
+    picks = sorted({k for k in (0, 1, len(lines) // 2, len(lines) - 2, len(lines) - 1) if 0 <= k < len(lines)})
+    last = len(lines) - 1
+    for k in picks:
+        obj = json.loads(lines[k])
+        for depth in DEPTHS:
+            for shape in ("array", "object"):
+                deep = json.dumps({**obj, "x": "@@"}).replace('"@@"', _deep(depth, shape))
+                yield Hostile(kind, f"line {k + 1} {shape} {depth} deep", _set_line(data, k, deep.encode()), True)
+        raw = lines[k].rstrip(b"\n")
+        for cut in (1, len(raw) // 3, len(raw) // 2, len(raw) - 1):  # a line cut (torn if last)
+            yield Hostile(kind, f"line {k + 1} cut at {cut}", _set_line(data, k, raw[:cut]),
+                          kind != "session" and (k != last or k == 0) and kind != "cassette")
+        at = raw.find(b'"', len(raw) // 2)
+        if at > 0:
+            yield Hostile(kind, f"line {k + 1} byte 0xff", _set_line(data, k, raw[:at + 1] + b"\xff\xfe" + raw[at + 1:]),
+                          kind != "session" or k != last)
+            yield Hostile(kind, f"line {k + 1} surrogate", _set_line(data, k, raw[:at + 1] + b"\\ud800" + raw[at + 1:]), False)
+        for path in list(_paths(obj))[:22]:
+            for wrong in WRONG:
+                if isinstance(wrong, type(_get(obj, path))) and not isinstance(wrong, bool):
+                    continue
+                line = json.dumps(_replaced(obj, path, wrong)).encode()
+                must = (path in REQUIRED.get(kind, set()) and k != 0 and not (kind == "session" and k == last)
+                        and _category(wrong) != _category(_get(obj, path)) and wrong is not None)
+                yield Hostile(kind, f"line {k + 1} {_show(path)}={json.dumps(wrong)}", _set_line(data, k, line), must)
+        numbers = [p for p in _paths(obj) if isinstance(_get(obj, p), (int, float)) and not isinstance(_get(obj, p), bool)]
+        for path in numbers[:6]:
+            for token in NON_FINITE:
+                line = json.dumps(_replaced(obj, path, "@@")).replace('"@@"', token).encode()
+                must = kind == "cassette" and path[-1] in ("dt_ms", "headers_ms") and token != "-1e999"
+                yield Hostile(kind, f"line {k + 1} {_show(path)}={token}", _set_line(data, k, line), must)
+    for n in sorted({rng.randrange(1, len(data)) for _ in range(8)}):
+        yield Hostile(kind, f"truncated at byte {n}", data[:n], False)
+    yield Hostile(kind, "empty", b"", True)
+    yield Hostile(kind, "only blank lines", b"\n\n  \n", True)
+    yield Hostile(kind, "binary noise", bytes(rng.randrange(256) for _ in range(300)), True)
+    yield from _zstd(kind, data)
+
+
+def _category(value: Any) -> str:
+    """The JSON type of a value (integers and floats are both numbers)."""
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def _get(obj: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def _show(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _zstd(kind: str, data: bytes) -> Iterator[Hostile]:
+    zstandard = pytest.importorskip("zstandard")
+    packed = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    for n in (4, 10, len(packed) // 2, len(packed) - 1):
+        yield Hostile(kind, f"zstd truncated at {n}", packed[:n], True, ".jsonl.zstd")
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    yield Hostile(kind, "zstd corrupt", bytes(corrupt), True, ".jsonl.zstd")
+    yield Hostile(kind, "zstd then garbage", packed + b"garbage", True, ".jsonl.zstd")
+
+
+def _document_corpus(kind: str, data: bytes, suffix: str) -> Iterator[Hostile]:
+    """A report (JSON), a script or scenario file (YAML, and the same as JSON)."""
+    from dshkit.mock_server.locate import parse_document
+
+    doc = parse_document(data.decode(), is_json=suffix == ".json")
+    variants = [(".json", json.dumps(doc, indent=2).encode())] if kind == "report" else [
+        (".yaml", data), (".json", json.dumps(doc, indent=2).encode())]
+    for ext, text in variants:
+        for depth in DEPTHS:
+            for shape in ("array", "object"):
+                deep = json.dumps({**doc, "x": "@@"}).replace('"@@"', _deep(depth, shape)).encode()
+                yield Hostile(kind, f"{ext} {shape} {depth} deep", deep, True, ext)
+                if ext == ".yaml":  # flow style inside block YAML
+                    yield Hostile(kind, f"yaml flow {shape} {depth} deep",
+                                  text + f"x: {_deep(depth, shape)}\n".encode(), True, ext)
+        yield Hostile(kind, f"{ext} byte 0xff", text[:20] + b"\xff" + text[20:], True, ext)
+        yield Hostile(kind, f"{ext} surrogate", text.replace(b"hi", b"h\\ud800i", 1), False, ext)
+        yield Hostile(kind, f"{ext} empty", b"", True, ext)
+        for n in (len(text) // 3, len(text) // 2):
+            yield Hostile(kind, f"{ext} truncated at {n}", text[:n], False, ext)
+        for path in list(_paths(doc))[:30]:
+            for wrong in WRONG:
+                if isinstance(wrong, type(_get(doc, path))) and not isinstance(wrong, bool):
+                    continue
+                must = kind == "report" and path in {("scenarios",), ("summary",), ("scenarios", 0), ("scenarios", 0, "id"),
+                                                     ("scenarios", 0, "status"), ("scenarios", 1, "status")}
+                yield Hostile(kind, f"{ext} {_show(path)}={json.dumps(wrong)}",
+                              json.dumps(_replaced(doc, path, wrong)).encode(), must, ".json")
+        for path in [p for p in _paths(doc) if isinstance(_get(doc, p), (int, float))][:3]:
+            for token in NON_FINITE[:3]:
+                yield Hostile(kind, f"{ext} {_show(path)}={token}",
+                              json.dumps(_replaced(doc, path, "@@")).replace('"@@"', token).encode(), False, ".json")
+    yield Hostile(kind, "yaml bomb of aliases", b"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n" + data, False, ".yaml")
+
+
+def _capture_corpus(sse: bytes) -> Iterator[Hostile]:
+    """Wire captures for `decode` in each format. A deep `data:` payload in SSE decodes to an
+    error finish (exit 0: the capture was read); a deep JSON or JSONL document is refused."""
+    for depth in DEPTHS:
+        for shape in ("array", "object"):
+            deep = _deep(depth, shape).encode()
+            yield Hostile("capture", f"sse data {shape} {depth} deep", sse + b"data: " + deep + b"\n\n", False, ".sse")
+            yield Hostile("capture", f"sse error event {shape} {depth} deep", b"event: error\ndata: " + deep + b"\n\n", False, ".sse")
+            yield Hostile("capture", f"json {shape} {depth} deep", b"[" + deep + b"]", True, ".json")
+            yield Hostile("capture", f"jsonl {shape} {depth} deep", b'{"choices": []}\n' + deep + b"\n", False, ".jsonl")
+            yield Hostile("capture", f"error body {shape} {depth} deep", b'{"error": ' + deep + b"}", False, ".err")
+    yield Hostile("capture", "sse surrogate", sse.replace(b'"content":"', b'"content":"\\ud800', 1), False, ".sse")
+    yield Hostile("capture", "sse 0xff", sse.replace(b'"content":"', b'"content":"\xff', 1), False, ".sse")
+    for token in NON_FINITE:
+        yield Hostile("capture", f"json {token}", b'[{"choices": [], "usage": {"prompt_tokens": ' + token.encode() + b"}}]",
+                      False, ".json")
+
+
+def corpus(bases: dict[str, bytes]) -> list[Hostile]:
+    rng = random.Random(18)
+    out: list[Hostile] = []
+    for kind in ("session", "cassette", "journal"):
+        out += _jsonl_corpus(kind, bases[kind], rng)
+    out += _document_corpus("report", bases["report"], ".json")
+    out += _document_corpus("script", bases["script"], ".yaml")
+    out += _document_corpus("scenario", bases["scenario"], ".yaml")
+    out += _capture_corpus((ROOT / "examples" / "seed-walk.sse").read_bytes())
+    return out
+
+
+# --- the readers ---------------------------------------------------------------------------------
+
+
+def readers(kind: str, f: Path, tmp: Path, must_fail: bool, session_log: Path) -> list[list[str]]:
+    out = str(tmp / "out.html")
+    if kind == "session":
+        argv = [["replay", str(f)], ["decode", str(f)], ["view", str(f), "-o", out]]
+        if must_fail:  # a valid log would really run; the cheap readers above cover those
+            argv += [["replay", str(f), "--wire"], ["run", "hi", "--replay", str(f), "--workspace", str(tmp)]]
+        return argv
+    if kind == "cassette":
+        argv = [["serve", "--replay", str(f), "--port", "0"], ["decode", str(f)], ["view", str(f), "-o", out],
+                ["record", "--out", str(f), "--upstream", "http://127.0.0.1:9", "--port", "0"]]
+        if must_fail:
+            argv.append(["run", "hi", "--replay", str(f), "--workspace", str(tmp)])
+        return argv
+    if kind == "journal":
+        return [["view", str(f), "-o", out], ["view", str(session_log), "--journal", str(f), "-o", out]]
+    if kind == "report":
+        return [["view", str(f), "-o", out]]
+    if kind == "capture":
+        fmt = {".sse": "sse", ".json": "json", ".jsonl": "jsonl", ".err": "error"}[f.suffix]
+        return [["decode", str(f)], ["decode", str(f), "--format", fmt], ["decode", str(f), "--format", fmt, "--pretty"],
+                ["decode", str(f), "--protocol", "anthropic"]]
+    if kind == "script":
+        return [["serve", "--script", str(f), "--port", "0"]]
+    return [["conformance", "--scenarios", str(f), "--only", "no-such-tag-dshkit"]]
+
+
+SERVES = 99
+"""The exit status `serve` and `record` return here once they have started (the signal wait is
+replaced by a finished future): they accepted their input and would now serve."""
+
+
+def _call(argv: list[str]) -> int | str:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        return exc.code if isinstance(exc.code, int) else 2
+    return "serves" if code == SERVES else code
+
+
+def test_every_reader_survives_every_hostile_file(
+    bases: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+
+    from dshkit.mock_server import cli as serve_cli
+
+    def started() -> asyncio.Future[int]:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        done.set_result(SERVES)
+        return done
+
+    monkeypatch.setattr(serve_cli, "exit_on_signals", started)
+    monkeypatch.chdir(tmp_path)
+    caplog.set_level(logging.WARNING)
+    session_log = tmp_path / "base.jsonl"
+    session_log.write_bytes(bases["session"])
+    files = corpus(bases)
+    problems: list[str] = []
+    runs = 0
+    seconds: dict[str, float] = {}
+    for i, h in enumerate(files):
+        started = time.perf_counter()
+        # Cassettes keep their name whatever the bytes (a zstd cassette is read as one, never
+        # mistaken for a new `NAME.jsonl.zstd.cassette.jsonl`).
+        f = tmp_path / (f"h{i}.cassette.jsonl" if h.kind == "cassette" else f"h{i}{h.suffix}")
+        for argv in readers(h.kind, f, tmp_path, h.must_fail, session_log):
+            f.write_bytes(h.data)  # afresh: `record` and repair may change the file
+            caplog.clear()
+            try:
+                code = _call(argv)
+            except Exception as exc:
+                problems.append(f"{h.kind} [{h.label}] {argv[0]}: raised {type(exc).__name__}: {exc}"[:400])
+                continue
+            finally:
+                runs += 1
+            captured = capsys.readouterr()
+            said = captured.err + caplog.text
+            if "Traceback" in said:
+                problems.append(f"{h.kind} [{h.label}] {' '.join(argv[:2])}: traceback\n{said[-1500:]}")
+            elif h.must_fail and code != 2:
+                problems.append(f"{h.kind} [{h.label}] {' '.join(argv[:2])}: exit {code}, expected 2")
+            elif h.must_fail and f.name not in said:
+                problems.append(f"{h.kind} [{h.label}] {' '.join(argv[:2])}: message does not name the file: {said[-300:]}")
+            elif code not in (0, 1, 2, "serves"):
+                problems.append(f"{h.kind} [{h.label}] {' '.join(argv[:2])}: exit {code}")
+        seconds[h.kind] = seconds.get(h.kind, 0.0) + time.perf_counter() - started
+    print(f"\nhostile files: {len(files)} ({sum(h.must_fail for h in files)} built to be invalid), "
+          f"reader runs: {runs}, problems: {len(problems)}; seconds by kind: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    if os.environ.get("DSHKIT_HOSTILE_REPORT"):
+        Path(os.environ["DSHKIT_HOSTILE_REPORT"]).write_text("\n".join(problems), encoding="utf-8")
+    assert len(files) >= 500
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
