@@ -99,3 +99,23 @@ def test_a_failed_session_log_write_fails_the_run_and_leaves_no_gap(tmp_path: Pa
     session = load_session(log, write_back=False)  # a readable prefix: contiguous seqs
     seqs = [e.seq for e in session.events]
     assert seqs == list(range(len(seqs))) and len(seqs) > 0
+
+
+def test_view_reads_the_mocks_own_journal_after_a_lone_surrogate(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """Before: `dshkit view` traced back on the journal the mock wrote after one such request."""
+    import httpx
+
+    journal = tmp_path / "journal.jsonl"
+    with MockServer(journal=journal) as server:
+        for content in (b'"a\\ud800b"', b'"plain"'):
+            r = httpx.post(server.base_url + "/chat/completions", timeout=30,
+                           content=b'{"model":"deepseek-v4-flash","stream":true,"messages":[{"role":"user","content":'
+                           + content + b"}]}",
+                           headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json",
+                                    "X-Note": b"caf\xe9"})
+            assert r.status_code in (200, 400)
+    out = tmp_path / "j.html"
+    assert main(["view", str(journal), "-o", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err + caplog.text
+    assert "2 exchanges" in out.read_text(encoding="utf-8")
