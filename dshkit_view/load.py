@@ -185,7 +185,7 @@ def _checked_report(path: Path, doc: Any) -> Mapping[str, Any]:
             if kind is float:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
             else:
-                ok = isinstance(value, kind) and (kind is not list or all(isinstance(v, str) for v in value))
+                ok = isinstance(value, kind) and (not isinstance(value, list) or all(isinstance(v, str) for v in value))
             if not ok:
                 raise bad(f"{where}.{name}", wanted, value)
     summary = doc["summary"]
@@ -199,4 +199,5 @@ def _checked_report(path: Path, doc: Any) -> Mapping[str, Any]:
             raise bad(name, "a string", doc[name])
     if doc.get("driver") is not None and not isinstance(doc["driver"], Mapping):
         raise bad("driver", "an object (the driver's hello)", doc["driver"])
-    return doc
+    checked: Mapping[str, Any] = doc
+    return checked
