@@ -46,30 +46,58 @@ class JsonTooDeep(JsonShapeError):
 
 
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRINGS_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_NOT_BRACKET_B = re.compile(rb"[^\[\]{}]+")
 _STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 
 
 def nesting_depth(text: str | bytes, *, at_least: int = 0) -> int:
     """How deeply the arrays and objects of a JSON text nest, found without recursion.
 
-    Brackets inside strings do not count. The answer is exact for valid JSON; for broken text
-    (an unterminated string) it may be larger, never smaller. When the text holds no more than
-    `at_least` opening brackets, that count is returned without looking further (the nesting
-    cannot exceed it), which is the common case and costs two C-speed scans.
+    Brackets inside strings do not count. The answer is exact for valid JSON and for a prefix
+    of it (a torn line: an unterminated last string counts as a string). When the text holds no
+    more than `at_least` opening brackets, that count is returned without looking further (the
+    nesting cannot exceed it), which is the common case and costs two C-speed scans.
     """
-    if isinstance(text, str):
-        opening = text.count("[") + text.count("{")
-        if opening <= at_least:
-            return opening
-        brackets = _NOT_BRACKET.sub("", _STRINGS.sub("", text)).encode("ascii")
-    else:
-        opening = text.count(b"[") + text.count(b"{")
-        if opening <= at_least:
-            return opening
-        brackets = _NOT_BRACKET_B.sub(b"", _STRINGS_B.sub(b"", text))
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    opening = data.count(b"[") + data.count(b"{")
+    if opening <= at_least:
+        return opening
+    return _depth_of(_structure(data))
+
+
+def _structure(data: bytes) -> bytes:
+    """The brackets of `data` outside strings, in order, by C-speed passes only: escapes go
+    first (`\\\\`, then `\\"`, so no quote left is escaped), then every other piece of a split
+    on `"` is outside a string. An odd quote count (a torn line) leaves an unterminated last
+    string, which is dropped with the rest of the line."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    pieces = data.split(b'"')
+    outside = b"".join(pieces[0::2])
+    return outside.translate(None, _NOT_BRACKETS)
+
+
+def _structure_plain(text: str) -> bytes:
+    """What `_structure` computes, the plain way (one character at a time, in or out of a
+    string): the reference its differential test holds it to, for JSON texts and their prefixes."""
+    out: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[]{}":
+            out.append(ch)
+    return "".join(out).encode("ascii")
+
+
+def _depth_of(brackets: bytes) -> int:
     if not brackets:
         return 0
     steps = memoryview(brackets.translate(_STEP)).cast("b")
