@@ -10,6 +10,7 @@ the marker it asks for is created there (`ready_path` resolves it and refuses wh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, get_args
@@ -35,6 +36,10 @@ def _ready_problem(ready: str) -> str | None:
     """Why `ready` cannot be a marker file inside the workspace, or None when it can."""
     if not ready or "\0" in ready:
         return "is empty or holds a NUL character"
+    try:
+        os.fsencode(ready)
+    except UnicodeEncodeError:  # a lone surrogate (`"\ud800"`): no file name on this system
+        return "holds a character no file name can (a lone surrogate)"
     windows = PureWindowsPath(ready)
     if PurePosixPath(ready).is_absolute() or windows.is_absolute() or windows.drive or windows.root:
         return "is an absolute path"

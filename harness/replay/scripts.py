@@ -11,13 +11,13 @@ after `.jsonl`; the corpus prefixes each with `SCENARIO--`.
 from __future__ import annotations
 
 import glob
-import json
 import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from dshkit.harness.llm import jsonio
 from dshkit.harness.session import Session, parse_session_log
 
 from .entries import ReplayError, SessionScript, derive_replay_script
@@ -100,8 +100,8 @@ def load_session_scripts(
     doc: Any = None
     if side is not None:
         try:
-            doc = json.loads(side.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
+            doc = jsonio.loads(side.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, nested too deeply
             raise ReplayError(f"{side}: cannot read the override sidecar: {exc}") from None
     session: Session | None = loaded
     if session is None and (primary.exists() or not isinstance(doc, list)):

@@ -2,11 +2,12 @@
 real ones (a session log `dshkit run` wrote, a committed cassette, the mock's own journal, a
 conformance report, a script, a scenario file), fed to every command that reads that kind:
 
-* session logs: `replay`, `replay --wire`, `decode`, `view`, `run --replay`
+* session logs: `replay`, `replay --wire`, `decode`, `view`, `run --replay`, `run --session`
 * cassettes: `serve --replay`, `record --out`, `decode`, `view`, `run --replay`
 * journals and reports: `view`, and a journal as `view LOG --journal`
 * scripts and scenarios: `serve --script`, `conformance --scenarios`
 * wire captures (SSE, JSON, JSONL, error bodies): `decode` in each format and protocol
+* replay sidecars (`replay.override.json` beside a real log): `replay`, `replay --wire`
 
 The mutations: nesting 201, 5,000 and 100,000 levels deep (arrays and objects), bytes that are
 not UTF-8, lone surrogates, every field of a line set to each wrong JSON type, non-finite and
@@ -257,6 +258,25 @@ def _capture_corpus(sse: bytes) -> Iterator[Hostile]:
                       False, ".json")
 
 
+SIDECARS: list[tuple[str, bytes, bool]] = [
+    ("number", b"5", True), ("string", b'"abc"', True), ("list of numbers", b"[5]", True),
+    ("unknown kind", b'[{"kind": "bogus"}]', True), ("patches a number", b'{"patches": 5}', True),
+    ("patch at a string", b'{"patches": [{"at": "x", "entry": {"kind": "hang"}}]}', True),
+    ("absolute readyFile", b'[{"kind": "hang", "readyFile": "/tmp/dshkit-escape"}]', True),
+    ("readyFile climbing out", b'[{"kind": "hang", "readyFile": "../../escape"}]', True),
+    ("chunk index a dict", b'[{"kind": "chunks", "chunks": [{"type": "text-delta", "index": {}, "text": "a"}]}]', True),
+    ("chunks a string", b'[{"kind": "chunks", "chunks": "abc"}]', True),
+    ("throw without code", b'[{"kind": "throw", "chunks": [], "message": "m"}]', True),
+    ("NaN", b'[{"kind": "chunks", "chunks": [{"type": "usage", "usage": {"inputTokens": NaN}}]}]', True),
+    ("not UTF-8", b'[{"kind": "hang", "readyFile": "\xff"}]', True),
+    ("truncated", b'[{"kind": "ha', True),
+    ("empty file", b"", True),
+    ("two hangs", b'[{"kind": "hang"}, {"kind": "hang"}]', False),
+    ("surrogate readyFile", b'[{"kind": "hang", "readyFile": "a\\ud800"}]', False),
+] + [(f"{shape} {depth} deep", b"[" + _deep(depth, shape).encode() + b"]", True)
+     for depth in DEPTHS for shape in ("array", "object")]
+
+
 def corpus(bases: dict[str, bytes]) -> list[Hostile]:
     rng = random.Random(18)
     out: list[Hostile] = []
@@ -266,6 +286,7 @@ def corpus(bases: dict[str, bytes]) -> list[Hostile]:
     out += _document_corpus("script", bases["script"], ".yaml")
     out += _document_corpus("scenario", bases["scenario"], ".yaml")
     out += _capture_corpus((ROOT / "examples" / "seed-walk.sse").read_bytes())
+    out += [Hostile("sidecar", label, data, must, ".json") for label, data, must in SIDECARS]
     return out
 
 
@@ -277,7 +298,8 @@ def readers(kind: str, f: Path, tmp: Path, must_fail: bool, session_log: Path) -
     if kind == "session":
         argv = [["replay", str(f)], ["decode", str(f)], ["view", str(f), "-o", out]]
         if must_fail:  # a valid log would really run; the cheap readers above cover those
-            argv += [["replay", str(f), "--wire"], ["run", "hi", "--replay", str(f), "--workspace", str(tmp)]]
+            argv += [["replay", str(f), "--wire"], ["run", "hi", "--replay", str(f), "--workspace", str(tmp)],
+                     ["run", "hi", "--session", str(f), "--workspace", str(tmp), "--api-key", API_KEY]]
         return argv
     if kind == "cassette":
         argv = [["serve", "--replay", str(f), "--port", "0"], ["decode", str(f)], ["view", str(f), "-o", out],
@@ -289,6 +311,9 @@ def readers(kind: str, f: Path, tmp: Path, must_fail: bool, session_log: Path) -
         return [["view", str(f), "-o", out], ["view", str(session_log), "--journal", str(f), "-o", out]]
     if kind == "report":
         return [["view", str(f), "-o", out]]
+    if kind == "sidecar":  # `f` is the replay.override.json beside a copy of the real log
+        log = str(f.parent / "session.jsonl")
+        return [["replay", log], ["replay", log, "--wire", "--workspace", str(f.parent)]]
     if kind == "capture":
         fmt = {".sse": "sse", ".json": "json", ".jsonl": "jsonl", ".err": "error"}[f.suffix]
         return [["decode", str(f)], ["decode", str(f), "--format", fmt], ["decode", str(f), "--format", fmt, "--pretty"],
@@ -338,6 +363,10 @@ def test_every_reader_survives_every_hostile_file(
         # Cassettes keep their name whatever the bytes (a zstd cassette is read as one, never
         # mistaken for a new `NAME.jsonl.zstd.cassette.jsonl`).
         f = tmp_path / (f"h{i}.cassette.jsonl" if h.kind == "cassette" else f"h{i}{h.suffix}")
+        if h.kind == "sidecar":
+            (tmp_path / f"h{i}").mkdir()
+            f = tmp_path / f"h{i}" / "replay.override.json"
+            (f.parent / "session.jsonl").write_bytes(bases["session"])
         for argv in readers(h.kind, f, tmp_path, h.must_fail, session_log):
             f.write_bytes(h.data)  # afresh: `record` and repair may change the file
             caplog.clear()

@@ -42,7 +42,8 @@ def test_keys_are_checked_exactly() -> None:
 @pytest.mark.parametrize(
     ("ready", "problem"),
     [("/tmp/owned", "absolute path"), ("../outside", "climbs out"), ("sub/../../x", "climbs out"),
-     ("C:\\Windows\\x", "absolute path"), ("\\\\host\\share", "absolute path"), ("", "empty")],
+     ("C:\\Windows\\x", "absolute path"), ("\\\\host\\share", "absolute path"), ("", "empty"),
+     ("a\ud800", "lone surrogate")],
 )
 def test_a_ready_file_outside_the_workspace_is_refused_where_it_is_written(ready: str, problem: str) -> None:
     with pytest.raises(ReplayError, match=rf"side\.json\[1\]\.readyFile: .*{problem}.*inside the replay's workspace"):
