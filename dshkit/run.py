@@ -360,6 +360,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         agent = Agent(session, adapter, AgentOptions(model=args.model, provider=provider, max_steps=args.max_steps),
                       tools=tools)
         agent.subscribe(view)
+        # A session-log write that fails stops the turn at once: nothing runs unlogged.
+        store.on_write_failure = lambda _session, _exc: agent.cancel("session-log-write-failed")
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, agent.cancel)

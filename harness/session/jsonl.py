@@ -309,8 +309,9 @@ class JsonlWriter:
     tolerates and repairs.
 
     A write that fails (disk full, a closed file) never leaves a gap: the failure is kept in
-    `failure`, logged once (file, first event not written, cause), and from then on no event
-    is written, so the file stays a readable prefix of the session. Observers cannot stop the
+    `failure`, passed to `on_failure` (or, without one, logged once: file, first event not
+    written, cause), and from then on no event is written, so the file stays a readable prefix
+    of the session. Observers cannot stop the
     session, so the owner must look: `flush()` and `close()` raise `SessionError`
     (`SESSION_WRITE_FAILED`) naming the file and the first lost event (once; `close()` after a
     raising `flush()` only closes).
@@ -323,10 +324,13 @@ class JsonlWriter:
         header: SessionHeader | None = None,
         pack_chunks: bool = True,
         durable: bool = True,
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.pack_chunks = pack_chunks
         self.durable = durable
+        self.on_failure = on_failure
+        """Called once with the error when a write fails (e.g. to stop the run at once)."""
         self.failure: BaseException | None = None
         self.lost_from: int | None = None
         """`seq` of the first event that did not reach the file, once a write failed."""
@@ -370,7 +374,10 @@ class JsonlWriter:
             self._sync()
         except (OSError, ValueError) as exc:  # ValueError: an encoding problem, a closed file
             self.failure, self.lost_from = exc, first
-            _log.error("%s", self._failure_message())
+            if self.on_failure is None:
+                _log.error("%s", self._failure_message())
+            else:  # the owner reports it (`flush()` raises the same message)
+                self.on_failure(exc)
         finally:
             self._pending.clear()
 

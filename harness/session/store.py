@@ -65,6 +65,9 @@ class SessionStore:
         self._clock = clock
         self._event_types = tuple(event_types)
         self._writers: dict[int, JsonlWriter] = {}
+        self.on_write_failure: Callable[[Session, BaseException], None] | None = None
+        """Called when writing a session's log fails (the writer then stops; `flush()` raises
+        `SESSION_WRITE_FAILED`); `dshkit run` cancels the turn so nothing runs unlogged."""
 
     def path_for(self, session_id: str) -> Path:
         return self.root / f"{encode_segment(session_id)}.jsonl"
@@ -80,7 +83,8 @@ class SessionStore:
         if path.exists():
             raise UsageError(f"session {header.id!r} already exists at {path}; open() it instead")
         session = Session(header, clock=self._clock, event_types=self._event_types)
-        writer = JsonlWriter(path, header=header, pack_chunks=self.pack_chunks, durable=self.durable)
+        writer = JsonlWriter(path, header=header, pack_chunks=self.pack_chunks, durable=self.durable,
+                             on_failure=lambda exc: self._write_failed(session, exc))
         self._attach(session, writer)
         return session
 
@@ -106,10 +110,15 @@ class SessionStore:
             loaded.header, seed=loaded.events, end_seed=resume,
             clock=self._clock, event_types=self._event_types,
         )
-        writer = JsonlWriter(path, pack_chunks=self.pack_chunks, durable=self.durable)
+        writer = JsonlWriter(path, pack_chunks=self.pack_chunks, durable=self.durable,
+                             on_failure=lambda exc: self._write_failed(live, exc))
         writer.write_events(live.events[len(loaded.events):])
         self._attach(live, writer)
         return live
+
+    def _write_failed(self, session: Session, exc: BaseException) -> None:
+        if self.on_write_failure is not None:
+            self.on_write_failure(session, exc)
 
     def _attach(self, session: Session, writer: JsonlWriter) -> None:
         session.subscribe(writer)

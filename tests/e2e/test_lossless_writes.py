@@ -96,6 +96,7 @@ def test_a_failed_session_log_write_fails_the_run_and_leaves_no_gap(tmp_path: Pa
     assert "Traceback" not in result.stderr
     assert f"dshkit run: {log}: writing the session log failed from event seq" in result.stderr
     assert "File too large" in result.stderr
+    assert "step 2" not in result.stdout  # the turn stopped at the failed write: nothing ran unlogged
     session = load_session(log, write_back=False)  # a readable prefix: contiguous seqs
     seqs = [e.seq for e in session.events]
     assert seqs == list(range(len(seqs))) and len(seqs) > 0
