@@ -493,7 +493,7 @@ async def test_one_script_serves_both_surfaces_per_session(
     steps = ({"match": {"user": "weather"}, "reply": {"tool_calls": [{"name": "w", "arguments": '{"c":"P"}'}]}},
              {"match": {"tool_result": "call_fixed"}, "reply": {"content": "Sunny."}})
     a = Script.of(*steps, session="anth")
-    server = await dshkit_mock_server(a)
+    server = await dshkit_mock_server(a, assert_all_requests_served=False)  # its 418 is the point
     server.add_script(Script.of(*steps), session="chat")
     h = {"x-api-key": KEY, "X-Mock-Session": "anth"}
     first = (await post(http, server, body("weather?", thinking={"type": "disabled"}), headers=h)).json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -65,3 +66,157 @@ def test_marker_and_consumption_check_in_a_pytest_run(pytester: pytest.Pytester)
     assert "4 passed, 1 error" in out, out + "\n".join(r.errlines)
     assert "ERROR" in out and "test_leaves_a_step_unused" in out
     assert "1 scripted step(s) were never used" in out
+
+
+REPO = Path(__file__).resolve().parents[2]
+CASSETTE = REPO / "recordings" / "plain-text.cassette.jsonl"
+
+BOTH_FORMS = '''
+import httpx, pytest
+
+from dshkit.mock_server import Script
+
+CASSETTE = {cassette!r}
+
+
+def ask(base_url):
+    r = httpx.post(base_url + "/chat/completions", timeout=5,
+                   json={{"model": "deepseek-chat", "stream": False, "messages": [{{"role": "user", "content": "q"}}]}})
+    return r.json()["choices"][0]["message"]["content"]
+
+
+async def aask(base_url):
+    async with httpx.AsyncClient(timeout=5) as c:
+        r = await c.post(base_url + "/chat/completions",
+                         json={{"model": "deepseek-chat", "stream": False, "messages": [{{"role": "user", "content": "q"}}]}})
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def test_sync_factory(dshkit_mock_server):
+    server = dshkit_mock_server(sequence="success")   # no await: a started server
+    assert ask(server.base_url) == "mock response recovered"
+
+
+@pytest.mark.asyncio
+async def test_async_factory(dshkit_mock_server):
+    server = await dshkit_mock_server(Script.replies("on the loop"))
+    assert await aask(server.base_url) == "on the loop"
+    assert server.journal.last.outcome == "completed"  # journaled before the client read it
+
+
+def test_sync_replay(dshkit_replay):
+    server = dshkit_replay(CASSETTE, check_consumed=False)
+    r = httpx.post(server.url, json={{"model": "deepseek-chat", "messages": [{{"role": "user", "content": "Say hello."}}]}}, timeout=5)
+    assert r.status_code == 200 and "data: [DONE]" in r.text
+
+
+@pytest.mark.asyncio
+async def test_async_replay(dshkit_replay):
+    server = await dshkit_replay(CASSETTE, check_consumed=False)
+    async with httpx.AsyncClient(timeout=5) as c:
+        r = await c.post(server.url, json={{"model": "deepseek-chat", "messages": [{{"role": "user", "content": "Say hello."}}]}})
+    assert r.status_code == 200 and "data: [DONE]" in r.text
+
+
+@pytest.mark.dshkit_script(Script.replies("marker"))
+def test_sync_marker(mock_deepseek):
+    assert ask(mock_deepseek.base_url) == "marker"
+
+
+@pytest.mark.asyncio
+@pytest.mark.dshkit_script(Script.replies("marker"))
+async def test_async_marker(mock_deepseek):
+    assert await aask(mock_deepseek.base_url) == "marker"
+
+
+@pytest.mark.asyncio
+async def test_async_sync_twins(dshkit_mock_server_sync, mock_deepseek_sync):
+    server = dshkit_mock_server_sync(Script.replies("twin"))
+    assert await aask(server.base_url) == "twin"
+    assert await aask(mock_deepseek_sync.base_url) != ""
+
+
+@pytest.mark.asyncio
+async def test_forgotten_await(dshkit_mock_server):
+    server = dshkit_mock_server()
+    with pytest.raises(RuntimeError, match="await the fixture's factory"):
+        server.base_url
+'''
+
+
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_every_fixture_serves_sync_and_async_tests(pytester: pytest.Pytester, mode: str) -> None:
+    (pytester.path / "test_forms.py").write_text(BOTH_FORMS.format(cassette=str(CASSETTE)))
+    (pytester.path / "pytest.ini").write_text(
+        f"[pytest]\nasyncio_mode = {mode}\nasyncio_default_fixture_loop_scope = function\n")
+    r = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist")
+    out = "\n".join(r.outlines)
+    assert "8 passed" in out and "error" not in out.lower(), out + "\n".join(r.errlines)
+
+
+SWALLOWED = '''
+import httpx, pytest
+
+from dshkit.mock_server import Script
+
+
+def app(base_url, text):
+    """An application that swallows every error and answers something anyway."""
+    try:
+        r = httpx.post(base_url + "/chat/completions", timeout=5,
+                       json={"model": "deepseek-chat", "stream": False, "messages": [{"role": "user", "content": text}]})
+        r.raise_for_status()
+        return r.json()["choices"][0]["message"]["content"]
+    except httpx.HTTPError:
+        return "sorry"
+
+
+@pytest.mark.dshkit_script(Script.replies("one"))
+def test_exhausted(mock_deepseek):
+    assert app(mock_deepseek.base_url, "first") == "one"
+    assert app(mock_deepseek.base_url, "second question") == "sorry"
+
+
+@pytest.mark.dshkit_script(Script.of({"match": {"user": "weather"}, "reply": {"content": "sun"}}))
+def test_no_match(mock_deepseek):
+    assert app(mock_deepseek.base_url, "what time is it") == "sorry"
+    assert app(mock_deepseek.base_url, "weather?") == "sun"
+
+
+@pytest.mark.dshkit_script(Script.replies("one"), assert_all_requests_served=False)
+def test_marker_opt_out(mock_deepseek):
+    assert app(mock_deepseek.base_url, "first") == "one"
+    assert app(mock_deepseek.base_url, "second") == "sorry"
+
+
+def test_factory(dshkit_mock_server):
+    server = dshkit_mock_server(Script.replies("one"))
+    app(server.base_url, "a"), app(server.base_url, "factory extra")
+
+
+def test_factory_opt_out(dshkit_mock_server):
+    server = dshkit_mock_server(Script.replies("one"), assert_all_requests_served=False)
+    app(server.base_url, "a"), app(server.base_url, "b")
+
+
+def test_failing_test_reports_only_its_own_failure(dshkit_mock_server):
+    server = dshkit_mock_server(Script.replies("one"))
+    app(server.base_url, "a"), app(server.base_url, "b")
+    assert False, "the test's own failure"
+'''
+
+
+def test_rejected_requests_fail_the_test_even_when_the_app_swallowed_them(pytester: pytest.Pytester) -> None:
+    (pytester.path / "test_swallowed.py").write_text(SWALLOWED)
+    (pytester.path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    r = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rE")
+    out = "\n".join(r.outlines)
+    assert "1 failed, 5 passed, 3 errors" in out, out + "\n".join(r.errlines)
+    errors = {line.split("::")[1].split()[0] for line in r.outlines if line.startswith("ERROR ")}
+    assert errors == {"test_exhausted", "test_no_match", "test_factory"}
+    # the message names the request (number, path, prompt) and why the mock refused it
+    assert re.search(r"request 2: POST /chat/completions \(session '[^']+', last user message "
+                     r"'second question'\) got 418 mock_script_exhausted", out), out
+    assert re.search(r"request 1: POST /chat/completions .*'what time is it'\) got 418 mock_no_match: "
+                     r"no step of script .* matches", out), out
+    assert "'factory extra'" in out and "assert_all_requests_served=False" in out

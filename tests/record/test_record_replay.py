@@ -261,7 +261,8 @@ async def test_body_mismatch_answers_418_with_a_diff(
     async with Recorder(upstream.base_url, tmp_path / "m") as rec, httpx.AsyncClient(timeout=5) as c:
         await _post(c, rec.base_url)
         await _post(c, rec.base_url, {**BODY, "messages": [{"role": "user", "content": "second"}]})
-    replay = await dshkit_replay(tmp_path / "m", match="body", check_consumed=False)
+    replay = await dshkit_replay(tmp_path / "m", match="body", check_consumed=False,
+                                assert_all_requests_served=False)
     async with httpx.AsyncClient(timeout=5) as c:
         # by body, the second recorded exchange answers first
         status, data = await _post(c, replay.base_url, {**BODY, "messages": [{"role": "user", "content": "second"}]})
