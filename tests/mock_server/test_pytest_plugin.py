@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -220,3 +221,58 @@ def test_rejected_requests_fail_the_test_even_when_the_app_swallowed_them(pytest
     assert re.search(r"request 1: POST /chat/completions .*'what time is it'\) got 418 mock_no_match: "
                      r"no step of script .* matches", out), out
     assert "'factory extra'" in out and "assert_all_requests_served=False" in out
+
+
+ENV = '''
+import os
+
+import anthropic
+import openai
+import pytest
+
+from dshkit.mock_server import Script
+
+BEFORE = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "DEEPSEEK_BASE_URL")}
+
+
+def app_answer():
+    """An application that builds its own client from the environment."""
+    with openai.OpenAI(max_retries=0) as client:
+        reply = client.chat.completions.create(model="deepseek-chat", messages=[{"role": "user", "content": "hi"}])
+    return reply.choices[0].message.content
+
+
+@pytest.mark.dshkit_script(Script.replies("from the environment"), env=True, api_key="sk-scripted")
+def test_openai_client_from_the_environment(mock_deepseek):
+    assert app_answer() == "from the environment"
+    assert os.environ["OPENAI_BASE_URL"] == mock_deepseek.base_url + "/v1"
+    assert os.environ["DEEPSEEK_BASE_URL"] == mock_deepseek.base_url
+    assert os.environ["OPENAI_API_KEY"] == os.environ["DEEPSEEK_API_KEY"] == "sk-scripted"
+
+
+@pytest.mark.asyncio
+async def test_anthropic_client_from_the_environment(dshkit_mock_server):
+    await dshkit_mock_server(Script.replies("claude via the mock"), env=True)
+    async with anthropic.AsyncAnthropic(max_retries=0) as client:
+        message = await client.messages.create(model="claude-sonnet-4-6", max_tokens=64,
+                                               messages=[{"role": "user", "content": "hi"}])
+    assert [b.text for b in message.content if b.type == "text"] == ["claude via the mock"]
+    assert os.environ["ANTHROPIC_API_KEY"] == "sk-dshkit-test"
+
+
+def test_restored_after_each_test():
+    assert {k: os.environ.get(k) for k in BEFORE} == BEFORE
+'''
+
+
+def test_env_points_clients_built_from_the_environment_at_the_mock(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://example.invalid/v1")  # restored by the plugin
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    (pytester.path / "test_env.py").write_text(ENV)
+    (pytester.path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    r = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly")
+    out = "\n".join(r.outlines)
+    assert "3 passed" in out, out + "\n".join(r.errlines)
+    assert os.environ["OPENAI_BASE_URL"] == "https://example.invalid/v1" and "ANTHROPIC_BASE_URL" not in os.environ
