@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ReplayServerFactory,
         SyncMockServerFactory,
     )
+    from dshkit.mock_server.scripts import Script
     from dshkit.mock_server.server import MockServer, ScriptSource
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "MockServerFactory",
     "ReplayServerFactory",
     "SyncMockServerFactory",
+    "callback_script",
     "dshkit_cassette",
     "dshkit_mock_server",
     "dshkit_mock_server_sync",
@@ -83,6 +85,8 @@ PLUGIN_OPTIONS: dict[str, str] = {
                                   "(418: no step matched, script used up, no script left; default True)",
     "env": "set OPENAI_/DEEPSEEK_/ANTHROPIC_ BASE_URL and API_KEY to this server for the test "
            "(default False)",
+    "reply": "a function of the request (RequestView) whose result answers every request of one "
+             "more script: reply text, a step mapping or a step model",
 }
 """The keywords the plugin takes besides `MockServer`'s own, in the marker and the factories."""
 DUMMY_KEY = "sk-dshkit-test"
@@ -183,6 +187,7 @@ class _Checks:
     check_consumed: bool
     assert_all_requests_served: bool = True
     env: bool = False
+    reply: Callable[[Any], Any] | None = None
 
 
 def _split_options(options: dict[str, Any], *, check_consumed: bool, where: str) -> tuple[dict[str, Any], _Checks]:
@@ -193,12 +198,25 @@ def _split_options(options: dict[str, Any], *, check_consumed: bool, where: str)
     server_options = dict(options)
     own: dict[str, Any] = {"check_consumed": check_consumed}
     for name in PLUGIN_OPTIONS:
-        if name in server_options:
-            value = server_options.pop(name)
-            if not isinstance(value, bool):
-                raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
-            own[name] = value
+        if name not in server_options:
+            continue
+        value = server_options.pop(name)
+        if name == "reply":
+            if not callable(value):
+                raise TypeError(f"{where}: reply must be a function of the request, got {value!r}")
+        elif not isinstance(value, bool):
+            raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
+        own[name] = value
     return server_options, _Checks(**own)
+
+
+def callback_script(fn: Callable[[Any], Any]) -> Script:
+    """A script answering every request of its session with what `fn` computes from it (reply
+    text, a step mapping or a step model; see `CallbackStep`): what the plugin's `reply=fn`
+    keyword adds to a server."""
+    from dshkit.mock_server.scripts import Script
+
+    return Script.of({"call": fn}, repeat_last=True, name=getattr(fn, "__name__", "callback"))
 
 
 def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], dict[str, Any]]:
@@ -302,7 +320,8 @@ class _Servers:
     def start(self, scripts: Sequence[ScriptSource], options: dict[str, Any], checks: _Checks) -> AwaitableMockServer:
         from dshkit.mock_server.factories import AwaitableMockServer
 
-        server = AwaitableMockServer(*scripts, **options)
+        sources = [*scripts, callback_script(checks.reply)] if checks.reply is not None else list(scripts)
+        server = AwaitableMockServer(*sources, **options)
         self.started.append((server, checks))
         if checks.env:
             server.on_started = self._set_env

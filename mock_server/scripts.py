@@ -13,7 +13,7 @@ import base64
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -25,10 +25,12 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from dshkit.harness.llm import InputError
 from dshkit.mock_server.generate.encode import Framing, frame_jsonl
@@ -40,6 +42,7 @@ from dshkit.mock_server.locate import field_path, yaml_line_of
 __all__ = [
     "DEFAULT_TITLE",
     "PURPOSES",
+    "CallbackStep",
     "ChunksSpec",
     "ChunksStep",
     "FaultName",
@@ -518,12 +521,49 @@ class ChunksStep(_StepBase):
     chunks: ChunksSpec
 
 
+class CallbackStep(_StepBase):
+    """Answer with a step a Python function computes from the live request (Python scripts only:
+    a file cannot hold one, and the script schema leaves it out).
+
+    `call` takes the request's :class:`~dshkit.mock_server.routing.RequestView` (`body`, the
+    parsed body as sent; `last_user`, `model`, `tool_results`, `headers` with credentials
+    scrubbed) and returns reply text, a step mapping (`{"reply": {...}}`, `{"fault": "rate_limit"}`,
+    ...) or a step model. A function that raises or returns anything else gets the client a 418
+    `mock_callback_error` naming it, never a retryable 500.
+    """
+
+    call: Callable[[Any], Any]
+
+    def resolve(self, request: Any) -> ReplyStep | FaultStep | RawStep | ChunksStep:
+        """The concrete step `call` computes for `request`; ValueError naming what went wrong."""
+        name = getattr(self.call, "__qualname__", repr(self.call))
+        try:
+            result = self.call(request)
+        except Exception as e:  # the test's own function: reported to the client
+            raise ValueError(f"the reply callback {name} raised {type(e).__name__}: {e}") from e
+        if isinstance(result, str):
+            return ReplyStep(reply=ReplySpec(content=result))
+        if isinstance(result, ReplyStep | FaultStep | RawStep | ChunksStep):
+            return result
+        if isinstance(result, Mapping) and _step_kind(result) not in (None, "call"):
+            try:
+                step = _CONCRETE_STEP.validate_python(dict(result))
+            except ValidationError as e:
+                raise ValueError(f"the reply callback {name} returned an invalid step: "
+                                 f"{_message_for(_first_error(e.errors()))}") from None
+            return step
+        raise ValueError(
+            f"the reply callback {name} returned {type(result).__name__} {result!r:.80}; return "
+            "reply text, a step mapping ({'reply': {...}}, {'fault': ...}) or a step model")
+
+
 def _step_kind(v: Any) -> str | None:
     if isinstance(v, Mapping):
-        kinds = [k for k in ("reply", "fault", "raw", "chunks") if k in v]
+        kinds = [k for k in ("reply", "fault", "raw", "chunks", "call") if k in v]
         return kinds[0] if len(kinds) == 1 else None
     for cls, kind in (
-        (ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw"), (ChunksStep, "chunks")
+        (ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw"), (ChunksStep, "chunks"),
+        (CallbackStep, "call"),
     ):
         if isinstance(v, cls):
             return kind
@@ -534,7 +574,8 @@ Step = Annotated[
     Annotated[ReplyStep, Tag("reply")]
     | Annotated[FaultStep, Tag("fault")]
     | Annotated[RawStep, Tag("raw")]
-    | Annotated[ChunksStep, Tag("chunks")],
+    | Annotated[ChunksStep, Tag("chunks")]
+    | Annotated[SkipJsonSchema[CallbackStep], Tag("call")],
     Discriminator(
         _step_kind,
         custom_error_type="step_kind",
@@ -543,6 +584,17 @@ Step = Annotated[
         "(or is a bare fault name)",
     ),
 ]
+
+
+_CONCRETE_STEP: TypeAdapter[ReplyStep | FaultStep | RawStep | ChunksStep] = TypeAdapter(
+    Annotated[
+        Annotated[ReplyStep, Tag("reply")]
+        | Annotated[FaultStep, Tag("fault")]
+        | Annotated[RawStep, Tag("raw")]
+        | Annotated[ChunksStep, Tag("chunks")],
+        Discriminator(_step_kind),
+    ]
+)
 
 
 class Script(_Model):
@@ -575,7 +627,8 @@ class Script(_Model):
             data = dict(data)
             for key in ("steps", "auxiliary"):
                 if isinstance(data.get(key), list):
-                    data[key] = [{"fault": s} if isinstance(s, str) else s for s in data[key]]
+                    data[key] = [{"fault": s} if isinstance(s, str) else {"call": s} if callable(s)
+                                 and not isinstance(s, BaseModel) else s for s in data[key]]
         return data
 
     @field_validator("steps")
@@ -599,9 +652,13 @@ class Script(_Model):
 
     @classmethod
     def of(
-        cls, *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep | ChunksStep, **kw: Any
+        cls,
+        *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep | ChunksStep | CallbackStep
+        | Callable[[Any], Any],
+        **kw: Any,
     ) -> Script:
-        """Build a script from fault names, step dicts or step models."""
+        """Build a script from fault names, step dicts, step models or reply callbacks (a
+        function of the request: see :class:`CallbackStep`)."""
         return cls.model_validate({**kw, "steps": list(steps)})
 
     @classmethod
@@ -612,7 +669,8 @@ class Script(_Model):
     def step_label(self, index: int, *, auxiliary: bool = False) -> str:
         step = (self.auxiliary if auxiliary else self.steps)[index]
         kind = _step_kind(step) or "step"
-        detail = step.label or (step.fault if isinstance(step, FaultStep) else kind)
+        detail = step.label or (step.fault if isinstance(step, FaultStep) else
+                                getattr(step.call, "__name__", kind) if isinstance(step, CallbackStep) else kind)
         where = f"auxiliary[{index}]" if auxiliary else f"[{index}]"
         return f"{self.name}{where} ({detail})"
 

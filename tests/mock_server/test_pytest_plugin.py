@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import httpx
+import openai
 import pytest
 
-from dshkit.mock_server import MockServer
+from dshkit.mock_server import MockServer, MockServerFactory, RequestView, Script
 
 from .wire import chat
 
@@ -276,3 +279,56 @@ def test_env_points_clients_built_from_the_environment_at_the_mock(
     out = "\n".join(r.outlines)
     assert "3 passed" in out, out + "\n".join(r.errlines)
     assert os.environ["OPENAI_BASE_URL"] == "https://example.invalid/v1" and "ANTHROPIC_BASE_URL" not in os.environ
+
+
+def _echo(request: RequestView) -> str:
+    return f"you said {request.last_user!r} to {request.model}"
+
+
+@pytest.mark.dshkit_script(reply=_echo)
+def test_a_reply_callback_in_the_marker_answers_every_request_from_it(mock_deepseek: MockServer) -> None:
+    with openai.OpenAI(base_url=mock_deepseek.base_url, api_key="k", max_retries=0) as client:
+        got = [client.chat.completions.create(model="deepseek-chat", messages=[{"role": "user", "content": text}])
+               .choices[0].message.content for text in ("one", "two")]
+    assert got == ["you said 'one' to deepseek-chat", "you said 'two' to deepseek-chat"]
+    assert mock_deepseek.journal.step_counts() == {("_echo", 0): 2}
+    assert mock_deepseek.journal.bodies()[1]["messages"] == [{"role": "user", "content": "two"}]
+
+
+async def test_callback_steps_counts_and_parsed_access(dshkit_mock_server: MockServerFactory) -> None:
+    def weather(request: RequestView) -> dict[str, Any]:
+        city = request.body["messages"][-1]["content"].split()[-1]
+        return {"reply": {"tool_calls": [{"name": "weather", "arguments": {"city": city}}]}}
+
+    script = Script.of(weather, {"call": lambda r: {"fault": "rate_limit"} if "again" in r.last_user else "sunny"},
+                       repeat_last=True)
+    server = await dshkit_mock_server(script)
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        stream = await client.chat.completions.create(
+            model="deepseek-chat", stream=True, messages=[{"role": "user", "content": "weather in Paris"}])
+        _ = [chunk async for chunk in stream]
+        events = server.journal.last.events()
+        assert events[-1] == "[DONE]"
+        calls = [d["tool_calls"][0] for e in events[:-1] for c in e["choices"] if (d := c["delta"]).get("tool_calls")]
+        assert calls[0]["function"]["name"] == "weather"
+        assert json.loads("".join(c["function"].get("arguments") or "" for c in calls)) == {"city": "Paris"}
+        second = await client.chat.completions.create(model="deepseek-chat", messages=[{"role": "user", "content": "and?"}])
+        assert second.choices[0].message.content == "sunny"
+        assert server.journal.last.response_json()["choices"][0]["message"]["content"] == "sunny"
+        with pytest.raises(openai.RateLimitError):
+            await client.chat.completions.create(model="deepseek-chat", messages=[{"role": "user", "content": "again"}])
+    assert [b["messages"][-1]["content"] for b in server.journal.bodies()] == ["weather in Paris", "and?", "again"]
+    assert server.journal.step_counts() == {("script", 0): 1, ("script", 1): 2}
+
+
+def test_a_failing_callback_is_a_418_naming_it(dshkit_mock_server: MockServerFactory) -> None:
+    def broken(request: RequestView) -> str:
+        raise KeyError("city")
+
+    server = dshkit_mock_server(Script.of(lambda r: 42), reply=broken, assert_all_requests_served=False)
+    first = httpx.post(server.url, json=chat("x", stream=False), headers={"X-Mock-Session": "a"}, timeout=5)
+    assert first.status_code == 418 and first.json()["error"]["code"] == "mock_callback_error"
+    assert "returned int 42" in first.json()["error"]["message"]  # the first script: Script.of(fn)
+    second = httpx.post(server.url, json=chat("x", stream=False), timeout=5)  # the reply= script
+    assert second.status_code == 418 and "the reply callback " in second.json()["error"]["message"]
+    assert "broken raised KeyError" in second.json()["error"]["message"]
