@@ -332,3 +332,50 @@ def test_a_failing_callback_is_a_418_naming_it(dshkit_mock_server: MockServerFac
     second = httpx.post(server.url, json=chat("x", stream=False), timeout=5)  # the reply= script
     assert second.status_code == 418 and "the reply callback " in second.json()["error"]["message"]
     assert "broken raised KeyError" in second.json()["error"]["message"]
+
+
+PAGE = REPO / "docs" / "pytest_plugin.md"
+
+
+def _page_tables(text: str) -> dict[str, list[str]]:
+    """Each table of the page's Reference by the title of its first column → the names in it."""
+    reference = text[text.index("## Reference"):]
+    tables: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in reference.splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        first = line.split("|")[1].strip()
+        if current is None:
+            current = tables.setdefault(first, [])
+        elif first.startswith("`"):
+            current.append(first.strip("`"))
+    return tables
+
+
+def test_the_reference_page_lists_every_registration_of_both_plugins(pytester: pytest.Pytester) -> None:
+    from _pytest.fixtures import FixtureFunctionDefinition
+
+    from dshkit.conformance import pytest_plugin as conformance_plugin
+    from dshkit.mock_server import pytest_plugin as mock_plugin
+
+    config = pytester.parseconfigure()
+    for module in (mock_plugin, conformance_plugin):  # both plugins are those the entry points load
+        assert config.pluginmanager.is_registered(module) or any(
+            getattr(p, "__name__", None) == module.__name__ for p in config.pluginmanager.get_plugins())
+    parser = config._parser
+    flags = sorted(n for group in parser._groups for opt in group.options for n in opt.names() if n.startswith("--dshkit"))
+    inis = sorted(n for n in parser._inidict if n.startswith("dshkit"))
+    markers = {line.split("(")[0].split(":")[0]: line for line in config.getini("markers") if line.startswith("dshkit")}
+    fixtures = sorted(v.name for module in (mock_plugin, conformance_plugin) for v in vars(module).values()
+                      if isinstance(v, FixtureFunctionDefinition))
+    cassette_args = re.findall(r"(\w+)=", markers["dshkit_cassette"].split(":")[0])
+
+    tables = _page_tables(PAGE.read_text(encoding="utf-8"))
+    assert len(fixtures) >= 9 and sorted(tables["fixture"]) == fixtures
+    assert sorted(tables["flag"]) == flags and len(flags) >= 5
+    assert sorted(tables["option"]) == inis == ["dshkit_cassette_dir", "dshkit_record_mode"]
+    assert sorted(tables["marker"]) == sorted(markers) == ["dshkit_cassette", "dshkit_script"]
+    assert sorted(tables["keyword"]) == sorted(mock_plugin.PLUGIN_OPTIONS)
+    assert sorted(tables["argument"]) == sorted(cassette_args) and "upstream" in cassette_args
