@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from dshkit.bundled import resolve
 from dshkit.harness.decode import (
     DOCUMENT_FORMATS,
     CaptureError,
@@ -54,7 +54,7 @@ def decode_cassette(data: bytes, *, source: str = "<cassette>") -> dict[str, Any
 def _run(args: argparse.Namespace) -> int:
     path: str = args.file
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else resolve(path).read_bytes()
     except OSError as exc:
         print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -310,7 +310,9 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
                 from dshkit.mock_server import ScriptError, replay_scripts
 
                 try:
-                    sources = list(replay_scripts(replay))
+                    from dshkit.bundled import resolve
+
+                    sources = list(replay_scripts(resolve(replay)))
                 except (ScriptError, HarnessError, OSError) as exc:  # a session log too (zstd included)
                     print(f"dshkit run: --replay: {exc}", file=sys.stderr)
                     return 2

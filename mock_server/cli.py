@@ -225,12 +225,13 @@ def run_serve(args: argparse.Namespace) -> int:
     if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
+        from dshkit.bundled import resolve
         from dshkit.mock_server.replay import replay_scripts
 
         replayed = [
             s
             for path in args.replay
-            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
+            for s in replay_scripts(resolve(path), speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
         ]
         server = MockServer(
             *args.script,

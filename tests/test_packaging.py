@@ -233,3 +233,44 @@ def test_the_plugin_loads_with_pytest_alone(installed_without_extra: Path, tmp_p
     assert "2 passed, 1 error" in result.stdout, result.stdout + result.stderr
     # the async test is told what to install, before pytest's own vaguer message
     assert "pip install 'dshkit[pytest]'" in result.stdout and "test_async_needs_a_runner" in result.stdout
+
+
+# -- the files the --help texts name, outside the repository -----------------------------------
+
+HELP_PATH = re.compile(r"\b((?:recordings|examples)/[\w.-]+)")
+
+
+def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    from dshkit.cli import COMMANDS
+
+    dshkit = installed.parent / "dshkit"
+    helps = [_run(dshkit, "--help", cwd=tmp_path).stdout]
+    helps += [_run(dshkit, command, "--help", cwd=tmp_path).stdout for command in COMMANDS]
+    named = {m for text in helps for m in HELP_PATH.findall(text)}
+    # what the help texts name of the repository's own files (not the NAME placeholders, nor
+    # the files a `dshkit record --out` example would write)
+    shipped = sorted(n for n in named if (REPO / n).exists() or (REPO / f"{n}.cassette.jsonl").exists())
+    assert {"examples/seed-walk.sse", "recordings/readme-walk"} <= set(shipped)
+    assert not any((tmp_path / n.split("/")[0]).exists() for n in shipped)  # nothing of the repo here
+    decode = _run(dshkit, "decode", "examples/seed-walk.sse", cwd=tmp_path)
+    assert decode.returncode == 0 and '"chunks"' in decode.stdout, decode.stderr
+    view = _run(dshkit, "view", "recordings/readme-walk.cassette.jsonl", "-o", "walk.html", cwd=tmp_path)
+    assert view.returncode == 0 and (tmp_path / "walk.html").stat().st_size > 0, view.stderr
+    run = _run(dshkit, "run", "Summarise", "--replay", "recordings/readme-walk", "--workspace", ".",
+               "--session", "s.jsonl", "--json", cwd=tmp_path)
+    assert run.returncode == 0 and '"completed"' in run.stdout, run.stderr
+    for name in shipped:  # every one the help names is in the package
+        found = _run(installed, "-c", f"from dshkit.bundled import bundled_path; print(bundled_path({name!r}))", cwd=tmp_path)
+        assert found.stdout.strip() != "None" and str(installed.parent.parent) in found.stdout, (name, found)
+
+
+def test_a_users_own_file_wins_over_the_bundled_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dshkit.bundled import resolve
+
+    monkeypatch.chdir(tmp_path)
+    assert resolve("recordings/readme-walk").parent.name == "recordings" and resolve("recordings/readme-walk").is_absolute()
+    (tmp_path / "recordings").mkdir()
+    (tmp_path / "recordings" / "readme-walk.cassette.jsonl").write_text("{}\n", encoding="utf-8")
+    assert resolve("recordings/readme-walk") == Path("recordings/readme-walk")
+    assert resolve("recordings/no-such") == Path("recordings/no-such")  # the error names what was typed
+    assert resolve("../recordings/readme-walk") == Path("../recordings/readme-walk")
