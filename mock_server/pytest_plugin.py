@@ -1,13 +1,15 @@
 """The pytest plugin (entry point `dshkit_mock_server`): fixtures over :class:`MockServer`.
 
 Thin by design, like aiohttp's plugin: the machinery lives in :mod:`dshkit.mock_server.server`.
-Every fixture is a plain pytest fixture, so the plugin loads with nothing but pytest installed
-and its fixtures behave the same under pytest-asyncio's strict and auto modes, or without
-pytest-asyncio at all. Each server runs on a thread of its own with its own event loop, so sync
-clients (the sync openai SDK) and async clients (on the test's loop) reach it alike. A factory
-returns a started server that can also be awaited: `dshkit_mock_server(...)` in a sync test,
-`await dshkit_mock_server(...)` in an async one. The `_sync` fixtures are the same fixtures
-under their older names.
+The plugin loads with nothing but pytest installed (pytest-asyncio, from the `pytest` extra, is
+optional). Every fixture serves sync and async tests: in a sync test each server serves from a
+thread of its own with its own loop, so blocking clients (the sync openai SDK) reach it; in an
+async test that pytest-asyncio runs, the fixtures are pytest-asyncio's and the servers serve on
+the test's own loop, so a response the client has read is fully journaled. Without
+pytest-asyncio the fixtures are plain ones on threads, and an async test using one is told what
+to install. A factory returns a started server that can also be awaited:
+`dshkit_mock_server(...)` in a sync test, `await dshkit_mock_server(...)` in an async one. The
+`_sync` twins are plain fixtures whose servers stay on threads in every test.
 
 `mock_deepseek` is one server per test, loaded from the `dshkit_script` marker (files relative to
 the test file, `Script` objects, lists of steps, script mappings). After a passing test the
@@ -16,12 +18,13 @@ plugin checks, for each server it started:
 * that every scripted step was used (`mock_deepseek`, `dshkit_replay`; `check_consumed=False`
   turns it off), and
 * that the mock rejected no request as unscripted (a 418: no step matched, the script was used
-  up, no script was left); the application may have swallowed that error, the test still
-  fails, naming the request and why (`assert_all_requests_served=False` turns it off).
+  up, no script was left, a reply callback failed); the application may have swallowed that
+  error, the test still fails, naming the request and why (`assert_all_requests_served=False`
+  turns it off).
 
 `env=True` (marker or factory keyword) points `OPENAI_BASE_URL`, `DEEPSEEK_BASE_URL` and
-`ANTHROPIC_BASE_URL` (and their `*_API_KEY`s) at the server for the test, restored afterwards.
-Nothing is shared between tests or xdist workers. docs/pytest_plugin.md lists every fixture,
+`ANTHROPIC_BASE_URL` (and their `*_API_KEY`s) at the server for the test, restored afterwards;
+`reply=fn` adds a script whose every request `fn` answers from the request. Nothing is shared between tests or xdist workers. docs/pytest_plugin.md lists every fixture,
 marker argument, ini option and flag.
 
 Nothing but pytest is imported when the plugin loads: the server and its dependencies load with
@@ -44,7 +47,7 @@ import pytest
 try:  # the `pytest` extra; without it the plugin still loads, its fixtures on threads
     import pytest_asyncio
 except ImportError:
-    pytest_asyncio = None
+    pytest_asyncio = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from dshkit.mock_server.factories import (
@@ -132,7 +135,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(*scripts, **options): scripts for the `mock_deepseek` fixtures: files "
         "(relative to the test file), Script objects (Script.of(...)), lists of steps or "
         "script mappings; options are MockServer keyword arguments (sequence=, api_key=, "
-        "seed=, ...) plus check_consumed=False, assert_all_requests_served=False and env=True",
+        "seed=, ...) plus check_consumed=False, assert_all_requests_served=False, env=True and "
+        "reply=FUNCTION (see docs/pytest_plugin.md)",
     )
 
 
