@@ -360,6 +360,7 @@ def test_the_reference_page_lists_every_registration_of_both_plugins(pytester: p
     from dshkit.conformance import pytest_plugin as conformance_plugin
     from dshkit.mock_server import pytest_plugin as mock_plugin
 
+    (pytester.path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     config = pytester.parseconfigure()
     for module in (mock_plugin, conformance_plugin):  # both plugins are those the entry points load
         assert config.pluginmanager.is_registered(module) or any(
