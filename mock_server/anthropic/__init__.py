@@ -28,7 +28,9 @@ strict deserializer: "Failed to deserialize the JSON body into the target type: 
 ignored fields (`top_k`, `service_tier`, `container`, `mcp_servers`, `cache_control`, the
 `anthropic-*` headers) and unknown top-level fields are accepted silently. Content blocks DeepSeek
 does not support (`document`, `search_result`, `redacted_thinking`, `mcp_*`, …) → 400. Every
-`tool_use` must be answered by a `tool_result` in the next user turn → 400. With thinking on
+`tool_use` must be answered by a `tool_result` in the next user turn, every `tool_result` must
+answer a `tool_use` of the turn before, once; `tool_use` ids and tool names are unique;
+`thinking.type` is `enabled`, `disabled` or `adaptive` → 400 otherwise. With thinking on
 (the default; only `{"type": "disabled"}` turns it off), an assistant turn with `tool_use` and no
 `thinking` block → 400 with DeepSeek's real message, and `tool_choice: {"type": "tool"}` → 400;
 a `thinking` block needs a `signature` key (any string). `temperature` must lie in [0, 2] when
@@ -42,7 +44,8 @@ follows the status the way Anthropic names them (:func:`~dshkit.mock_server.anth
 500 `api_error`, 529 `overloaded_error`, …) unless a fault step sets `type`.
 
 **Script steps** are logical replies rendered by the surface the request came to:
-- `reply`: `reasoning` → one `thinking` block (only when thinking is on; its signature is the
+- `reply` (a fresh message id per response, fresh `tool_use` ids when the step answers
+  again): `reasoning` → one `thinking` block (only when thinking is on; its signature is the
   message id, as DeepSeek does), `content` → one `text` block, each of `tool_calls` → one
   `tool_use` block (`arguments` streamed byte for byte as `input_json_delta.partial_json`, parsed
   into `input` for non-streaming bodies). `stream.split`/`text`/`reasoning`/`arguments` cut the

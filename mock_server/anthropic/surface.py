@@ -11,7 +11,9 @@ the same gateway headers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,7 +22,7 @@ from dshkit.mock_server.anthropic.replay import chunk_replay
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
 from dshkit.mock_server.chat import deepseek_headers
 from dshkit.mock_server.generate.encode import Framing
-from dshkit.mock_server.generate.reply import Reply
+from dshkit.mock_server.generate.reply import Reply, tool_call_id
 from dshkit.mock_server.output import Rendering
 from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
 from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
@@ -169,12 +171,27 @@ class AnthropicSurface(Surface):
             "max_tokens": chat.max_tokens,
             "stop": chat.stop,
             "quirks": tuple(spec.quirks),
+            "repeat": call.repeat,
         }
+
+    @staticmethod
+    def _prepare(call: Call, reply: Reply, seed: int) -> Reply:
+        """Fresh `tool_use` ids when the step answers again (they come from the seed), as on
+        the chat route; the message id and signature follow `repeat` in the renderer."""
+        if not call.repeat or all(c.id is not None for c in reply.tool_calls):
+            return reply
+        rng = random.Random(f"ids:{seed}:repeat:{call.repeat}")
+        calls = tuple(
+            c if c.id is not None else dataclasses.replace(c, id=tool_call_id(i, rng))
+            for i, c in enumerate(reply.tool_calls)
+        )
+        return dataclasses.replace(reply, tool_calls=calls)
 
     def stream(
         self, call: Call, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
     ) -> Rendering[None]:
         args = self._render_args(call, spec)
+        reply = self._prepare(call, reply, args["seed"])
         framing = spec.framing
 
         def events(_: None) -> list[bytes]:
@@ -188,7 +205,8 @@ class AnthropicSurface(Surface):
         if reply.finish_reason == "insufficient_system_resource":
             # No stop_reason says "the server ran out"; a whole body says it with a 529.
             return self.error(call, 529, "Overloaded", "overloaded_error", "overloaded_error", None)
-        return json_body(200, render.build_message(reply, **self._render_args(call, spec)))
+        args = self._render_args(call, spec)
+        return json_body(200, render.build_message(self._prepare(call, reply, args["seed"]), **args))
 
     def replay(
         self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None, spec: ChunksSpec
