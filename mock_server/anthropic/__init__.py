@@ -36,10 +36,13 @@ answer a `tool_use` of the turn before, once; `tool_use` ids and tool names are 
 a `thinking` block needs a `signature` key (any string). `temperature` must lie in [0, 2] when
 thinking is off. `output_config.effort` takes DeepSeek's effort words.
 
-**Errors.** By default DeepSeek's envelope as recorded on this route (the OpenAI-style
-`{"error": {"message", "type", "param", "code"}}`, no `request_id`); the server option
-`anthropic_envelope="anthropic"` (or a step's `anthropic_envelope` quirk) switches to Anthropic's
-`{"type": "error", "error": {"type", "message"}, "request_id"}`. On this surface `error.type`
+**Errors.** By default each status in the envelope the recordings support
+(:func:`~dshkit.mock_server.anthropic.surface.envelope_for`): every 4xx but 429 in DeepSeek's
+envelope as recorded on this route (the OpenAI-style `{"error": {"message", "type", "param",
+"code"}}`, no `request_id`), 429 and 5xx in Anthropic's `{"type": "error", "error": {"type",
+"message"}, "request_id"}` (no DeepSeek body was recorded for those). The server option
+`anthropic_envelope="deepseek"`/`"anthropic"` (or a step's `deepseek_envelope`/
+`anthropic_envelope` quirk) sends one of them for every status. On this surface `error.type`
 follows the status the way Anthropic names them (:func:`~dshkit.mock_server.anthropic.surface.error_type`: 429 `rate_limit_error`,
 500 `api_error`, 529 `overloaded_error`, …) unless a fault step sets `type`.
 

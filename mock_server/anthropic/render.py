@@ -47,7 +47,9 @@ ANTHROPIC_QUIRKS: Mapping[str, str] = {
     "anthropic_ids": "`msg_01…` message ids and base64 signatures instead of DeepSeek's UUID "
     "used as both",
     "anthropic_envelope": "HTTP errors in Anthropic's envelope `{\"type\": \"error\", \"error\": "
-    "{…}, \"request_id\"}` instead of DeepSeek's OpenAI-style one",
+    "{…}, \"request_id\"}`, whatever the status",
+    "deepseek_envelope": "HTTP errors in DeepSeek's OpenAI-style envelope `{\"error\": {\"message\", "
+    "\"type\", \"param\", \"code\"}}`, whatever the status",
 }
 
 _STOP_REASONS: Mapping[str, str] = {

@@ -37,12 +37,16 @@ __all__ = [
     "AnthropicSurface",
     "Envelope",
     "check_anthropic_auth",
+    "envelope_for",
     "error_body_for",
     "error_type",
 ]
 
 ANTHROPIC_PATHS = ("/anthropic/v1/messages", "/anthropic/messages")
 Envelope = Literal["deepseek", "anthropic"]
+#: The server option: one envelope for every status, or `evidence`, each status in the
+#: envelope the recordings support (:func:`envelope_for`).
+EnvelopeMode = Literal["evidence", "deepseek", "anthropic"]
 
 _STATUS_TYPES: Mapping[int, str] = {
     400: "invalid_request_error",
@@ -81,6 +85,20 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
         "<key>` with the key the mock server was started with)",
         type="authentication_error",
     )
+
+
+def envelope_for(status: int, mode: EnvelopeMode = "evidence") -> Envelope:
+    """The envelope an error of `status` is sent in on this route.
+
+    `evidence` follows what was recorded: DeepSeek's own 400 on `/anthropic` (corpus `ds01`)
+    and its 401/402 on the chat route, served by the same gateway, are in the OpenAI-style
+    envelope, so every 4xx but 429 is; no DeepSeek body was ever recorded for 429, 5xx or 529
+    on either route, so those use the envelope this wire documents, which is what its
+    clients parse (`@ai-sdk/anthropic` shows only the status text for any other body).
+    """
+    if mode != "evidence":
+        return mode
+    return "anthropic" if status == 429 or status >= 500 else "deepseek"
 
 
 def error_type(status: int) -> str:
@@ -138,9 +156,11 @@ class AnthropicSurface(Surface):
     def error(
         self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
     ) -> Body:
-        envelope: Envelope = call.config.anthropic_envelope
+        envelope = envelope_for(status, call.config.anthropic_envelope)
         if "anthropic_envelope" in call.quirks:
             envelope = "anthropic"
+        elif "deepseek_envelope" in call.quirks:
+            envelope = "deepseek"
         # The chat route's generic types become the type Anthropic names for the status
         # (413 `request_too_large`, 500 `api_error`); specific ones (a fault's) stay.
         if type in ("invalid_request_error", "server_error"):

@@ -121,7 +121,7 @@ def test_dropped_passback_is_named_in_the_request_and_the_server_answer() -> Non
     res = _run(_broken("drops-passback"), _scenarios(["rt-thinking-tool-call"]))["rt-thinking-tool-call"]
     assert "step1.serialize" in res.failed and "step1.finish" in res.failed
     assert "reasoning_content" in res.diff and "<absent>" in res.diff
-    assert "The reasoning_content in the thinking mode must be passed back" in res.reason
+    assert "The `reasoning_content` in the thinking mode must be passed back" in res.reason
 
 
 def test_reencoded_arguments_show_the_byte_difference() -> None:
