@@ -85,3 +85,23 @@ async def test_decode_shows_the_signature(ending: str, tmp_path: Path, capsys: p
     message = doc["message"]
     assert message["content"][0]["text"] == "Searching."
     assert message["source"]["replayState"]["blocks"][0] == {"signature": SIG}
+
+
+async def test_decode_of_a_paused_message_body_shows_the_signature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    message = {"id": "msg-p2", "type": "message", "role": "assistant", "model": "deepseek-v4-flash",
+               "content": [{"type": "thinking", "thinking": "Searching.", "signature": SIG},
+                           {"type": "text", "text": "Still looking"}],
+               "stop_reason": "pause_turn", "stop_sequence": None, "usage": {"input_tokens": 9, "output_tokens": 12}}
+    script = Script.of({"raw": {"headers": {"Content-Type": "application/json"},
+                                "writes": [{"text": json.dumps(message)}]}})
+    async with MockServer(script) as server, httpx.AsyncClient(timeout=5) as http:
+        resp = await http.post(server.make_url("/anthropic/v1/messages"), json={
+            "model": "deepseek-v4-flash", "max_tokens": 64, "messages": [{"role": "user", "content": "find it"}]})
+    capture = tmp_path / "message.json"
+    capture.write_bytes(resp.content)
+    assert main(["decode", str(capture)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["finish"]["kind"] == "error" and doc["finish"]["failure"]["code"] == "PAUSE_TURN"
+    assert doc["message"]["source"]["replayState"]["blocks"] == [{"signature": SIG}, None]
