@@ -105,3 +105,22 @@ async def test_decode_of_a_paused_message_body_shows_the_signature(
     doc = json.loads(capsys.readouterr().out)
     assert doc["finish"]["kind"] == "error" and doc["finish"]["failure"]["code"] == "PAUSE_TURN"
     assert doc["message"]["source"]["replayState"]["blocks"] == [{"signature": SIG}, None]
+
+
+async def test_sdk_adapter_keeps_the_signature_of_a_paused_turn() -> None:
+    """The SDK adapter feeds the SDK's events to the same translator: pause_turn keeps it too."""
+    from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
+
+    async with MockServer(_script("pause_turn")) as server:
+        adapter = AnthropicSDKAdapter(server.base_url + "/anthropic", "k")
+        try:
+            options = GenerateOptions(provider="deepseek", model="deepseek-v4-flash",
+                                      messages=(UserMessage.text("find it"),))
+            chunks = [c async for c in adapter.stream(options)]
+        finally:
+            await adapter.aclose()
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert finish.reason.failure.code == "PAUSE_TURN"
+    state = BlockAssembler().feed_all(chunks).replay_state
+    assert state is not None and state["blocks"][0] == {"signature": SIG}
