@@ -238,7 +238,7 @@ class AnthropicSurface(Surface):
             return Replay(body=error)
         chat = call.chat
         args: dict[str, Any] = {"model": chat.response_model, "thinking": True, "split": plan.split,
-                                "seed": call.seed, "prompt_tokens": chat.prompt_tokens}
+                                "seed": call.seed, "prompt_tokens": chat.prompt_tokens, "repeat": call.repeat}
         if not chat.stream:
             if plan.end != "close":
                 failed = plan.message or "the logged call failed"

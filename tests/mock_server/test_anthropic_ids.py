@@ -153,3 +153,16 @@ async def test_matched_history_and_known_options_are_served(
     mock_deepseek: MockServer, http: httpx.AsyncClient, payload: dict[str, Any]
 ) -> None:
     assert (await _post(http, mock_deepseek, payload)).status_code == 200
+
+
+async def test_a_repeated_logged_call_gets_a_new_message_id(
+    dshkit_mock_server: MockServerFactory, http: httpx.AsyncClient
+) -> None:
+    logged = [{"type": "reasoning-delta", "index": 0, "text": "Think."},
+              {"type": "text-delta", "index": 1, "text": "Done."},
+              {"type": "finish", "reason": {"kind": "stop"}}]
+    script = Script.of({"chunks": {"chunks": logged}}).model_copy(update={"repeat_last": True})
+    server = await dshkit_mock_server(script)
+    got = [_message(await _post(http, server, _body(stream=i % 2 == 0))) for i in range(3)]
+    assert len({m["id"] for m in got}) == 3
+    assert len({m["content"][0]["signature"] for m in got}) == 3
