@@ -275,9 +275,21 @@ async def run_scenario(
     provider: str = "conformance",
     protocol: str = "chat",
 ) -> ScenarioResult:
-    """Run one scenario against a fresh adapter; never raises for adapter misbehaviour."""
-    started = time.monotonic()
+    """Run one scenario against a fresh adapter; never raises for adapter misbehaviour.
+
+    A scenario with `api_key: required` is played on a mock of its own, started with the
+    scenario's key required (the shared one takes any key: each scenario has its own)."""
     key = f"sk-conf-{sc.id}-{uuid.uuid4().hex[:8]}"
+    if sc.api_key == "required" and sc.endpoint == "mock" and protocol in sc.protocols:
+        async with MockServer(seed=7, api_key=key) as own:
+            return await _run_scenario(sc, factory, own, key, provider=provider, protocol=protocol)
+    return await _run_scenario(sc, factory, server, key, provider=provider, protocol=protocol)
+
+
+async def _run_scenario(
+    sc: Scenario, factory: AdapterFactory, server: MockServer, key: str, *, provider: str, protocol: str
+) -> ScenarioResult:
+    started = time.monotonic()
     anthropic = protocol == "anthropic"
     session_id = f"conf-{sc.id}-{uuid.uuid4().hex[:8]}" if anthropic else None
     session = session_id or session_of({"Authorization": f"Bearer {key}"})

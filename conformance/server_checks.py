@@ -38,7 +38,7 @@ TOOL = {"type": "function", "function": {"name": "get_weather", "description": "
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CALL_ID = re.compile(r"^call_\d{2}_[A-Za-z0-9]{24}$")
-PASSBACK = "The reasoning_content in the thinking mode must be passed back to the API."
+PASSBACK = "The `reasoning_content` in the thinking mode must be passed back to the API."
 
 
 class Verdict(Exception):

@@ -141,9 +141,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--backlog", type=int, default=1024,
                    help="listen backlog: connections queued before they are accepted (default 1024)")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
-    p.add_argument("--anthropic-envelope", choices=("deepseek", "anthropic"), default="deepseek",
-                   help="error body of the Anthropic surface (/anthropic/v1/messages): DeepSeek's "
-                   "OpenAI-style envelope (default) or Anthropic's own")
+    p.add_argument("--anthropic-envelope", choices=("evidence", "deepseek", "anthropic"),
+                   default="evidence",
+                   help="error body of the Anthropic surface (/anthropic/v1/messages): evidence "
+                   "(default; 4xx but 429 in DeepSeek's OpenAI-style envelope, as recorded, 429 and "
+                   "5xx in Anthropic's), deepseek (OpenAI-style for all) or anthropic (for all)")
     p.add_argument("--anthropic-unknown-model", choices=("reject", "flash"), default="reject",
                    help="Anthropic surface: a model name that is neither DeepSeek's nor claude* "
                    "gets 400 (newest DeepSeek page, default) or is served by the flash model "

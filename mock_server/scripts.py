@@ -147,6 +147,7 @@ QuirkName = Literal[
     "data_only",
     "anthropic_ids",
     "anthropic_envelope",
+    "deepseek_envelope",
 ]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]
 Purpose = Literal["main", "session-title", "compaction"]

@@ -96,8 +96,10 @@ class MockServer:
         unscripted: what a new session gets once no script is left for it: `error` (418
             `mock_no_script`) or `default` (the generated reply). Without any script at all,
             every request gets the default reply.
-        anthropic_envelope: the error body of the Anthropic surface: `deepseek` (the
-            OpenAI-style envelope DeepSeek sends there) or `anthropic` (Anthropic's own).
+        anthropic_envelope: the error body of the Anthropic surface: `evidence` (the default:
+            each status as the recordings support, 4xx but 429 in the OpenAI-style envelope
+            DeepSeek sends there, 429 and 5xx in Anthropic's), `deepseek` (the OpenAI-style
+            one for every status) or `anthropic` (Anthropic's own for every status).
         anthropic_unknown_model: on the Anthropic surface, a name that is neither a DeepSeek
             model nor `claude…`: `reject` (400, DeepSeek's newest page) or `flash` (served by
             the flash model, as older pages said).
@@ -134,7 +136,7 @@ class MockServer:
         max_body_bytes: int = 16 * 1024 * 1024,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         unscripted: Literal["error", "default"] = "error",
-        anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek",
+        anthropic_envelope: Literal["evidence", "deepseek", "anthropic"] = "evidence",
         anthropic_unknown_model: Literal["reject", "flash"] = "reject",
         idle_timeout: float = 60.0,
         backlog: int = 1024,
