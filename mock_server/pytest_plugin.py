@@ -459,7 +459,8 @@ def _doc(text: str) -> Callable[[F], F]:
 _FACTORY_DOC = """Factory fixture: `server = dshkit_mock_server(script, sequence=..., ...)` in a sync
     test, `server = await dshkit_mock_server(...)` in an async one. Takes `MockServer`'s
     arguments and the plugin's `check_consumed` (False here), `assert_all_requests_served`
-    (True) and `env` (False); every server is closed at teardown."""
+    (True), `env` (False) and `reply` (a function of the request); every server is closed at
+    teardown."""
 _MOCK_DOC = """One mock DeepSeek server for this test, loaded from the `dshkit_script` marker, for
     sync and async tests alike; after a passing test every scripted step must have been used
     and no request rejected (the marker's `check_consumed=False` and
