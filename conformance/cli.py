@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -145,6 +146,17 @@ def _check_server_url(url: str) -> str | None:
     return None
 
 
+def _no_match(sel: str, scenarios: Sequence[Scenario]) -> str:
+    """Why `--only sel` selects nothing, with the closest ids, tags and areas suggested."""
+    tags = sorted({t for s in scenarios for t in s.tags if not t.startswith("quirk:")})
+    areas = sorted({t.removeprefix("area:") for t in tags if t.startswith("area:")})
+    words = [*tags, *areas, *(s.id for s in scenarios)]
+    near = difflib.get_close_matches(sel, words, n=3, cutoff=0.7)
+    hint = f"; did you mean {' or '.join(repr(n) for n in dict.fromkeys(near))}?" if near else ""
+    return (f"--only {sel!r} matches no scenario{hint} (give a scenario id, a tag or an area; areas: "
+            f"{', '.join(areas)}; tags: {', '.join(t for t in tags if not t.startswith('area:'))})")
+
+
 def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]:
     """The scenarios matching any of `only` (a tag, an id, an area name); raises ValueError for a
     selector that matches nothing."""
@@ -154,8 +166,7 @@ def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]
     for sel in only:
         hits = [s for s in scenarios if sel in s.tags or sel == s.id or f"area:{sel}" in s.tags]
         if not hits:
-            known = sorted({t for s in scenarios for t in s.tags if not t.startswith(("quirk:",))})
-            raise ValueError(f"--only {sel!r} matches no scenario; known tags: {', '.join(known)}")
+            raise ValueError(_no_match(sel, scenarios))
         out += [h for h in hits if h not in out]
     order = {s.id: i for i, s in enumerate(scenarios)}
     return sorted(out, key=lambda s: order[s.id])
