@@ -176,7 +176,7 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
     if verbose:
         for r in results:
             if r.status == "fail" and r.diff:
-                print(f"--- {r.id} ({r.reason})")
+                print(f"--- {r.id}: {r.title} ({r.reason})" if r.title else f"--- {r.id} ({r.reason})")
                 print(r.diff.rstrip("\n"))
             for note in r.info:
                 print(f"  info {r.id}: {note}")

@@ -181,7 +181,7 @@ class ScenarioResult:
         return area_of(self.tags)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "tags": self.tags, "status": self.status,
+        out: dict[str, Any] = {"id": self.id, "title": self.title, "tags": self.tags, "status": self.status,
                                "reason": self.reason, "failed": self.failed,
                                "seconds": round(self.seconds, 3), "notes": self.info}
         if self.status == "fail":
