@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--adapter", default=None, metavar="MOD:FACTORY",
                    help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
-                        f"idle_timeout_s) (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
+                        f"idle_timeout_s); its module is imported from the installed packages or the "
+                        f"current directory, and a path or signature that cannot work is a usage error "
+                        f"before anything runs (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
                         f"{DEFAULT_ANTHROPIC_ADAPTER})")
     p.add_argument("--client", action="append", default=[], metavar="CMD",
                    help="judge a client library instead of an adapter: a bundled driver ("

@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dshkit-conformance", "dshkit adapter conformance")
     group.addoption(_OPTION, metavar="MOD:FACTORY", default=None,
                     help="run the dshkit conformance catalogue against this adapter factory "
-                         "(with `pytest --pyargs dshkit.conformance`)")
+                         "(with `pytest --pyargs dshkit.conformance`); its module is imported from the "
+                         "installed packages or the current directory")
     group.addoption("--dshkit-only", action="append", default=[], metavar="TAG",
                     help="only scenarios with this tag, id or area (repeatable)")
     group.addoption("--dshkit-protocol", choices=["chat", "anthropic"], default="chat",
