@@ -159,6 +159,23 @@ def _no_match(sel: str, scenarios: Sequence[Scenario]) -> str:
             f"{', '.join(areas)}; tags: {', '.join(t for t in tags if not t.startswith('area:'))})")
 
 
+def _with_suggestion(message: str, only: Sequence[str], anthropic: bool) -> str:
+    """A server-check `--only` error with the closest check ids or areas suggested."""
+    from . import anthropic_checks, server_checks
+
+    areas = (anthropic_checks if anthropic else server_checks)._AREAS
+    names = sorted(set(areas.values()))
+    bad = next((sel for sel in only if sel not in areas and sel.removeprefix("area:") not in names), None)
+    if bad is None:
+        return message
+    words = [*areas, *(f"area:{a}" for a in names)] if bad.startswith("area:") else [*areas, *names]
+    near = difflib.get_close_matches(bad, words, n=2, cutoff=0.7)
+    if not near:
+        return message
+    head, _, tail = message.partition(";")
+    return f"{head}; did you mean {' or '.join(repr(n) for n in near)}?{tail}"
+
+
 def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]:
     """The scenarios matching any of `only` (a tag, an id, an area name); raises ValueError for a
     selector that matches nothing."""
@@ -205,7 +222,7 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
         try:
             ids = select_anthropic_checks(args.only) if anthropic else select_checks(args.only)
         except ValueError as exc:
-            return _fail(str(exc)), []
+            return _fail(_with_suggestion(str(exc), args.only, anthropic)), []
         progress = Progress()
         if anthropic:
             run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress)

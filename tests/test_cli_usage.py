@@ -135,3 +135,12 @@ def test_the_summaries_are_what_each_command_registers() -> None:
     registered = {choice.dest: choice.help for choice in action._choices_actions}
     assert registered == SUMMARIES
     assert list(SUMMARIES) == list(COMMANDS)
+
+
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["--only", "S411"], "'S41'"), (["--only", "area:server-strem"], "'area:server-stream'"),
+    (["--protocol", "anthropic", "--only", "AN144"], "'AN14'")])
+def test_server_only_suggests_the_closest_check(argv: list[str], meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--server", "http://127.0.0.1:9", *argv]) == 2  # refused before any connection
+    err = capsys.readouterr().err
+    assert f"names no {'Anthropic ' if 'anthropic' in argv else ''}server check; did you mean {meant}" in err
