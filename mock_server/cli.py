@@ -23,7 +23,7 @@ from typing import Any
 
 from dshkit.harness.llm import HarnessError
 from dshkit.mock_server.journal import DEFAULT_KEEP, json_line
-from dshkit.mock_server.scripts import ScriptError
+from dshkit.mock_server.scripts import ScriptError, load_scripts
 from dshkit.mock_server.server import MockServer
 
 __all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
@@ -119,7 +119,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="fault names forming one script, e.g. rate_limit,success "
                    "(`connection_refused` first: refuse connections for --listen-delay-ms)")
     p.add_argument("--repeat-last", action="store_true",
-                   help="reuse the last --sequence step once all are used")
+                   help="reuse the last step once all are used: of --sequence, and of each --script "
+                   "(as `repeat_last: true` in the script would)")
     p.add_argument("--unscripted", choices=("error", "default"), default="error",
                    help="what a new session gets when no script is left for it: a 418 "
                    "`mock_no_script` error (default) or the generated default reply")
@@ -223,6 +224,8 @@ def run_serve(args: argparse.Namespace) -> int:
         return _fail("--listen-delay-ms is only allowed with `connection_refused`")
     if args.weights is not None and "random" not in sequence and not args.script:
         return _fail("--weights needs `random` in --sequence (or a script using it)")
+    if args.repeat_last and not sequence and not args.script:
+        return _fail("--repeat-last applies to the steps of --sequence or --script; add one of them or drop it")
     speed = 1.0 if args.speed is None else args.speed
     if not speed >= 0:
         return _fail("--speed must be >= 0")
@@ -235,8 +238,13 @@ def run_serve(args: argparse.Namespace) -> int:
             for path in args.replay
             for s in replay_scripts(resolve(path), speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
         ]
+        # --repeat-last applies to every --script too (as `repeat_last: true` in the file would).
+        scripts: list[Any] = (
+            [sc.model_copy(update={"repeat_last": True}) for path in args.script for sc in load_scripts(path)]
+            if args.repeat_last else list(args.script)
+        )
         server = MockServer(
-            *args.script,
+            *scripts,
             *replayed,
             sequence=sequence or None,
             repeat_last=args.repeat_last,

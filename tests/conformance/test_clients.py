@@ -182,7 +182,8 @@ def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.Ca
                  "--json", str(report)])
     out = capsys.readouterr().out
     assert code == 1
-    assert "FAIL tools/tool-split-arguments: failed: driver; the driver exited with status 1" in out
+    assert ("FAIL tools/tool-split-arguments (opener with empty arguments, then fragments without id or name "
+            "(the live shape)): failed: driver; the driver exited with status 1") in out
     doc = json.loads(report.read_text())
     assert doc["client"].endswith("crash") and doc["driver"]["client"] == "broken-crash"
     assert doc["summary"] == {"pass": 0, "fail": 1, "n/a": 0}
