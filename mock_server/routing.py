@@ -79,6 +79,8 @@ class RequestView:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
     """The parsed request body as sent, for `match.body` (the journal keeps a redacted copy)."""
+    path: str = ""
+    """The request path, without the query (cassette matching compares it)."""
 
 
 _SCRUBBED = re.compile(r"^\{\{scrubbed:[^{}]*\}\}$")

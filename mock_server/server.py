@@ -117,6 +117,8 @@ class MockServer:
         surfaces: the wires the server speaks (default :data:`~dshkit.mock_server.app.SURFACES`:
             Chat Completions and the Anthropic Messages surface); see docs/mock_server.md,
             "Adding a wire".
+        router: what picks the step answering each request, instead of a `Router` over
+            `scripts` (a replayed cassette's :class:`~dshkit.mock_server.cassette_match.CassetteRouter`).
     """
 
     __test__ = False  # not a pytest test class
@@ -143,6 +145,7 @@ class MockServer:
         journal_keep: int | None = DEFAULT_KEEP,
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
+        router: Router | None = None,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -152,7 +155,9 @@ class MockServer:
         self.seed = seed if seed is not None else secrets.randbits(32)
         self.host = host
         self._requested_port = port
-        self.router = Router(loaded, unscripted=unscripted)
+        if router is not None and loaded:
+            raise ValueError("pass scripts or a router, not both (add scripts to the router instead)")
+        self.router = router if router is not None else Router(loaded, unscripted=unscripted)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
         if backlog < 1:
