@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import socketserver
 import textwrap
 import threading
@@ -468,3 +469,88 @@ def test_bad_marker_arguments_fail_the_test_clearly(pytester: pytest.Pytester, a
     assert "@pytest.mark.dshkit_cassette of test_app.py::test_weather" in result.stdout
     assert message in result.stdout, result.stdout
     assert "Traceback" not in result.stdout and "During handling" not in result.stdout
+
+
+# --- recordings that fail leave nothing in the way ---------------------------------------------
+
+
+def _refused_url() -> str:
+    """The URL of a port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_an_unreachable_upstream_fails_once_and_leaves_no_cassette(pytester: pytest.Pytester) -> None:
+    project = _weather(pytester.path, "weather?", "sunny")
+    url = _refused_url()
+    result = _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={url}")
+    assert result.returncode == 1
+    out = result.stdout + result.stderr
+    assert f"the upstream {url} is unreachable" in out
+    assert out.count("is unreachable") == 1  # once (the short summary line is cut before it)
+    assert "During handling" not in out and "Traceback" not in out
+    assert not _weather_cassette(project).exists()
+    assert list(project.glob("cassettes/**/*")) in ([], [project / "cassettes" / "test_app"])
+    with MockServer(Script.replies("sunny")) as upstream:  # nothing blocks the next run
+        result = _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}")
+    assert result.returncode == 0, result.stdout
+
+
+def test_recording_all_again_from_an_unreachable_upstream_keeps_the_cassette(pytester: pytest.Pytester) -> None:
+    project = _weather(pytester.path, "weather?", "sunny")
+    _record(pytester, "sunny")
+    before = _weather_cassette(project).read_bytes()
+    result = _pytest(pytester, "--dshkit-record=all", f"--dshkit-record-upstream={_refused_url()}")
+    assert result.returncode == 1 and "unreachable" in result.stdout
+    assert _weather_cassette(project).read_bytes() == before
+    assert _pytest(pytester).returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["once", "all"])
+def test_a_recording_without_traffic_leaves_no_empty_cassette(pytester: pytest.Pytester, mode: str) -> None:
+    project = _app(pytester.path, '''
+        def test_weather(dshkit_cassette):
+            raise RuntimeError("the test stops before its first request")
+    ''')
+    if mode == "all":  # an earlier recording, which `all` would have replaced
+        _weather(project, "weather?", "sunny")
+        _record(pytester, "sunny")
+        before = _weather_cassette(project).read_bytes()
+        _app(project, '''
+            def test_weather(dshkit_cassette):
+                raise RuntimeError("the test stops before its first request")
+        ''')
+    with MockServer(Script.replies("sunny")) as upstream:
+        result = _pytest(pytester, f"--dshkit-record={mode}", f"--dshkit-record-upstream={upstream.base_url}")
+        assert result.returncode == 1 and "1 failed" in result.stdout
+    if mode == "all":
+        assert _weather_cassette(project).read_bytes() == before
+    else:
+        assert not _weather_cassette(project).exists()
+    assert not [p for p in project.glob("cassettes/**/.*")], "no temporary file is left"
+
+
+def test_ctrl_c_before_any_traffic_leaves_no_cassette(pytester: pytest.Pytester) -> None:
+    project = _app(pytester.path, '''
+        def test_weather(dshkit_cassette):
+            raise KeyboardInterrupt
+    ''')
+    with MockServer(Script.replies("sunny")) as upstream:
+        # in a process of its own: a KeyboardInterrupt ends the whole pytest session it is in
+        result = pytester.runpytest_subprocess(
+            "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--dshkit-record=once",
+            f"--dshkit-record-upstream={upstream.base_url}", timeout=120)
+    assert result.ret == 2 and "KeyboardInterrupt" in result.stdout.str(), result.stdout.str()
+    assert not _weather_cassette(project).exists()
+
+
+def test_an_empty_cassette_left_by_an_older_run_does_not_block(pytester: pytest.Pytester) -> None:
+    project = _weather(pytester.path, "weather?", "sunny")
+    path = _weather_cassette(project)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"type": "cassette", "version": 1}\n')
+    result = _pytest(pytester)
+    assert result.returncode == 1 and "holds no exchange to replay" in result.stdout
+    _record(pytester, "sunny")  # `once` records it, as for a missing cassette
+    assert _recorded_prompts(path) == ["weather?"]
