@@ -53,8 +53,8 @@ __all__ = [
     "DEFAULT_MATCH_ON",
     "MATCHERS",
     "CassetteRouter",
-    "Matcher",
     "MatchRule",
+    "Matcher",
     "live_request",
     "resolve_match_on",
     "values_match",
@@ -284,6 +284,15 @@ class CassetteRouter(Router):
         """The recorded exchanges no request used."""
         with self._lock_:
             return [f"{self.script.step_label(i)} (never requested)" for i, used in enumerate(self._used) if not used]
+
+    def replace(self, scripts: list[Script]) -> None:
+        raise TypeError("a replayed cassette's server takes no scripts; start a server of its own for them")
+
+    def add(self, script: Script, *, session: str | None = None) -> None:
+        if getattr(self, "_used", None) is None:  # Router.__init__ adding the cassette's script
+            super().add(script, session=session)
+            return
+        raise TypeError("a replayed cassette's server takes no scripts; start a server of its own for them")
 
     def reset(self) -> None:
         """Every exchange unused again, the misses forgotten."""

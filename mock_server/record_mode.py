@@ -55,11 +55,11 @@ from dshkit.mock_server.server import MockServer
 __all__ = [
     "RECORD_MODES",
     "CassetteMissing",
+    "CassetteOptions",
     "CassetteRun",
     "RecordMode",
     "UpstreamUnreachable",
     "cassette_name_for",
-    "CassetteOptions",
     "cassette_options",
     "default_cassette_path",
     "run_for_test",

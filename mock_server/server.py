@@ -119,6 +119,9 @@ class MockServer:
             "Adding a wire".
         router: what picks the step answering each request, instead of a `Router` over
             `scripts` (a replayed cassette's :class:`~dshkit.mock_server.cassette_match.CassetteRouter`).
+        admin: serve the admin HTTP API under `/_dshkit/` on the same port, for loopback
+            clients only (load scripts, reset sessions, read the journal and counts; see
+            docs/admin_api.md). `dshkit serve` turns it on.
     """
 
     __test__ = False  # not a pytest test class
@@ -146,6 +149,7 @@ class MockServer:
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
         router: Router | None = None,
+        admin: bool = False,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -177,6 +181,7 @@ class MockServer:
             fast_path=fast_path,
         )
         self.surfaces = tuple(surfaces)
+        self.admin = admin
         self._runner: web.AppRunner | None = None
         self._runtime: Runtime | None = None
         self._port: int | None = None
@@ -233,7 +238,7 @@ class MockServer:
         if self._closed:
             raise RuntimeError("a closed MockServer cannot be restarted; make a new one")
         self._runtime = Runtime(self.config, self.journal)
-        app = make_app(self._runtime, self.router, self.surfaces)
+        app = make_app(self._runtime, self.router, self.surfaces, admin=self.admin)
         # handler_cancellation: a client that hangs up cancels its handler, ending stalls.
         # keepalive_timeout: aiohttp arms it when a connection opens and after each response,
         # and closes the connection if no complete request head arrived by then, so it is the
