@@ -120,13 +120,18 @@ class _Admin:
             return scripts
         try:
             self.router.replace(scripts)
-        except (ValueError, TypeError) as e:
+        except TypeError as e:
+            return _error(400, f"admin PUT {request.path}: {e}", "scripts_not_accepted")
+        except ValueError as e:
             return _error(400, f"admin PUT {request.path}: {e}", "invalid_script")
         self._mark()
         return web.json_response(_loaded(scripts))
 
     async def clear(self, request: web.Request) -> web.StreamResponse:
-        self.router.replace([])
+        try:
+            self.router.replace([])
+        except TypeError as e:
+            return _error(400, f"admin DELETE {request.path}: {e}", "scripts_not_accepted")
         self._mark()
         return web.json_response(_loaded([]))
 
@@ -143,7 +148,9 @@ class _Admin:
             for script in scripts:
                 self.router.add(script, session=session)
                 added.append(script)
-        except (ValueError, TypeError) as e:
+        except TypeError as e:  # a server whose router takes no scripts (a replayed cassette)
+            return _error(400, f"admin POST {request.path}: {e}", "scripts_not_accepted")
+        except ValueError as e:
             return _error(409, f"admin POST {request.path}: {e} ({len(added)} of {len(scripts)} "
                           "script(s) added before it)", "session_taken")
         return web.json_response(_loaded(scripts), status=201)

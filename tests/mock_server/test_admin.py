@@ -17,12 +17,14 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from dshkit.mock_server import MockServer, Script
+from dshkit.mock_server import MockServer, Recorder, Script, load_cassette
 from dshkit.mock_server.admin import _Admin, _loopback
+from dshkit.mock_server.cassette_match import CassetteRouter
 from dshkit.mock_server.runtime import Runtime
 from tests.mock_server.cli_process import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[2]
+_BODY = {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}
 WEATHER_YAML = """\
 name: weather
 steps:
@@ -141,6 +143,28 @@ async def test_post_adds_a_script_and_can_reserve_a_session(client: httpx.AsyncC
     assert taken.status_code == 409 and "already has a script" in taken.json()["error"]["message"]
     two = await client.post("/_dshkit/scripts?session=x", content="scripts: [{steps: [success]}, {steps: [success]}]")
     assert two.status_code == 400 and "reserves one script" in two.json()["error"]["message"]
+
+
+async def test_put_with_two_scripts_for_one_session_is_refused_and_changes_nothing(client: httpx.AsyncClient) -> None:
+    r = await client.put("/_dshkit/scripts", content="scripts: [{session: s, steps: [success]}, {session: s, steps: [success]}]")
+    assert r.status_code == 400 and "'s' have more than one script" in r.json()["error"]["message"]
+    assert _content(await _ask(client)) == "first"
+
+
+async def test_a_replayed_cassette_takes_no_scripts_but_resets(tmp_path: Path) -> None:
+    upstream = MockServer(Script.replies("A"))
+    async with upstream, Recorder(upstream.base_url, tmp_path / "c") as rec, httpx.AsyncClient() as c:
+        await c.post(rec.base_url + "/chat/completions", json=_BODY)
+    router = CassetteRouter.for_cassette(load_cassette(tmp_path / "c"))
+    async with MockServer(router=router, admin=True) as s, httpx.AsyncClient(base_url=s.base_url) as c:
+        for method in ("PUT", "POST"):
+            r = await c.request(method, "/_dshkit/scripts", content="steps: [success]")
+            assert r.status_code == 400 and r.json()["error"]["code"] == "scripts_not_accepted"
+        assert (await c.delete("/_dshkit/scripts")).json()["error"]["code"] == "scripts_not_accepted"
+        assert _content(await c.post("/chat/completions", json=_BODY)) == "A"
+        assert (await c.post("/chat/completions", json=_BODY)).status_code == 418  # used
+        assert (await c.post("/_dshkit/reset")).status_code == 200
+        assert _content(await c.post("/chat/completions", json=_BODY)) == "A"  # unused again
 
 
 async def test_reset_starts_every_script_over_and_clears_the_journal(client: httpx.AsyncClient) -> None:
@@ -265,7 +289,7 @@ def _node_example() -> str:
     doc = (ROOT / "docs" / "admin_api.md").read_text()
     blocks = re.findall(r"```js\n(.*?)```", doc, re.S)
     assert len(blocks) == 1, "docs/admin_api.md holds one ```js example"
-    return blocks[0]
+    return str(blocks[0])
 
 
 def test_the_docs_hold_a_node_example() -> None:
