@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dshkit.mock_server import MockServer, MockServerFactory, Recorder, Script, load_cassette
-from dshkit.mock_server.cassette import Cassette, RecordedRequest
+from dshkit.mock_server.cassette import Cassette, Read, RecordedExchange, RecordedRequest
 from dshkit.mock_server.cassette_match import (
     DEFAULT_MATCH_ON,
     CassetteRouter,
     resolve_match_on,
     values_match,
 )
-from dshkit.mock_server.routing import body_matches
+from dshkit.mock_server.routing import RequestView, body_matches
 
 KEY = "sk-live-SECRET-0123456789abcdef"
 
@@ -126,6 +126,31 @@ async def test_a_scrubbed_value_in_the_cassette_matches_the_live_value(
     assert _content(got[0]) == "A"
     got, _ = await _replay(cassette, [("/chat/completions", _chat("my team is org-zzz9, ok?"))])
     assert got[0].status_code == 418  # the text around the placeholder must still be the same
+
+
+async def test_a_matcher_that_raises_is_a_mismatch_that_says_so(
+    dshkit_mock_server: MockServerFactory, tmp_path: Path
+) -> None:
+    upstream = await dshkit_mock_server(Script.replies("A"))
+    cassette = await _record(upstream, tmp_path / "c", [("/chat/completions", _chat("hi"))])
+
+    def buggy(live: RecordedRequest, recorded: RecordedRequest) -> bool:
+        return bool(live.body["no such field"])
+
+    got, _ = await _replay(cassette, [("/chat/completions", _chat("hi"))], match_on=["path", buggy])
+    assert got[0].status_code == 418  # not a 500
+    assert "buggy: the matcher raised KeyError: 'no such field'" in got[0].json()["error"]["message"]
+
+
+def test_a_recorded_body_too_deep_to_diff_still_gives_a_message() -> None:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    x = RecordedExchange(request=RecordedRequest(body={"model": "m", "messages": deep}), status=200,
+                         reads=(Read(b"{}", 0.0),))
+    router = CassetteRouter.for_cassette(Cassette(exchanges=(x,)))
+    decision = router.route("s", RequestView(body=_chat("hi"), path="/chat/completions"))
+    assert decision.kind == "no_match" and "nest too deeply" in decision.message
 
 
 def test_values_match() -> None:
