@@ -10,11 +10,14 @@ is there, record it through the recording proxy when asked.
 | `new_episodes` | replay the requests it holds, record the others and add them | record it |
 | `all` | record it again, from scratch | record it |
 
-Replay is the mock server serving the cassette byte for byte (no recorded waits); recording is
+Replay is the mock server serving the cassette byte for byte (no recorded waits), each request
+answered by the recorded exchange it matches (:mod:`dshkit.mock_server.cassette_match`; the
+marker's `match_on=`), so a test that no longer sends what was recorded fails at teardown with a
+diff instead of getting a stale answer. Recording is
 :class:`~dshkit.mock_server.record.Recorder` in front of the upstream (`--dshkit-record-upstream URL`,
 `$DSHKIT_RECORD_UPSTREAM` or the marker's `upstream=`), which scrubs secrets before anything is
 written. For `new_episodes` a small dispatcher asks the replay server first and forwards a
-request the cassette does not hold (answered 418 `mock_no_match`/`mock_script_exhausted`) to the
+request no recorded exchange matches (answered 418 `mock_no_match`) to the
 recorder, which starts from the cassette's exchanges so the file keeps the old ones. Everything
 runs on a loop of its own thread, so sync and async tests use it alike.
 """
