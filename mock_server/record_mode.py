@@ -160,6 +160,15 @@ class CassetteRun:
         out: list[str] = []
         if self.router is not None and self.action == "replay":
             out += [miss.message for miss in self.router.misses]
+        if self.router is not None and self.recorder is not None and self.action == "replay+record":
+            # every miss went to the recorder; one it did not save got the upstream's failure
+            lost = len(self.router.misses) - len(self.recorder.exchanges)
+            if lost > 0:
+                out.append(
+                    f"{lost} of {len(self.router.misses)} new request(s) could not be recorded (the "
+                    f"upstream {self.recorder.upstream} did not answer them; see the recorder's message "
+                    "above) and got an error instead: " + "; ".join(m.request for m in self.router.misses)
+                )
         if self.router is not None and all_played:
             out += [f"{self.path}: {label}" for label in self.router.pending()]
         return out

@@ -531,6 +531,23 @@ def test_a_recording_without_traffic_leaves_no_empty_cassette(pytester: pytest.P
     assert not [p for p in project.glob("cassettes/**/.*")], "no temporary file is left"
 
 
+def test_new_episodes_that_cannot_record_fails_even_when_the_app_swallows_the_error(
+    pytester: pytest.Pytester,
+) -> None:
+    project = _weather(pytester.path, "weather?", "sunny")
+    _record(pytester, "sunny")
+    before = _weather_cassette(project).read_bytes()
+    _app(project, '''
+        def test_weather(dshkit_cassette):
+            assert ask(dshkit_cassette.base_url, "weather?") == "sunny"  # replayed
+            assert ask_or_error(dshkit_cassette.base_url, "forecast?") == "error 502"
+    ''')
+    result = _pytest(pytester, "--dshkit-record=new_episodes", f"--dshkit-record-upstream={_refused_url()}")
+    assert "1 passed, 1 error" in result.stdout, result.stdout
+    assert "1 of 1 new request(s) could not be recorded" in result.stdout
+    assert _weather_cassette(project).read_bytes() == before
+
+
 def test_ctrl_c_before_any_traffic_leaves_no_cassette(pytester: pytest.Pytester) -> None:
     project = _app(pytester.path, '''
         def test_weather(dshkit_cassette):
