@@ -313,7 +313,10 @@ def start_cassette_run(
                 _remove_orphan_temps(path)
                 out = path.with_name(f".{path.name}{_TMP_INFIX}{os.getpid()}-{secrets.token_hex(4)}.jsonl")
                 run._staging = out
-            run.recorder = Recorder(upstream, out, overwrite=not exists, scrub=scrub)
+            # A cassette with no exchange is started afresh, unless it ends in a torn line: the
+            # recorder then moves that line to NAME.cassette.jsonl.torn before appending.
+            fresh = cassette is None or (not exists and cassette.torn_line is None)
+            run.recorder = Recorder(upstream, out, overwrite=fresh, scrub=scrub)
             _run(loop, run.recorder.start())
             closers.append(run.recorder.close)
             run.base_url, run.action = run.recorder.base_url, "record"

@@ -571,3 +571,14 @@ def test_an_empty_cassette_left_by_an_older_run_does_not_block(pytester: pytest.
     assert result.returncode == 1 and "holds no exchange to replay" in result.stdout
     _record(pytester, "sunny")  # `once` records it, as for a missing cassette
     assert _recorded_prompts(path) == ["weather?"]
+
+
+def test_a_cassette_holding_only_a_torn_line_keeps_that_line_when_recorded_again(pytester: pytest.Pytester) -> None:
+    project = _weather(pytester.path, "weather?", "sunny")
+    path = _weather_cassette(project)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"type": "cassette", "version": 1}\n{"type": "exchange", "request": {"met')
+    _record(pytester, "sunny")
+    assert _recorded_prompts(path) == ["weather?"]
+    torn = path.with_name(path.name + ".torn")
+    assert torn.read_text() == '{"type": "exchange", "request": {"met\n'  # set aside, not lost
