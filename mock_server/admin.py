@@ -64,9 +64,12 @@ def _error(status: int, message: str, code: str) -> web.Response:
 def _loopback(request: web.Request) -> bool:
     peer = request.remote or ""
     try:
-        return ipaddress.ip_address(peer.split("%", 1)[0]).is_loopback
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # a dual-stack socket's view of 127.0.0.1
+    return address.is_loopback
 
 
 class _Admin:

@@ -241,7 +241,7 @@ def test_only_loopback_peers_are_answered() -> None:
     def peer(address: str) -> bool:
         return _loopback(make_mocked_request("GET", "/_dshkit/", transport=_Transport(address)))
 
-    assert peer("127.0.0.1") and peer("127.3.4.5") and peer("::1")
+    assert peer("127.0.0.1") and peer("127.3.4.5") and peer("::1") and peer("::ffff:127.0.0.1")
     assert not peer("10.0.0.7") and not peer("192.168.1.2") and not peer("::ffff:10.0.0.1") and not peer("junk")
 
 
