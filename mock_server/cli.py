@@ -167,6 +167,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="with --replay: cut the recorded bytes at new seeded boundaries")
     p.add_argument("--match", choices=("sequence", "body"), default="sequence",
                    help="with --replay: answer requests in recorded order (default) or by equal body")
+    p.add_argument("--no-admin", action="store_true",
+                   help="turn off the admin HTTP API (under /_dshkit/ on the same port, loopback "
+                   "clients only: load scripts, reset sessions, read the journal and per-step "
+                   "counts; see docs/admin_api.md)")
     p.set_defaults(func=run_serve)
 
 
@@ -264,6 +268,7 @@ def run_serve(args: argparse.Namespace) -> int:
             backlog=args.backlog,
             journal_keep=args.journal_keep,
             fast_path=not args.plain_path,
+            admin=not args.no_admin,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
@@ -309,7 +314,8 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
         sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
         return 1
     _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
-            "anthropic_base_url": server.anthropic_base_url})
+            "anthropic_base_url": server.anthropic_base_url,
+            **({"admin_url": server.base_url + "/_dshkit/"} if server.admin else {})})
     try:
         code = await stop
     finally:

@@ -127,8 +127,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{CASSETTE_MARKER}(name=None, *, upstream=None): the cassette of the `dshkit_cassette` "
-        "fixture (default name: from the test id) and the endpoint to record it from",
+        f"{CASSETTE_MARKER}(name=None, *, upstream=None, record_mode=None, match_on=None, scrub=(), "
+        "all_played=False): the cassette of the `dshkit_cassette` fixture (default name: from the "
+        "test id), the endpoint to record it from, this test's record mode, how requests match "
+        "recorded exchanges (names: method, path, model, messages, tools, body; or callables), "
+        "extra regexes to scrub, and whether every recorded exchange must be requested",
     )
     config.addinivalue_line(
         "markers",
@@ -566,37 +569,11 @@ def dshkit_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     """Record mode, as in pytest-recording: point the app's client at `dshkit_cassette.base_url`.
 
     The cassette is `<test folder>/cassettes/<module>/<test name>.cassette.jsonl` (or the marker's
-    name, relative to the test file); `--dshkit-record` decides whether it is replayed or recorded
-    (`dshkit.mock_server.record_mode`). After a passing test every replayed exchange must have been used
-    in modes none and once.
+    name, relative to the test file); `--dshkit-record` (or the marker's `record_mode=`) decides
+    whether it is replayed or recorded (`dshkit.mock_server.record_mode`). Requests are matched to
+    recorded exchanges (the marker's `match_on=`); one that matches none fails the test at
+    teardown with the difference from the nearest recorded request.
     """
-    import os
+    from dshkit.mock_server.record_mode import run_for_test
 
-    from dshkit.mock_server.record_mode import (
-        RECORD_MODES,
-        CassetteMissing,
-        default_cassette_path,
-        start_cassette_run,
-    )
-
-    config = request.config
-    mode = config.getoption("--dshkit-record") or config.getini("dshkit_record_mode") or "none"
-    if mode not in RECORD_MODES:
-        pytest.fail(f"dshkit_record_mode = {mode!r} is not one of {', '.join(RECORD_MODES)}", pytrace=False)
-    marker = request.node.get_closest_marker(CASSETTE_MARKER)
-    test_file = Path(str(request.node.fspath))
-    name = (marker.args[0] if marker and marker.args else None) or (marker.kwargs.get("name") if marker else None)
-    path = (test_file.parent / name if name else
-            default_cassette_path(test_file, request.node.nodeid, str(config.getini("dshkit_cassette_dir"))))
-    upstream = ((marker.kwargs.get("upstream") if marker else None)
-                or config.getoption("--dshkit-record-upstream") or os.environ.get("DSHKIT_RECORD_UPSTREAM"))
-    try:
-        run = start_cassette_run(path, mode, upstream=upstream)
-    except (CassetteMissing, ValueError) as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield run
-    finally:
-        run.close()
-    if run.server is not None and mode in ("none", "once"):
-        _check_after_pass(request, run.server, True)
+    yield from run_for_test(request, CASSETTE_MARKER)

@@ -65,6 +65,7 @@ __all__ = [
     "load_script",
     "load_scripts",
     "parse_script",
+    "parse_scripts_text",
     "script_json_schema",
 ]
 
@@ -826,20 +827,29 @@ def load_scripts(path: str | Path) -> list[Script]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ScriptError(f"cannot read script file: {e.strerror}", source=str(p)) from None
+    return parse_scripts_text(text, source=str(p), is_json=p.suffix == ".json", base=p.parent, stem=p.stem)
+
+
+def parse_scripts_text(
+    text: str, *, source: str, is_json: bool = False, base: Path | None = None, stem: str = "script"
+) -> list[Script]:
+    """The scripts of a file's text (see `load_scripts`), with the same located errors: JSON
+    when `is_json`, else YAML; raw files resolve against `base`; unnamed scripts are named
+    after `stem`."""
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if is_json else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         line = getattr(e, "lineno", None)
         mark = getattr(e, "problem_mark", None)
         if mark is not None:
             line = mark.line + 1
         raise ScriptError(
-            f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}", source=str(p), line=line
+            f"not valid {'JSON' if is_json else 'YAML'}: {e}", source=source, line=line
         ) from None
     if isinstance(data, Mapping) and "scripts" in data:
         items = data["scripts"]
         if not isinstance(items, list) or not items:
-            raise ScriptError("`scripts` must be a non-empty list", source=str(p), field="scripts")
+            raise ScriptError("`scripts` must be a non-empty list", source=source, field="scripts")
         root = _compose(text)
         nodes: list[yaml.Node] = []
         if isinstance(root, yaml.MappingNode):
@@ -851,17 +861,17 @@ def load_scripts(path: str | Path) -> list[Script]:
             try:
                 out.append(
                     parse_script(
-                        item, source=str(p), base=p.parent, default_name=f"{p.stem}#{i}",
+                        item, source=source, base=base, default_name=f"{stem}#{i}",
                         node=nodes[i] if i < len(nodes) else None,
                     )
                 )
             except ScriptError as e:
                 raise ScriptError(
-                    e.message, source=str(p), line=e.line,
+                    e.message, source=source, line=e.line,
                     field=f"scripts[{i}].{e.field or ''}".rstrip("."), hint=e.hint,
                 ) from None
         return out
-    return [parse_script(data, source=str(p), text=text, base=p.parent, default_name=p.stem)]
+    return [parse_script(data, source=source, text=text, base=base, default_name=stem)]
 
 
 def load_script(path: str | Path) -> Script:

@@ -793,5 +793,6 @@ def _chat_request(
             model=d.model,
             headers=redact_headers(headers),
             body=d.body,
+            path=path,
         ),
     )

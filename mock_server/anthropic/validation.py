@@ -396,5 +396,6 @@ def validate_messages(
             model=model,
             headers=redact_headers(headers),
             body=body,
+            path=path,
         ),
     )
