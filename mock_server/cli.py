@@ -97,7 +97,7 @@ def serve_epilog() -> str:
         lines.append(textwrap.fill(", ".join(names), width=96, initial_indent=f"  {kind + ':':<12}",
                                    subsequent_indent=" " * 14))
     lines.append("  refusal:    connection_refused (only as the first --sequence entry, with an explicit --port)")
-    lines.append("What each one does: the fault catalogue in README.md and docs/mock_server.md.")
+    lines.append("What each one does: the fault catalogue in docs/cli.md and docs/mock_server.md.")
     return "\n".join(lines)
 
 

@@ -699,7 +699,7 @@ def _hint_for(err: Mapping[str, Any]) -> str | None:
     if t == "extra_forbidden":
         return "remove the key, or check its spelling against mock_server/script.schema.json"
     if t == "literal_error" and err["loc"] and err["loc"][-1] == "fault":
-        return "`dshkit serve --help` and the fault catalogue in README.md list every fault"
+        return "`dshkit serve --help` and the fault catalogue in docs/cli.md list every fault"
     if t == "step_kind":
         return "write `- reply: {content: ...}`, `- fault: rate_limit` or `- raw: {...}`"
     return None
