@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test bench lint clean browser clients e2e-dsh e2e-dsh-parity
+.PHONY: run test bench lint clean browser clients e2e-dsh e2e-dsh-parity dist
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -50,6 +50,15 @@ e2e-dsh-parity: $(STAMP)
 	bash e2e/dsh/install.sh $(E2E_DSH)
 	$(BIN)/python -m e2e.dsh --dsh-dir $(E2E_DSH) --faults --write docs/dsh_parity.md
 
+## dist: the wheel and the sdist into dist/ (pypa's `build`, installed into .venv on first use;
+## the wheel is built from the sdist, so it holds only what a release would). Install the wheel
+## elsewhere with `pip install 'dshkit[pytest] @ file:///.../dist/dshkit-VERSION-py3-none-any.whl'`.
+dist: $(STAMP)
+	@$(BIN)/python -c "import build" 2>/dev/null || $(BIN)/python -m pip install --quiet 'build>=1.2'
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	@ls dist
+
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
@@ -85,4 +94,4 @@ clients: $(STAMP)
 		--json-dir $(CLIENTS_REPORTS) --matrix-md docs/clients.md || test $$? -eq 1
 
 clean:
-	rm -rf $(VENV) .hypothesis build *.egg-info
+	rm -rf $(VENV) .hypothesis build dist *.egg-info

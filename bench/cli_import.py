@@ -10,8 +10,9 @@ turn so a busy moment hits every contender alike:
   first request is counted: CLI, harness, adapter, httpx and its transport. The goal is 300 ms.
 - `embedded`: the same without `--base-url`, which first starts the embedded mock server (aiohttp,
   the script models) and then connects to it.
-- `run_help`: `dshkit run --help`, and `all`: building the parser of every subcommand (what the
-  entry point did before it imported subcommands lazily).
+- `run_help`: `dshkit run --help`, `top_help`: `dshkit --help` (which lists every command by the
+  summary `dshkit.cli` keeps, importing none of them), and `all`: building the parser of every
+  subcommand (what the top-level help did before it was lazy).
 
 `*_import_ms` is the total import time `python -X importtime` reports (the sum of the top-level
 imports' cumulative times); `*_wall_ms` is the process's wall time up to that point, and
@@ -19,8 +20,9 @@ imports' cumulative times); `*_wall_ms` is the process's wall time up to that po
 waiting for a core (other work sharing the machine still slows it, through caches).
 
 Prints the figures, and as the very last line one JSON object with those keys, `goal_ms`,
-`base_url_vs_goal` (below 1 meets the goal) and each path's import time over `all`'s (steadier
-than milliseconds on a shared machine). Run: `python bench/cli_import.py` (about a minute).
+`base_url_vs_goal` (below 1 meets the goal), each path's import time over `all`'s (steadier
+than milliseconds on a shared machine) and `top_help_vs_run_help`, the top-level help's import
+time over `dshkit run --help`'s (the goal: at most 1, the top-level help costs no more). Run: `python bench/cli_import.py` (about a minute).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ ROUNDS = 7
 GOAL_MS = 300
 
 RUN_HELP = "from dshkit.cli import main\ntry:\n    main(['run', '--help'])\nexcept SystemExit:\n    pass"
+TOP_HELP = "from dshkit.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
 WHOLE = "from dshkit.cli import build_parser\nbuild_parser()"
 UNTIL_CONNECT = """\
 import os, sys
@@ -83,7 +86,7 @@ def _import_ms(code: str, *argv: str) -> tuple[float, float, float]:
 
 
 def main() -> dict[str, float]:
-    samples: dict[str, list[tuple[float, float, float]]] = {k: [] for k in ("base_url", "embedded", "run_help", "all")}
+    samples: dict[str, list[tuple[float, float, float]]] = {k: [] for k in ("base_url", "embedded", "run_help", "top_help", "all")}
     # A listening socket nobody answers: the child stops as it connects, before sending anything.
     with tempfile.TemporaryDirectory() as tmp, socket.create_server(("127.0.0.1", 0)) as listener:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
@@ -93,6 +96,7 @@ def main() -> dict[str, float]:
                                                   "--session", f"{tmp}/b{n}.jsonl"))
             samples["embedded"].append(_import_ms(UNTIL_CONNECT, *common, "--session", f"{tmp}/e{n}.jsonl"))
             samples["run_help"].append(_import_ms(RUN_HELP))
+            samples["top_help"].append(_import_ms(TOP_HELP))
             samples["all"].append(_import_ms(WHOLE))
     out: dict[str, float] = {}
     for key, pairs in samples.items():
@@ -103,8 +107,9 @@ def main() -> dict[str, float]:
     out["base_url_vs_goal"] = round(out["base_url_import_ms"] / GOAL_MS, 2)
     # Ratios against building every subcommand's parser in the same rounds: steadier than the
     # milliseconds when other work shares the machine.
-    for key in ("base_url", "embedded", "run_help"):
+    for key in ("base_url", "embedded", "run_help", "top_help"):
         out[f"{key}_vs_all"] = round(out[f"{key}_import_ms"] / out["all_import_ms"], 2)
+    out["top_help_vs_run_help"] = round(out["top_help_import_ms"] / out["run_help_import_ms"], 2)
     return out
 
 
@@ -112,8 +117,9 @@ if __name__ == "__main__":
     result = main()
     for key, label in [("base_url", "dshkit run --base-url, up to its first connection"),
                        ("embedded", "dshkit run with the embedded mock server, up to its first connection"),
-                       ("run_help", "dshkit run --help"), ("all", "every subcommand's module")]:
+                       ("run_help", "dshkit run --help"), ("top_help", "dshkit --help"),
+                       ("all", "every subcommand's module")]:
         print(f"{label}: imports {result[f'{key}_import_ms']} ms (process {result[f'{key}_wall_ms']} ms, "
               f"CPU {result[f'{key}_cpu_ms']} ms)")
-    print(f"goal: the --base-url path under {GOAL_MS} ms of imports")
+    print(f"goal: the --base-url path under {GOAL_MS} ms of imports; dshkit --help no dearer than dshkit run --help")
     print(json.dumps(result))

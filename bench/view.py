@@ -17,7 +17,11 @@ megabytes at 1,000 steps, `time_exponent` and `bytes_exponent` (goal ≤ 1.1 eac
 1,000-step page met its goals (< 2 s, < 20 MB), and `view_vs_parse`: the view's time over the
 time `parse_session_log` alone takes on the same log, a ratio that holds on a busy machine (the
 view parses the log, rebuilds every request by replaying it, then writes the page), and
-`parse_exponent`, the growth exponent of that parse: the view's time cannot grow slower. Run:
+`parse_exponent`, the growth exponent of that parse: the view's time cannot grow slower. Also
+`plain_seconds`, the same 1,000-step page built with the requests rebuilt by replaying the log
+event by event (`render_paths(plain=True)`, the reference path the view used before it rebuilt
+them from the parsed session), and `plain_vs_fast`, that time over the default path's, measured
+in the same rounds. Run:
 `python bench/view.py` (one to two minutes: most of it is writing the log through the agent).
 """
 
@@ -103,12 +107,13 @@ def first_steps(log: Path, steps: int) -> Path:
     raise ValueError(f"{log} has fewer than {steps} steps")
 
 
-def measure(path: Path) -> tuple[float, int, float]:
-    """Best-of-`RUNS` seconds to build the page, its size in UTF-8 bytes, and best-of-`RUNS`
-    seconds to parse the log alone (`parse_session_log`, which every reader of logs pays)."""
-    best, size, parse = math.inf, 0, math.inf
+def measure(path: Path, *, plain_too: bool = False) -> tuple[float, int, float, float]:
+    """Best-of-`RUNS` seconds to build the page, its size in UTF-8 bytes, best-of-`RUNS`
+    seconds to parse the log alone (`parse_session_log`, which every reader of logs pays) and,
+    with `plain_too`, best-of-`RUNS` seconds of the page on the plain rebuild path (else nan)."""
+    best, size, parse, plain = math.inf, 0, math.inf, math.inf if plain_too else math.nan
     data = path.read_bytes()
-    for _ in range(RUNS):
+    for _ in range(RUNS):  # the paths interleaved, so a busy moment hits each alike
         t = time.perf_counter()
         html, _kind = render_paths([path])
         best = min(best, time.perf_counter() - t)
@@ -116,7 +121,11 @@ def measure(path: Path) -> tuple[float, int, float]:
         t = time.perf_counter()
         parse_session_log(data)
         parse = min(parse, time.perf_counter() - t)
-    return best, size, parse
+        if plain_too:
+            t = time.perf_counter()
+            render_paths([path], plain=True)
+            plain = min(plain, time.perf_counter() - t)
+    return best, size, parse, plain
 
 
 def exponent(small: tuple[int, float], large: tuple[int, float]) -> float:
@@ -129,20 +138,22 @@ def main() -> int:
         paths = [whole if steps == max(STEPS) else first_steps(whole, steps) for steps in STEPS]
         rows = []
         for steps, path in zip(STEPS, paths, strict=True):
-            seconds, size, parse = measure(path)
-            rows.append((steps, path.stat().st_size, seconds, size, parse))
+            seconds, size, parse, plain = measure(path, plain_too=steps == max(STEPS))
+            rows.append((steps, path.stat().st_size, seconds, size, parse, plain))
             print(f"{steps:>5} steps  log {path.stat().st_size / 1e6:6.2f} MB  view {seconds:7.3f} s  "
                   f"page {size / 1e6:7.2f} MB  (parsing the log alone: {parse:.3f} s)")
-    (s0, _, t0, b0, p0), (s1, log1, t1, b1, p1) = rows[0], rows[-1]
+    (s0, _, t0, b0, p0, _), (s1, log1, t1, b1, p1, plain1) = rows[0], rows[-1]
     time_exp, bytes_exp = exponent((s0, t0), (s1, t1)), exponent((s0, b0), (s1, b1))
     parse_exp = exponent((s0, p0), (s1, p1))
     ok = t1 < 2.0 and b1 < 20e6 and time_exp <= 1.1 and bytes_exp <= 1.1
     print(f"growth exponent {s0} -> {s1} steps: time {time_exp:.2f}, bytes {bytes_exp:.2f} (goal <= 1.1; 2 is "
           f"quadratic); parsing the log alone: {parse_exp:.2f}")
-    print(f"at {s1} steps the view takes {t1 / p1:.2f}x the time of parsing the log alone")
+    print(f"at {s1} steps the view takes {t1 / p1:.2f}x the time of parsing the log alone; rebuilding the "
+          f"requests by replaying the log (the plain path) it takes {plain1:.3f} s, {plain1 / t1:.2f}x")
     print(json.dumps({
         "steps": s1, "log_mb": round(log1 / 1e6, 2), "seconds": round(t1, 3), "page_mb": round(b1 / 1e6, 2),
         "parse_seconds": round(p1, 3), "view_vs_parse": round(t1 / p1, 2), "parse_exponent": round(parse_exp, 2),
+        "plain_seconds": round(plain1, 3), "plain_vs_fast": round(plain1 / t1, 2),
         "time_exponent": round(time_exp, 2), "bytes_exponent": round(bytes_exp, 2),
         "goals_met": ok,
     }))

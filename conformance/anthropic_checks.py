@@ -121,7 +121,8 @@ async def an14(p: AnthropicProbe) -> None:
     wrong = await p.post(body, headers={"x-api-key": "sk-dshkit-surely-wrong-0000"})
     none = await p.post(body, auth=None)
     if wrong.status_code == 200 and none.status_code == 200:
-        na("the server accepts any key (start the mock with an API key to check this)")
+        na("the server accepts any key, or none (start `dshkit serve --api-key K` and pass the same "
+           "--api-key to check this)")
     need(none.status_code == 401, {"no key": 401}, {"no key": none.status_code})
 
 

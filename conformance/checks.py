@@ -400,4 +400,9 @@ def check_request(
     for name in want.headers_absent:
         expected[f"header {name.lower()}"] = ABSENT
         actual[f"header {name.lower()}"] = (headers or {}).get(name.lower(), ABSENT)
+    for names in want.headers_present:
+        choices = [n.strip().lower() for n in names.split("|") if n.strip()]
+        expected[f"header {names.lower()}"] = "present"
+        found = any(c in (headers or {}) for c in choices)
+        actual[f"header {names.lower()}"] = "present" if found else ABSENT
     return _result("serialize", expected, actual, info)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -65,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--adapter", default=None, metavar="MOD:FACTORY",
                    help=f"adapter factory, called as factory(base_url, api_key, *, connect_timeout_s, "
-                        f"idle_timeout_s) (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
+                        f"idle_timeout_s); its module is imported from the installed packages or the "
+                        f"current directory, and a path or signature that cannot work is a usage error "
+                        f"before anything runs (default: {DEFAULT_ADAPTER}; with --protocol anthropic "
                         f"{DEFAULT_ANTHROPIC_ADAPTER})")
     p.add_argument("--client", action="append", default=[], metavar="CMD",
                    help="judge a client library instead of an adapter: a bundled driver ("
@@ -145,6 +148,34 @@ def _check_server_url(url: str) -> str | None:
     return None
 
 
+def _no_match(sel: str, scenarios: Sequence[Scenario]) -> str:
+    """Why `--only sel` selects nothing, with the closest ids, tags and areas suggested."""
+    tags = sorted({t for s in scenarios for t in s.tags if not t.startswith("quirk:")})
+    areas = sorted({t.removeprefix("area:") for t in tags if t.startswith("area:")})
+    words = [*tags, *areas, *(s.id for s in scenarios)]
+    near = difflib.get_close_matches(sel, words, n=3, cutoff=0.7)
+    hint = f"; did you mean {' or '.join(repr(n) for n in dict.fromkeys(near))}?" if near else ""
+    return (f"--only {sel!r} matches no scenario{hint} (give a scenario id, a tag or an area; areas: "
+            f"{', '.join(areas)}; tags: {', '.join(t for t in tags if not t.startswith('area:'))})")
+
+
+def _with_suggestion(message: str, only: Sequence[str], anthropic: bool) -> str:
+    """A server-check `--only` error with the closest check ids or areas suggested."""
+    from . import anthropic_checks, server_checks
+
+    areas = (anthropic_checks if anthropic else server_checks)._AREAS
+    names = sorted(set(areas.values()))
+    bad = next((sel for sel in only if sel not in areas and sel.removeprefix("area:") not in names), None)
+    if bad is None:
+        return message
+    words = [*areas, *(f"area:{a}" for a in names)] if bad.startswith("area:") else [*areas, *names]
+    near = difflib.get_close_matches(bad, words, n=2, cutoff=0.7)
+    if not near:
+        return message
+    head, _, tail = message.partition(";")
+    return f"{head}; did you mean {' or '.join(repr(n) for n in near)}?{tail}"
+
+
 def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]:
     """The scenarios matching any of `only` (a tag, an id, an area name); raises ValueError for a
     selector that matches nothing."""
@@ -154,8 +185,7 @@ def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]
     for sel in only:
         hits = [s for s in scenarios if sel in s.tags or sel == s.id or f"area:{sel}" in s.tags]
         if not hits:
-            known = sorted({t for s in scenarios for t in s.tags if not t.startswith(("quirk:",))})
-            raise ValueError(f"--only {sel!r} matches no scenario; known tags: {', '.join(known)}")
+            raise ValueError(_no_match(sel, scenarios))
         out += [h for h in hits if h not in out]
     order = {s.id: i for i, s in enumerate(scenarios)}
     return sorted(out, key=lambda s: order[s.id])
@@ -165,7 +195,7 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
     if verbose:
         for r in results:
             if r.status == "fail" and r.diff:
-                print(f"--- {r.id} ({r.reason})")
+                print(f"--- {r.id}: {r.title} ({r.reason})" if r.title else f"--- {r.id} ({r.reason})")
                 print(r.diff.rstrip("\n"))
             for note in r.info:
                 print(f"  info {r.id}: {note}")
@@ -192,7 +222,7 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
         try:
             ids = select_anthropic_checks(args.only) if anthropic else select_checks(args.only)
         except ValueError as exc:
-            return _fail(str(exc)), []
+            return _fail(_with_suggestion(str(exc), args.only, anthropic)), []
         progress = Progress()
         if anthropic:
             run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress)

@@ -53,7 +53,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour("500", ("http-500-server",), ("an-500-server",)),
     Behaviour("529", ("http-529-overloaded",), ("an-overloaded-529",)),
     Behaviour("TCP reset", ("net-reset-before-headers", "net-reset-after-headers", "net-reset-mid-stream"),
-              ("an-reset-before-headers",)),
+              ("an-reset-before-headers", "an-reset-mid-stream")),
     Behaviour("clean EOF without finish", ("end-eof-before-finish", "end-eof-after-role-only"),
               ("an-eof-before-stop-reason",)),
     Behaviour("missing [DONE]", ("end-eof-after-finish", "end-done-unterminated"), (),

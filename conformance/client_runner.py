@@ -310,12 +310,13 @@ async def run_client_scenario(
     played = [s.for_protocol(protocol) for s in sc.steps]
     base = Path(sc.source).parent if sc.source else Path(".")
     steps = [to_mock_step(s.wire, base=base, seed=i, protocol=protocol) for i, s in enumerate(played)]
-    async with MockServer(Script(name=sc.id, steps=steps, repeat_last=True), seed=7) as server:
+    key = f"sk-conf-{uuid.uuid4().hex[:12]}"
+    required = key if sc.api_key == "required" else None  # the mock answers 401 without it
+    async with MockServer(Script(name=sc.id, steps=steps, repeat_last=True), seed=7, api_key=required) as server:
         base_url = server.base_url if sc.endpoint == "mock" else f"http://127.0.0.1:{_free_port()}"
         if protocol == "anthropic":
             base_url += "/anthropic"
-        task = build_task(sc, protocol=protocol, base_url=base_url, api_key=f"sk-conf-{uuid.uuid4().hex[:12]}",
-                          client_options=client_options)
+        task = build_task(sc, protocol=protocol, base_url=base_url, api_key=key, client_options=client_options)
         validate_task(task)
         run = await run_driver(cmd, task, steps=len(played), budget_s=sc.budget_s, startup_s=startup_s)
         by_step = _attribute(_entries(server, protocol), len(played))

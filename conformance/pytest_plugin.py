@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dshkit-conformance", "dshkit adapter conformance")
     group.addoption(_OPTION, metavar="MOD:FACTORY", default=None,
                     help="run the dshkit conformance catalogue against this adapter factory "
-                         "(with `pytest --pyargs dshkit.conformance`)")
+                         "(with `pytest --pyargs dshkit.conformance`); its module is imported from the "
+                         "installed packages or the current directory")
     group.addoption("--dshkit-only", action="append", default=[], metavar="TAG",
                     help="only scenarios with this tag, id or area (repeatable)")
     group.addoption("--dshkit-protocol", choices=["chat", "anthropic"], default="chat",
@@ -80,9 +81,33 @@ def _selected(config: pytest.Config) -> list[Scenario]:
         raise pytest.UsageError(str(exc)) from None
 
 
+_FACTORY_KEY = pytest.StashKey[Any]()
+
+
+def _factory(config: pytest.Config) -> Any:
+    """The adapter factory named by `--dshkit-adapter`, loaded (and its signature checked) once, at
+    collection: a path that does not resolve is one collection error with the sentence that says
+    what to write, not one identical error per scenario."""
+    if _FACTORY_KEY not in config.stash:
+        from .runner import load_factory
+
+        config.stash[_FACTORY_KEY] = load_factory(config.getoption(_OPTION))
+    return config.stash[_FACTORY_KEY]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dshkit_scenario" not in metafunc.fixturenames or not _enabled(metafunc.config):
         return
+    from .runner import FactoryError
+
+    problem: str | None = None
+    try:
+        _factory(metafunc.config)
+    except FactoryError as exc:
+        problem = str(exc)
+    if problem is not None:
+        # One collection error that is the sentence itself (no traceback of ours to read past).
+        pytest.fail(f"--dshkit-adapter: {problem}", pytrace=False)
     params = [
         pytest.param(sc, id=sc.id, marks=[getattr(pytest.mark, marker_name(t)) for t in sc.tags])
         for sc in _selected(metafunc.config)
@@ -92,13 +117,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def dshkit_conformance_factory(pytestconfig: pytest.Config) -> Any:
-    """The adapter factory named by `--dshkit-adapter`."""
-    from .runner import FactoryError, load_factory
-
-    try:
-        return load_factory(pytestconfig.getoption(_OPTION))
-    except FactoryError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    """The adapter factory named by `--dshkit-adapter` (loaded at collection)."""
+    return _factory(pytestconfig)
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,11 @@
 """Reports of a run: the JSON document, JUnit XML, the closing table and the live progress line.
 
 All four read the same list of `ScenarioResult`s, so they always count the same things. The
-JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "tags", "status", "reason",
+JSON shape is `{"adapter", ["server",] "scenarios": [{"id", "title", "tags", "status", "reason",
 "failed", "seconds", "notes", "diff"?}], "summary": {"pass", "fail", "n/a"}}` (a client run has
 `"client"` and `"driver"` in place of `"adapter"`, and its scenarios add the driver's
-`"observations"` and, when failing, the end of its `"stderr"`): `reason` says
+`"observations"` and, when failing, the end of its `"stderr"`): `title` is the scenario's
+catalogue title (what situation it plays; empty for a server check), `reason` says
 why a scenario failed or is n/a, `failed` names the failed checks, `notes` holds the
 differences reported as information. JUnit uses the checklist area as classname and the
 scenario id as test name; its suite `time` is the run's wall time (scenarios run concurrently,
@@ -87,8 +88,14 @@ def write_junit(path: str | Path, results: Sequence[ScenarioResult], *, name: st
     tree.write(str(path), encoding="utf-8", xml_declaration=True)
 
 
+def _named(r: ScenarioResult) -> str:
+    """`area/id`, and the scenario's title when it has one, so a failure says what it played."""
+    return f"{r.area}/{r.id}" + (f" ({r.title})" if r.title else "")
+
+
 def render_table(results: Sequence[ScenarioResult], *, title: str) -> str:
-    """The closing table: one row per checklist area, then the failures and n/a by id."""
+    """The closing table: one row per checklist area, then the failures (with their scenario's
+    title) and n/a by id."""
     areas: dict[str, dict[str, int]] = {}
     for r in results:
         row = areas.setdefault(r.area, {"pass": 0, "fail": 0, "n/a": 0})
@@ -104,7 +111,7 @@ def render_table(results: Sequence[ScenarioResult], *, title: str) -> str:
     lines.append(f"{'total':<{width}}  {total['pass']:>5} {total['fail']:>5} {total['n/a']:>5}")
     for r in results:
         if r.status == "fail":
-            lines.append(f"FAIL {r.area}/{r.id}: {r.reason}")
+            lines.append(f"FAIL {_named(r)}: {r.reason}")
     for r in results:
         if r.status == "n/a":
             lines.append(f"n/a  {r.area}/{r.id}: {r.reason}")

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 import importlib
 import inspect
+import os
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -88,23 +91,70 @@ class FactoryError(UsageError, ValueError):
         super().__init__(message, code)
 
 
+def _import_from_cwd(module_name: str) -> Any:
+    """Import `module_name` as `python -m` would: the current directory is searched too (first, as
+    `python -m` puts it), so `--adapter mypkg.adapters:make` works from a project's root without
+    `PYTHONPATH=.`; the console script `dshkit` and plain `pytest` do not put it on `sys.path`."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+        importlib.invalidate_caches()
+    return importlib.import_module(module_name)
+
+
+_CALL_SHAPE = "factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)"
+
+
+def _check_signature(spec: str, target: Any) -> None:
+    """Refuse a factory that cannot take the runner's call, before any scenario runs (one usage
+    error instead of every scenario failing with the same TypeError)."""
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable without a signature: the first call will tell
+    try:
+        signature.bind("http://127.0.0.1:1", "sk-check", connect_timeout_s=1.0, idle_timeout_s=1.0)
+    except TypeError as exc:
+        raise FactoryError(
+            f"adapter factory {spec!r} cannot be called as {_CALL_SHAPE}: {exc} (its signature is "
+            f"{signature}); give it those parameters, or point --adapter at a small function that "
+            "takes them and builds your adapter"
+        ) from None
+
+
 def load_factory(spec: str) -> AdapterFactory:
-    """Import `module:callable` (e.g. `dshkit.harness.providers.deepseek:DeepSeekAdapter`)."""
+    """Import `module:callable` (e.g. `dshkit.harness.providers.deepseek:DeepSeekAdapter`), the
+    module found on `sys.path` or in the current directory, and check that it can be called as
+    `factory(base_url, api_key, *, connect_timeout_s, idle_timeout_s)`. Every problem is a
+    `FactoryError` saying what to write instead."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise FactoryError(f"adapter factory {spec!r} must look like `package.module:callable`")
+        raise FactoryError(f"adapter factory {spec!r} must look like `package.module:callable` "
+                           "(e.g. mypkg.adapters:make_adapter)")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_from_cwd(module_name)
     except ImportError as exc:
-        raise FactoryError(f"cannot import module {module_name!r} for adapter factory {spec!r}: {exc}") from None
+        raise FactoryError(
+            f"cannot import module {module_name!r} for adapter factory {spec!r}: {exc}; the module must "
+            f"be importable from the current directory ({os.getcwd()}) or the installed packages"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - the user's module raised while importing: a usage error
+        raise FactoryError(f"importing module {module_name!r} for adapter factory {spec!r} raised "
+                           f"{type(exc).__name__}: {exc}") from None
     target: Any = module
     for part in attr.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise FactoryError(f"module {module_name!r} has no attribute {attr!r} (adapter factory {spec!r})") from None
+            names = [n for n in dir(target) if not n.startswith("_")]
+            near = difflib.get_close_matches(part, names, n=3)
+            hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            raise FactoryError(
+                f"module {module_name!r} has no attribute {attr!r} (adapter factory {spec!r}){hint}"
+            ) from None
     if not callable(target):
-        raise FactoryError(f"adapter factory {spec!r} is not callable")
+        raise FactoryError(f"adapter factory {spec!r} is not callable (it is a {type(target).__name__})")
+    _check_signature(spec, target)
     return target  # type: ignore[no-any-return]
 
 
@@ -131,7 +181,7 @@ class ScenarioResult:
         return area_of(self.tags)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "tags": self.tags, "status": self.status,
+        out: dict[str, Any] = {"id": self.id, "title": self.title, "tags": self.tags, "status": self.status,
                                "reason": self.reason, "failed": self.failed,
                                "seconds": round(self.seconds, 3), "notes": self.info}
         if self.status == "fail":
@@ -275,9 +325,21 @@ async def run_scenario(
     provider: str = "conformance",
     protocol: str = "chat",
 ) -> ScenarioResult:
-    """Run one scenario against a fresh adapter; never raises for adapter misbehaviour."""
-    started = time.monotonic()
+    """Run one scenario against a fresh adapter; never raises for adapter misbehaviour.
+
+    A scenario with `api_key: required` is played on a mock of its own, started with the
+    scenario's key required (the shared one takes any key: each scenario has its own)."""
     key = f"sk-conf-{sc.id}-{uuid.uuid4().hex[:8]}"
+    if sc.api_key == "required" and sc.endpoint == "mock" and protocol in sc.protocols:
+        async with MockServer(seed=7, api_key=key) as own:
+            return await _run_scenario(sc, factory, own, key, provider=provider, protocol=protocol)
+    return await _run_scenario(sc, factory, server, key, provider=provider, protocol=protocol)
+
+
+async def _run_scenario(
+    sc: Scenario, factory: AdapterFactory, server: MockServer, key: str, *, provider: str, protocol: str
+) -> ScenarioResult:
+    started = time.monotonic()
     anthropic = protocol == "anthropic"
     session_id = f"conf-{sc.id}-{uuid.uuid4().hex[:8]}" if anthropic else None
     session = session_id or session_of({"Authorization": f"Bearer {key}"})

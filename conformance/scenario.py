@@ -339,6 +339,12 @@ class RequestExpect(_Model):
     messages: list[dict[str, Any]] | None = None
     fields: list[FieldCheck] = Field(default_factory=list)
     headers_absent: list[str] = Field(default_factory=list)
+    headers_present: list[str] = Field(
+        default_factory=list,
+        description="Headers the request must carry; `a|b` is satisfied by either name (values are "
+        "not compared: the journal keeps credentials scrubbed, and a mock started with "
+        "`api_key: required` checks the key itself).",
+    )
 
 
 class StepExpect(_Model):
@@ -452,6 +458,11 @@ class Scenario(_Model):
         default_factory=lambda: _CHAT_ONLY.copy(), min_length=1, description="The wire protocols it is written for."
     )
     endpoint: Literal["mock", "refused"] = "mock"
+    api_key: Literal["any", "required"] = Field(
+        default="any",
+        description="`required`: the scenario's mock is started with the scenario's API key, so a "
+        "request without it (or with another) gets the surface's 401.",
+    )
     idle_timeout_s: float = Field(
         default=10.0, gt=0,
         description="Generous by default: a passing scenario never waits on it, and a loaded machine "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from urllib.parse import urlsplit
 
-__all__ = ["http_url", "positive_float", "positive_int"]
+__all__ = ["http_url", "non_negative_int", "positive_float", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -18,6 +18,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type for limits where 0 means "none" (`--max-retries 0`: never retry)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 

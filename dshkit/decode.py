@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
+from dshkit.bundled import resolve
 from dshkit.harness.decode import (
     DOCUMENT_FORMATS,
     CaptureError,
@@ -54,7 +54,7 @@ def decode_cassette(data: bytes, *, source: str = "<cassette>") -> dict[str, Any
 def _run(args: argparse.Namespace) -> int:
     path: str = args.file
     try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else resolve(path).read_bytes()
     except OSError as exc:
         print(f"dshkit decode: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -94,7 +94,7 @@ def _print(text: str) -> None:
 _DECODE_EPILOG = """\
 examples:
   dshkit decode examples/seed-walk.sse               SSE bytes: chunks, assembled message, usage, finish
-  dshkit decode capture.sse --pretty                 indented JSON instead of one line per chunk
+  dshkit decode capture.sse --pretty                 the assembled blocks, finish and usage as text
   dshkit decode error.json --format error --status 429
                                                      an HTTP error body as the adapter maps it
   curl -sN ... | tee capture.sse && dshkit decode capture.sse
@@ -126,5 +126,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--status", type=int, help="treat the file as an HTTP error body with this status (default 400)")
     p.add_argument("--protocol", choices=["chat", "anthropic"],
                    help="the wire: Chat Completions chunks or Anthropic Messages events (default: detected)")
-    p.add_argument("--pretty", action="store_true", help="print a readable view instead of JSON")
+    p.add_argument("--pretty", action="store_true", help="print text for a reader instead of JSON: each assembled block (reasoning, "
+                   "answer, tool call with its arguments) under a heading, then the finish, the usage and "
+                   "the model and response id (a cassette or session log: the same per exchange)")
     p.set_defaults(func=_run)

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import httpx
 
 import dshkit.harness
-from dshkit.args import http_url, positive_float, positive_int
-from dshkit.harness.llm import Adapter, HarnessError, SessionError, jsonio
+from dshkit.args import http_url, non_negative_int, positive_float, positive_int
+from dshkit.harness.llm import Adapter, HarnessError, RetryPolicy, SessionError, jsonio
 from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.secrets import scrub_url
@@ -63,8 +63,11 @@ its DeepSeek adapter, so a dshkit log and a DSH log of the same call name the sa
 class LiveView:
     """Prints the flow of a turn as it happens: a readable view, or one JSON line per event."""
 
-    def __init__(self, out: TextIO, *, as_json: bool, wire: bool = True) -> None:
+    def __init__(self, out: TextIO, *, as_json: bool, wire: bool = True, max_retries: int | None = None) -> None:
         self.out = out
+        self.max_retries = max_retries
+        """The run's retry limit, named when a turn ends on a failure the limit gave up on."""
+        self._retries = 0  # retries seen in the current step's chain
         self.as_json = as_json
         self.wire = wire and not as_json
         """Also show the wire: requests, HTTP status, step boundaries, fragment and usage counts."""
@@ -169,7 +172,10 @@ class LiveView:
                 self._line(f"· runtime context ({len(text)} chars)")
             else:
                 self._line(f"› {text}")
-        elif kind == "step/start" and self.wire:
+        elif kind == "step/start":
+            self._retries = 0
+            if not self.wire:
+                return
             self._end_stream()
             self._line(f"── step {data['step']} " + "─" * 20)
         elif kind == "assistant/chunk":
@@ -201,6 +207,7 @@ class LiveView:
             self._line(f"{mark} " + "\n  ".join(shown))
         elif kind == "llm/retry":
             self._end_stream()
+            self._retries = int(data.get("retry", self._retries + 1))
             failure = data["failure"]
             self._line(f"↻ retry {data['retry']} in {data['delayMs'] / 1000:.1f}s after {failure['code']}: {failure['message']}")
         elif kind == "turn/end":
@@ -210,7 +217,21 @@ class LiveView:
             if reason["kind"] == "max-steps":
                 extra = f" (limit {reason['limit']})"
             self._line(f"■ turn {data['turn']} {reason['kind']}{extra}")
+            error = reason.get("error") or {}
+            if (reason["kind"] == "error" and self.max_retries is not None and self._retries >= self.max_retries
+                    and error.get("code") in RetryPolicy().retryable_codes):
+                self._line(self.gave_up_message(error))
 
+    def gave_up_message(self, error: dict[str, Any]) -> str:
+        """Why a retryable failure ended the turn: the retry limit ran out."""
+        limit = self.max_retries
+        tried = f"after {self._retries} retr{'y' if self._retries == 1 else 'ies'}"
+        return (f"gave up on {error.get('code')} {tried}: the retry limit is {limit} (--max-retries {limit}); "
+                "raise --max-retries to keep trying, or fix what the failure says")
+
+
+DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
+"""`run --max-retries` when not given: the harness's default retry policy."""
 
 DEFAULT_PACE_MS = 25
 """Delay between writes of the embedded mock server when the view goes to a terminal, so the
@@ -315,7 +336,9 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
                 from dshkit.mock_server import ScriptError, replay_scripts
 
                 try:
-                    sources = list(replay_scripts(replay))
+                    from dshkit.bundled import resolve
+
+                    sources = list(replay_scripts(resolve(replay)))
                 except (ScriptError, HarnessError, OSError) as exc:  # a session log too (zstd included)
                     print(f"dshkit run: --replay: {exc}", file=sys.stderr)
                     return 2
@@ -339,7 +362,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             print(f"dshkit run: --session: {exc}", file=sys.stderr)
             return 2
         stack.callback(store.close, session)
-        view = LiveView(out, as_json=args.json)
+        max_retries = getattr(args, "max_retries", DEFAULT_MAX_RETRIES)
+        view = LiveView(out, as_json=args.json, max_retries=max_retries)
         # The adapter's usual client, plus hooks so the view shows each request and status line.
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(connect=10, read=args.idle_timeout, write=args.idle_timeout, pool=10),
@@ -357,7 +381,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             secrets=[api_key, env_key or ""],
         )
         provider = PROVIDER if getattr(args, "protocol", "chat") == "chat" else "deepseek"
-        agent = Agent(session, adapter, AgentOptions(model=args.model, provider=provider, max_steps=args.max_steps),
+        agent = Agent(session, adapter, AgentOptions(model=args.model, provider=provider, max_steps=args.max_steps,
+                                                   retry_policy=RetryPolicy(max_retries=max_retries)),
                       tools=tools)
         agent.subscribe(view)
         # A session-log write that fails stops the turn at once: nothing runs unlogged.
@@ -427,6 +452,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--yes", action="store_true", help="approve every tool call that asks (e.g. bash)")
     p.add_argument("--json", action="store_true", help="print one JSON live event per line instead of the human view")
     p.add_argument("--max-steps", type=positive_int, help="end the turn after N steps, N >= 1 (exit 4)")
+    p.add_argument("--max-retries", type=non_negative_int, default=DEFAULT_MAX_RETRIES, metavar="N",
+                   help=f"retry a retryable failure (rate limit, server error, timeout, transport) at most N "
+                   f"times per step, with backoff, before the turn ends with it (exit 1); 0 never retries "
+                   f"(default: {DEFAULT_MAX_RETRIES})")
     p.add_argument("--replay", metavar="recordings/NAME",
                    help="serve this cassette (recorded timing) through the embedded mock server "
                    "instead of the bundled script, e.g. recordings/readme-walk")

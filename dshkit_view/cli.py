@@ -45,7 +45,9 @@ def view_path_for(source: Path) -> Path:
 
 
 def view_command(args: argparse.Namespace) -> int:
-    paths = [Path(p) for p in args.paths]
+    from dshkit.bundled import resolve
+
+    paths = [resolve(p) for p in args.paths]
     try:
         html, _kind = render_paths(paths, journal=Path(args.journal) if args.journal else None)
     except ViewError as exc:

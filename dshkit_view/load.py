@@ -111,14 +111,16 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def render_paths(paths: Sequence[Path], *, journal: Path | None = None) -> tuple[str, str]:
+def render_paths(paths: Sequence[Path], *, journal: Path | None = None, plain: bool = False) -> tuple[str, str]:
     """The page for `paths` and its kind. Several paths are allowed only for conformance reports
-    (one column each); `journal` only for a session log."""
+    (one column each); `journal` only for a session log. `plain` rebuilds a session log's
+    requests by replaying it event by event (the reference path, for comparison): the same
+    page, more slowly."""
     with _no_cycle_collection():
-        return _render(paths, journal)
+        return _render(paths, journal, plain)
 
 
-def _render(paths: Sequence[Path], journal: Path | None) -> tuple[str, str]:
+def _render(paths: Sequence[Path], journal: Path | None, plain: bool = False) -> tuple[str, str]:
     if not paths:
         raise ViewError("no file given")
     contents = [_read(p) for p in paths]
@@ -136,7 +138,7 @@ def _render(paths: Sequence[Path], journal: Path | None) -> tuple[str, str]:
         except HarnessError as exc:
             raise ViewError(str(exc)) from None
         sent = _chat_requests(journal) if journal is not None else None
-        return session_page(build_session_view(loaded, sent), source=str(path),
+        return session_page(build_session_view(loaded, sent, plain=plain), source=str(path),
                             journal=str(journal) if journal else None), kind
     if kind == "cassette":
         try:

@@ -23,11 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshkit.harness.llm import HarnessError
+from dshkit.harness.llm import GenerateOptions, HarnessError, Message
 from dshkit.harness.loop import rebuild_requests
-from dshkit.harness.loop.header import title_request
+from dshkit.harness.loop.header import CALL_ENDERS, RequestHeader, title_request
 from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import LoadedLog, SessionEvent
+from dshkit.harness.session import LoadedLog, Session, SessionEvent
+from dshkit.harness.session.events import CORE_EVENT_TYPES, PLUGIN_EVENT_TYPES, SURFACE_EVENT_TYPES
+from dshkit.harness.session.surface import Surface
 
 from .bodies import request_bodies
 
@@ -160,16 +162,75 @@ def json_diff(expected: Any, actual: Any, *, a: str = "rebuilt from log", b: str
     return list(difflib.unified_diff(left, right, fromfile=a, tofile=b, lineterm="", n=3))
 
 
-def _rebuilt_bodies(events: Sequence[SessionEvent], session_id: str) -> tuple[list[dict[str, Any]], str | None]:
+_KNOWN_TYPES = CORE_EVENT_TYPES | PLUGIN_EVENT_TYPES
+
+
+def _trusted(session: Session) -> bool:
+    """Whether every event of the parsed `session` is one a fresh strict session would accept
+    as it is: no defect kept from a lenient import, no unknown type that is not ignorable. Only
+    then may the requests be rebuilt from the parsed session instead of by replaying the log."""
+    return all(e.defect is None and (e.ignorable or e.type in _KNOWN_TYPES) for e in session.events)
+
+
+def rebuild_from_session(session: Session, *, session_id: str) -> list[GenerateOptions]:
+    """What `rebuild_requests` returns for `session.events`, computed from the parsed session
+    instead of by replaying every event into a fresh one: the history before each call is the
+    session's own decoded messages (`message_at`) on the surface as it stood then, so no event is
+    validated or decoded a second time. Valid only for a `_trusted` session (a differential test
+    holds it to `rebuild_requests`)."""
+    events = session.events
+    surface = Surface()
+    derived: list[Message] = []
+    requests: list[GenerateOptions] = []
+    header: Any = None
+    built: RequestHeader | None = None
+    in_call = False
+    for event in events:
+        type_, data = event.type, event.data
+        if type_ == "request/header":
+            header, built = data["header"], None
+        elif type_ == "session/title-llm-request":
+            requests.append(title_request(data, session_id=session_id, where=f"session/title-llm-request seq {event.seq}"))
+        if type_ == "assistant/chunk":
+            if not in_call:
+                if header is None:
+                    raise HarnessError("an assistant/chunk precedes any request/header", "REBUILD_FAILED")
+                if built is None:
+                    built = RequestHeader.from_json(header)  # once per logged header, not per call
+                requests.append(built.request(derived, session_id=session_id))
+                in_call = True
+            if data["chunk"].get("type") == "finish":
+                in_call = False
+        elif type_ in CALL_ENDERS:
+            in_call = False
+        if type_ in SURFACE_EVENT_TYPES:
+            plan = surface.plan(event, events)
+            if plan is not None:
+                surface.apply(plan)
+                if plan.start_pos is None:
+                    message = session.message_at(event.seq)
+                    if message is not None:
+                        derived.append(message)
+                else:  # a replace (compaction): the history is the surface's messages again
+                    derived = [m for m in map(session.message_at, surface.nodes) if m is not None]
+    return requests
+
+
+def _rebuilt_bodies(session: Session, session_id: str, *, plain: bool = False) -> tuple[list[dict[str, Any]], str | None]:
     """The body of every model call (title requests left out: `_title_body` rebuilds each of
-    those on its own, since it needs no request/header)."""
-    # The events as the mappings `rebuild_requests` also takes, their data left frozen: given
-    # `SessionEvent`s it would copy every event's data to read a few fields of some of them.
-    rows = [{"type": e.type, "seq": e.seq, "time": e.time, "data": e.data, "surfaceOp": e.surface_op,
-             "sourceEventSeqs": e.source_event_seqs, "ignorable": e.ignorable} for e in events]
+    those on its own, since it needs no request/header). `plain` rebuilds by replaying the log
+    (`rebuild_requests`), the reference path; otherwise a trusted session is rebuilt from what
+    parsing it already decoded (`rebuild_from_session`)."""
     try:
-        requests = [options for options in rebuild_requests(rows, session_id=session_id)
-                    if options.purpose != "session-title"]
+        if not plain and _trusted(session):
+            rebuilt = rebuild_from_session(session, session_id=session_id)
+        else:
+            # The events as the mappings `rebuild_requests` also takes, their data left frozen:
+            # given `SessionEvent`s it would copy every event's data to read a few fields.
+            rows = [{"type": e.type, "seq": e.seq, "time": e.time, "data": e.data, "surfaceOp": e.surface_op,
+                     "sourceEventSeqs": e.source_event_seqs, "ignorable": e.ignorable} for e in session.events]
+            rebuilt = rebuild_requests(rows, session_id=session_id)
+        requests = [options for options in rebuilt if options.purpose != "session-title"]
         return request_bodies(requests), None
     except (HarnessError, ValueError, KeyError, TypeError) as exc:
         # A log from another harness (DSH logs name their tools instead of carrying schemas) can
@@ -342,12 +403,16 @@ class _Timeline:
         self._place(StepItem("tool-result", event.seq, {**data, "toolName": self.tool_names.get(call_id, call_id)}))
 
 
-def build_session_view(loaded: LoadedLog, sent: Sequence[SentRequest | Mapping[str, Any]] | None = None) -> SessionView:
+def build_session_view(
+    loaded: LoadedLog, sent: Sequence[SentRequest | Mapping[str, Any]] | None = None, *, plain: bool = False
+) -> SessionView:
     """The timeline of a parsed log; `sent` are the chat requests of a journal (a bare body
-    names no session), paired with the rebuilt requests by `pair_requests`."""
+    names no session), paired with the rebuilt requests by `pair_requests`. `plain` rebuilds the
+    requests by the reference path, replaying the log event by event (`rebuild_requests`): the
+    same view, more slowly."""
     session = loaded.session
     events = list(session.events)
-    timeline = _Timeline(*_rebuilt_bodies(events, session.id), session.id)
+    timeline = _Timeline(*_rebuilt_bodies(session, session.id, plain=plain), session.id)
     for event in events:
         timeline.feed(event)
     extra = 0

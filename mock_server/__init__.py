@@ -20,6 +20,7 @@ from dshkit.mock_server.cassette import (
     script_to_cassette,
 )
 from dshkit.mock_server.factories import (
+    AwaitableMockServer,
     MockServerFactory,
     ReplayServerFactory,
     SyncMockServerFactory,
@@ -39,8 +40,9 @@ from dshkit.mock_server.replay import (
     session_log_scripts,
     session_scripts_to_mock,
 )
-from dshkit.mock_server.routing import SESSION_HEADER, session_of
+from dshkit.mock_server.routing import SESSION_HEADER, RequestView, session_of
 from dshkit.mock_server.scripts import (
+    CallbackStep,
     ChunksSpec,
     ChunksStep,
     FaultStep,
@@ -80,6 +82,8 @@ __all__ = [
     "MODELS",
     "QUIRKS",
     "SESSION_HEADER",
+    "AwaitableMockServer",
+    "CallbackStep",
     "Cassette",
     "CassetteAppender",
     "CassetteError",
@@ -106,6 +110,7 @@ __all__ = [
     "Reply",
     "ReplySpec",
     "ReplyStep",
+    "RequestView",
     "Script",
     "ScriptError",
     "SplitPlan",

@@ -35,8 +35,11 @@ __all__ = ["CHAT_PATHS", "SURFACES", "make_app"]
 SURFACES: tuple[Surface, ...] = (ChatSurface(), AnthropicSurface())
 
 
-def make_app(runtime: Runtime, router: Router, surfaces: Sequence[Surface] = SURFACES) -> web.Application:
-    """The application for one server; the runtime, router and surfaces are its only state."""
+def make_app(
+    runtime: Runtime, router: Router, surfaces: Sequence[Surface] = SURFACES, *, admin: bool = False
+) -> web.Application:
+    """The application for one server; the runtime, router and surfaces are its only state.
+    `admin` adds the admin HTTP API under `/_dshkit/` (:mod:`dshkit.mock_server.admin`)."""
     # Bodies are read by the handler with its own limit (413 with DeepSeek's envelope), so
     # aiohttp's own limit is set out of the way.
     app = web.Application(client_max_size=runtime.config.max_body_bytes + 1)
@@ -50,5 +53,9 @@ def make_app(runtime: Runtime, router: Router, surfaces: Sequence[Surface] = SUR
     for prefix in ("", "/v1"):
         app.router.add_get(f"{prefix}/models", list_models)
         app.router.add_get(f"{prefix}/user/balance", balance)
+    if admin:
+        from dshkit.mock_server.admin import add_admin_routes
+
+        add_admin_routes(app, router, runtime)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -23,7 +23,7 @@ from typing import Any
 
 from dshkit.harness.llm import HarnessError
 from dshkit.mock_server.journal import DEFAULT_KEEP, json_line
-from dshkit.mock_server.scripts import ScriptError
+from dshkit.mock_server.scripts import ScriptError, load_scripts
 from dshkit.mock_server.server import MockServer
 
 __all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
@@ -97,7 +97,7 @@ def serve_epilog() -> str:
         lines.append(textwrap.fill(", ".join(names), width=96, initial_indent=f"  {kind + ':':<12}",
                                    subsequent_indent=" " * 14))
     lines.append("  refusal:    connection_refused (only as the first --sequence entry, with an explicit --port)")
-    lines.append("What each one does: the fault catalogue in README.md and docs/mock_server.md.")
+    lines.append("What each one does: the fault catalogue in docs/cli.md and docs/mock_server.md.")
     return "\n".join(lines)
 
 
@@ -119,7 +119,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="fault names forming one script, e.g. rate_limit,success "
                    "(`connection_refused` first: refuse connections for --listen-delay-ms)")
     p.add_argument("--repeat-last", action="store_true",
-                   help="reuse the last --sequence step once all are used")
+                   help="reuse the last step once all are used: of --sequence, and of each --script "
+                   "(as `repeat_last: true` in the script would)")
     p.add_argument("--unscripted", choices=("error", "default"), default="error",
                    help="what a new session gets when no script is left for it: a 418 "
                    "`mock_no_script` error (default) or the generated default reply")
@@ -141,9 +142,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--backlog", type=int, default=1024,
                    help="listen backlog: connections queued before they are accepted (default 1024)")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
-    p.add_argument("--anthropic-envelope", choices=("deepseek", "anthropic"), default="deepseek",
-                   help="error body of the Anthropic surface (/anthropic/v1/messages): DeepSeek's "
-                   "OpenAI-style envelope (default) or Anthropic's own")
+    p.add_argument("--anthropic-envelope", choices=("evidence", "deepseek", "anthropic"),
+                   default="evidence",
+                   help="error body of the Anthropic surface (/anthropic/v1/messages): evidence "
+                   "(default; 4xx but 429 in DeepSeek's OpenAI-style envelope, as recorded, 429 and "
+                   "5xx in Anthropic's), deepseek (OpenAI-style for all) or anthropic (for all)")
     p.add_argument("--anthropic-unknown-model", choices=("reject", "flash"), default="reject",
                    help="Anthropic surface: a model name that is neither DeepSeek's nor claude* "
                    "gets 400 (newest DeepSeek page, default) or is served by the flash model "
@@ -164,6 +167,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="with --replay: cut the recorded bytes at new seeded boundaries")
     p.add_argument("--match", choices=("sequence", "body"), default="sequence",
                    help="with --replay: answer requests in recorded order (default) or by equal body")
+    p.add_argument("--no-admin", action="store_true",
+                   help="turn off the admin HTTP API (under /_dshkit/ on the same port, loopback "
+                   "clients only: load scripts, reset sessions, read the journal and per-step "
+                   "counts; see docs/admin_api.md)")
     p.set_defaults(func=run_serve)
 
 
@@ -221,19 +228,27 @@ def run_serve(args: argparse.Namespace) -> int:
         return _fail("--listen-delay-ms is only allowed with `connection_refused`")
     if args.weights is not None and "random" not in sequence and not args.script:
         return _fail("--weights needs `random` in --sequence (or a script using it)")
+    if args.repeat_last and not sequence and not args.script:
+        return _fail("--repeat-last applies to the steps of --sequence or --script; add one of them or drop it")
     speed = 1.0 if args.speed is None else args.speed
     if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
+        from dshkit.bundled import resolve
         from dshkit.mock_server.replay import replay_scripts
 
         replayed = [
             s
             for path in args.replay
-            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
+            for s in replay_scripts(resolve(path), speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
         ]
+        # --repeat-last applies to every --script too (as `repeat_last: true` in the file would).
+        scripts: list[Any] = (
+            [sc.model_copy(update={"repeat_last": True}) for path in args.script for sc in load_scripts(path)]
+            if args.repeat_last else list(args.script)
+        )
         server = MockServer(
-            *args.script,
+            *scripts,
             *replayed,
             sequence=sequence or None,
             repeat_last=args.repeat_last,
@@ -253,6 +268,7 @@ def run_serve(args: argparse.Namespace) -> int:
             backlog=args.backlog,
             journal_keep=args.journal_keep,
             fast_path=not args.plain_path,
+            admin=not args.no_admin,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
@@ -298,7 +314,8 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
         sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
         return 1
     _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
-            "anthropic_base_url": server.anthropic_base_url})
+            "anthropic_base_url": server.anthropic_base_url,
+            **({"admin_url": server.base_url + "/_dshkit/"} if server.admin else {})})
     try:
         code = await stop
     finally:

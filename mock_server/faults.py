@@ -326,8 +326,8 @@ HTTP_FAULTS: dict[str, HttpFault] = {
     "reasoning_passback": HttpFault(
         status=400, type="invalid_request_error", code="invalid_request_error",
         message=PASSBACK_MESSAGE,
-        client_sees="400 `The reasoning_content in the thinking mode must be passed back to the "
-        "API.` (the real S7 body)"),
+        client_sees="400 \"The `reasoning_content` in the thinking mode must be passed back to the "
+        "API.\" (the real S7 body, as the recorded DeepSeek errors quote it)"),
     "model_not_exist": HttpFault(
         status=400, type="invalid_request_error", code="invalid_request_error",
         message="Model Not Exist", client_sees="400 `Model Not Exist` (ds18)"),

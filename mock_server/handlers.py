@@ -4,7 +4,8 @@
 :class:`~dshkit.mock_server.surface.Surface`); these are the only handlers that consume script
 steps. The order is fixed: auth (401), body size (413), body validation (400/422), then
 routing; a request rejected on the way never consumes a step. Routing failures answer 418
-(`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries. Once
+(`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries; so does a
+reply callback that fails (`mock_callback_error`). Once
 a step answers, the handler fixes the request's :class:`~dshkit.mock_server.surface.Call` and
 hands it to a :class:`~dshkit.mock_server.respond.Responder`. Every request gets a journal entry
 and, for the CLI, a `request` and a `result` event.
@@ -30,7 +31,15 @@ from dshkit.mock_server.journal import JournalEntry, NestingTooDeep, redact_body
 from dshkit.mock_server.respond import Responder
 from dshkit.mock_server.routing import Decision, Router, session_of
 from dshkit.mock_server.runtime import Runtime
-from dshkit.mock_server.scripts import ChunksStep, FaultStep, RawStep, ReplyStep, StreamSpec, Timing
+from dshkit.mock_server.scripts import (
+    CallbackStep,
+    ChunksStep,
+    FaultStep,
+    RawStep,
+    ReplyStep,
+    StreamSpec,
+    Timing,
+)
 from dshkit.mock_server.surface import Call, Surface
 from dshkit.mock_server.validation import MAX_DEPTH, MODELS, Rejection, check_headers
 
@@ -285,6 +294,14 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             return "rejected"
         entry.step = decision.index
         step = decision.step
+        if isinstance(step, CallbackStep):
+            try:
+                step = step.resolve(chat.view)
+            except ValueError as e:  # the test's function failed: a 418 no client retries
+                where = decision.script.step_label(decision.index or 0) if decision.script else "a step"
+                _begin(rt, entry, "callback_error", script_behavior="call")
+                await r.error(418, f"{where}: {e}", "mock_error", "mock_callback_error")
+                return "rejected"
         # -- plan: everything the answer needs, fixed before its first byte
         call = Call(
             surface=surface,

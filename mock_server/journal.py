@@ -141,6 +141,28 @@ class JournalEntry:
         """How many writes the server made (kept after trimming)."""
         return self._count if self.trimmed else len(self.writes)
 
+    def events(self) -> list[Any]:
+        """The response's Server-Sent Events, parsed: each event's `data` decoded as JSON, or
+        kept as the string when it is not JSON (`[DONE]`, a fault's garbage); comments and a
+        JSON (non-streamed) body give none. Raises LookupError for a trimmed entry."""
+        from dshkit.harness.providers.sse import SSEDecoder, SSEEvent
+
+        decoder = SSEDecoder()
+        items = decoder.feed(self.data) + decoder.close()
+        out: list[Any] = []
+        for item in items:
+            if isinstance(item, SSEEvent):
+                try:
+                    out.append(json.loads(item.data))
+                except ValueError:
+                    out.append(item.data)
+        return out
+
+    def response_json(self) -> Any:
+        """A whole (non-streamed) JSON response body, parsed (an error envelope included).
+        Raises ValueError when the body is not JSON (a stream: see :meth:`events`)."""
+        return json.loads(self.data)
+
     def trim(self) -> None:
         """Drop the bytes, headers and body; keep counts, timings and the outcome."""
         if self.trimmed:
@@ -274,6 +296,23 @@ class Journal:
             e for e in self.entries
             if e.path.startswith("/anthropic/") and e.path.endswith("/messages")
         ]
+
+    def bodies(self) -> list[Any]:
+        """The parsed bodies (credentials scrubbed) of the model calls on both wires, in
+        arrival order: what the client sent, without reading journal bytes."""
+        return [e.body for e in self.entries
+                if e.path.endswith("/chat/completions") or (e.path.startswith("/anthropic/") and e.path.endswith("/messages"))]
+
+    def step_counts(self) -> dict[tuple[str, int], int]:
+        """How many requests each scripted step answered: `(script name, step index)` → count.
+        A `repeat_last` step counts every reuse; steps nobody used are absent (see
+        :meth:`unused_steps`); auxiliary answers and default replies are not steps."""
+        counts: dict[tuple[str, int], int] = {}
+        for e in self.entries:
+            if e.script is not None and e.step is not None:
+                key = (e.script, e.step)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -79,6 +79,8 @@ class RequestView:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
     """The parsed request body as sent, for `match.body` (the journal keeps a redacted copy)."""
+    path: str = ""
+    """The request path, without the query (cassette matching compares it)."""
 
 
 _SCRUBBED = re.compile(r"^\{\{scrubbed:[^{}]*\}\}$")
@@ -276,22 +278,53 @@ class Router:
         self._reserved: dict[str, Script] = {}
         self._claims: dict[str, _Cursor] = {}
         self._ever_scripted = False
+        self._added: list[tuple[Script, str | None]] = []
+        """Every script added, with its session, in order (what `reset` starts again from)."""
         for s in scripts or ():
             self.add(s)
 
     def add(self, script: Script, *, session: str | None = None) -> None:
         """Queue a script for the next new session, or reserve it for `session`."""
         with self._lock:
-            self._ever_scripted = True
-            key = session or script.session
-            if key is None:
-                self._unclaimed.append(script)
-            elif key in self._reserved or key in self._claims:
-                raise ValueError(
-                    f"session {key!r} already has a script; give each script its own session id"
-                )
-            else:
-                self._reserved[key] = script
+            self._add(script, session)
+            self._added.append((script, session))
+
+    def _add(self, script: Script, session: str | None) -> None:
+        self._ever_scripted = True
+        key = session or script.session
+        if key is None:
+            self._unclaimed.append(script)
+        elif key in self._reserved or key in self._claims:
+            raise ValueError(
+                f"session {key!r} already has a script; give each script its own session id"
+            )
+        else:
+            self._reserved[key] = script
+
+    def reset(self) -> None:
+        """Forget every session: the scripts added so far wait to be claimed again, every step
+        unused (as on a server just started with them)."""
+        with self._lock:
+            self._start_over(self._added)
+
+    def replace(self, scripts: list[Script]) -> None:
+        """Drop every script and session and start over with `scripts` (none: every request
+        gets the default reply again). Raises ValueError, changing nothing, when two scripts
+        reserve one session."""
+        with self._lock:
+            keys = [s.session for s in scripts if s.session is not None]
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            if twice:
+                raise ValueError(f"session(s) {', '.join(map(repr, twice))} have more than one script; "
+                                 "give each script its own session id")
+            self._added = [(s, None) for s in scripts]
+            self._start_over(self._added)
+
+    def _start_over(self, added: list[tuple[Script, str | None]]) -> None:
+        self._unclaimed, self._reserved, self._claims = [], {}, {}
+        self._ever_scripted = False
+        for script, session in added:
+            self._add(script, session)
 
     @property
     def scripted(self) -> bool:

@@ -60,8 +60,9 @@ class ServerConfig:
     of the previous response), and a request body may take to arrive."""
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     on_event: Callable[[dict[str, Any]], None] | None = None
-    anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek"
-    """The error envelope of the Anthropic surface (DeepSeek's OpenAI-style one by default)."""
+    anthropic_envelope: Literal["evidence", "deepseek", "anthropic"] = "evidence"
+    """The error envelope of the Anthropic surface: per status as the recordings support
+    (4xx but 429 in DeepSeek's OpenAI-style one, 429/5xx in Anthropic's), or one for all."""
     anthropic_unknown_model: Literal["reject", "flash"] = "reject"
     """The Anthropic surface's answer to a model that is neither DeepSeek's nor `claude…`."""
     fast_path: bool = True

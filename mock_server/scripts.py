@@ -13,7 +13,7 @@ import base64
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -25,10 +25,12 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from dshkit.harness.llm import InputError
 from dshkit.harness.llm.jsonio import JsonTooDeep
@@ -41,6 +43,7 @@ from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
 __all__ = [
     "DEFAULT_TITLE",
     "PURPOSES",
+    "CallbackStep",
     "ChunksSpec",
     "ChunksStep",
     "FaultName",
@@ -63,6 +66,7 @@ __all__ = [
     "load_script",
     "load_scripts",
     "parse_script",
+    "parse_scripts_text",
     "script_json_schema",
 ]
 
@@ -145,6 +149,7 @@ QuirkName = Literal[
     "data_only",
     "anthropic_ids",
     "anthropic_envelope",
+    "deepseek_envelope",
 ]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]
 Purpose = Literal["main", "session-title", "compaction"]
@@ -519,12 +524,49 @@ class ChunksStep(_StepBase):
     chunks: ChunksSpec
 
 
+class CallbackStep(_StepBase):
+    """Answer with a step a Python function computes from the live request (Python scripts only:
+    a file cannot hold one, and the script schema leaves it out).
+
+    `call` takes the request's :class:`~dshkit.mock_server.routing.RequestView` (`body`, the
+    parsed body as sent; `last_user`, `model`, `tool_results`, `headers` with credentials
+    scrubbed) and returns reply text, a step mapping (`{"reply": {...}}`, `{"fault": "rate_limit"}`,
+    ...) or a step model. A function that raises or returns anything else gets the client a 418
+    `mock_callback_error` naming it, never a retryable 500.
+    """
+
+    call: Callable[[Any], Any]
+
+    def resolve(self, request: Any) -> ReplyStep | FaultStep | RawStep | ChunksStep:
+        """The concrete step `call` computes for `request`; ValueError naming what went wrong."""
+        name = getattr(self.call, "__qualname__", repr(self.call))
+        try:
+            result = self.call(request)
+        except Exception as e:  # the test's own function: reported to the client
+            raise ValueError(f"the reply callback {name} raised {type(e).__name__}: {e}") from e
+        if isinstance(result, str):
+            return ReplyStep(reply=ReplySpec(content=result))
+        if isinstance(result, ReplyStep | FaultStep | RawStep | ChunksStep):
+            return result
+        if isinstance(result, Mapping) and _step_kind(result) not in (None, "call"):
+            try:
+                step = _CONCRETE_STEP.validate_python(dict(result))
+            except ValidationError as e:
+                raise ValueError(f"the reply callback {name} returned an invalid step: "
+                                 f"{_message_for(_first_error(e.errors()))}") from None
+            return step
+        raise ValueError(
+            f"the reply callback {name} returned {type(result).__name__} {result!r:.80}; return "
+            "reply text, a step mapping ({'reply': {...}}, {'fault': ...}) or a step model")
+
+
 def _step_kind(v: Any) -> str | None:
     if isinstance(v, Mapping):
-        kinds = [k for k in ("reply", "fault", "raw", "chunks") if k in v]
+        kinds = [k for k in ("reply", "fault", "raw", "chunks", "call") if k in v]
         return kinds[0] if len(kinds) == 1 else None
     for cls, kind in (
-        (ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw"), (ChunksStep, "chunks")
+        (ReplyStep, "reply"), (FaultStep, "fault"), (RawStep, "raw"), (ChunksStep, "chunks"),
+        (CallbackStep, "call"),
     ):
         if isinstance(v, cls):
             return kind
@@ -535,7 +577,8 @@ Step = Annotated[
     Annotated[ReplyStep, Tag("reply")]
     | Annotated[FaultStep, Tag("fault")]
     | Annotated[RawStep, Tag("raw")]
-    | Annotated[ChunksStep, Tag("chunks")],
+    | Annotated[ChunksStep, Tag("chunks")]
+    | Annotated[SkipJsonSchema[CallbackStep], Tag("call")],
     Discriminator(
         _step_kind,
         custom_error_type="step_kind",
@@ -544,6 +587,17 @@ Step = Annotated[
         "(or is a bare fault name)",
     ),
 ]
+
+
+_CONCRETE_STEP: TypeAdapter[ReplyStep | FaultStep | RawStep | ChunksStep] = TypeAdapter(
+    Annotated[
+        Annotated[ReplyStep, Tag("reply")]
+        | Annotated[FaultStep, Tag("fault")]
+        | Annotated[RawStep, Tag("raw")]
+        | Annotated[ChunksStep, Tag("chunks")],
+        Discriminator(_step_kind),
+    ]
+)
 
 
 class Script(_Model):
@@ -576,7 +630,8 @@ class Script(_Model):
             data = dict(data)
             for key in ("steps", "auxiliary"):
                 if isinstance(data.get(key), list):
-                    data[key] = [{"fault": s} if isinstance(s, str) else s for s in data[key]]
+                    data[key] = [{"fault": s} if isinstance(s, str) else {"call": s} if callable(s)
+                                 and not isinstance(s, BaseModel) else s for s in data[key]]
         return data
 
     @field_validator("steps")
@@ -600,9 +655,13 @@ class Script(_Model):
 
     @classmethod
     def of(
-        cls, *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep | ChunksStep, **kw: Any
+        cls,
+        *steps: str | Mapping[str, Any] | ReplyStep | FaultStep | RawStep | ChunksStep | CallbackStep
+        | Callable[[Any], Any],
+        **kw: Any,
     ) -> Script:
-        """Build a script from fault names, step dicts or step models."""
+        """Build a script from fault names, step dicts, step models or reply callbacks (a
+        function of the request: see :class:`CallbackStep`)."""
         return cls.model_validate({**kw, "steps": list(steps)})
 
     @classmethod
@@ -613,7 +672,8 @@ class Script(_Model):
     def step_label(self, index: int, *, auxiliary: bool = False) -> str:
         step = (self.auxiliary if auxiliary else self.steps)[index]
         kind = _step_kind(step) or "step"
-        detail = step.label or (step.fault if isinstance(step, FaultStep) else kind)
+        detail = step.label or (step.fault if isinstance(step, FaultStep) else
+                                getattr(step.call, "__name__", kind) if isinstance(step, CallbackStep) else kind)
         where = f"auxiliary[{index}]" if auxiliary else f"[{index}]"
         return f"{self.name}{where} ({detail})"
 
@@ -640,7 +700,7 @@ def _hint_for(err: Mapping[str, Any]) -> str | None:
     if t == "extra_forbidden":
         return "remove the key, or check its spelling against mock_server/script.schema.json"
     if t == "literal_error" and err["loc"] and err["loc"][-1] == "fault":
-        return "`dshkit serve --help` and the fault catalogue in README.md list every fault"
+        return "`dshkit serve --help` and the fault catalogue in docs/cli.md list every fault"
     if t == "step_kind":
         return "write `- reply: {content: ...}`, `- fault: rate_limit` or `- raw: {...}`"
     return None
@@ -771,22 +831,31 @@ def load_scripts(path: str | Path) -> list[Script]:
     except UnicodeDecodeError as e:
         raise ScriptError(f"not UTF-8 text (byte {e.start}: {e.reason}); save the script as UTF-8",
                           source=str(p)) from None
+    return parse_scripts_text(text, source=str(p), is_json=p.suffix == ".json", base=p.parent, stem=p.stem)
+
+
+def parse_scripts_text(
+    text: str, *, source: str, is_json: bool = False, base: Path | None = None, stem: str = "script"
+) -> list[Script]:
+    """The scripts of a file's text (see `load_scripts`), with the same located errors: JSON
+    when `is_json`, else YAML; raw files resolve against `base`; unnamed scripts are named
+    after `stem`."""
     try:
-        data = parse_document(text, is_json=p.suffix == ".json")
+        data = parse_document(text, is_json=is_json)
     except JsonTooDeep as e:
-        raise ScriptError(e.problem, source=str(p), line=e.line) from None
+        raise ScriptError(e.problem, source=source, line=e.line) from None
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         line = getattr(e, "lineno", None)
         mark = getattr(e, "problem_mark", None)
         if mark is not None:
             line = mark.line + 1
         raise ScriptError(
-            f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}", source=str(p), line=line
+            f"not valid {'JSON' if is_json else 'YAML'}: {e}", source=source, line=line
         ) from None
     if isinstance(data, Mapping) and "scripts" in data:
         items = data["scripts"]
         if not isinstance(items, list) or not items:
-            raise ScriptError("`scripts` must be a non-empty list", source=str(p), field="scripts")
+            raise ScriptError("`scripts` must be a non-empty list", source=source, field="scripts")
         root = _compose(text)
         nodes: list[yaml.Node] = []
         if isinstance(root, yaml.MappingNode):
@@ -798,17 +867,17 @@ def load_scripts(path: str | Path) -> list[Script]:
             try:
                 out.append(
                     parse_script(
-                        item, source=str(p), base=p.parent, default_name=f"{p.stem}#{i}",
+                        item, source=source, base=base, default_name=f"{stem}#{i}",
                         node=nodes[i] if i < len(nodes) else None,
                     )
                 )
             except ScriptError as e:
                 raise ScriptError(
-                    e.message, source=str(p), line=e.line,
+                    e.message, source=source, line=e.line,
                     field=f"scripts[{i}].{e.field or ''}".rstrip("."), hint=e.hint,
                 ) from None
         return out
-    return [parse_script(data, source=str(p), text=text, base=p.parent, default_name=p.stem)]
+    return [parse_script(data, source=source, text=text, base=base, default_name=stem)]
 
 
 def load_script(path: str | Path) -> Script:

@@ -96,8 +96,10 @@ class MockServer:
         unscripted: what a new session gets once no script is left for it: `error` (418
             `mock_no_script`) or `default` (the generated reply). Without any script at all,
             every request gets the default reply.
-        anthropic_envelope: the error body of the Anthropic surface: `deepseek` (the
-            OpenAI-style envelope DeepSeek sends there) or `anthropic` (Anthropic's own).
+        anthropic_envelope: the error body of the Anthropic surface: `evidence` (the default:
+            each status as the recordings support, 4xx but 429 in the OpenAI-style envelope
+            DeepSeek sends there, 429 and 5xx in Anthropic's), `deepseek` (the OpenAI-style
+            one for every status) or `anthropic` (Anthropic's own for every status).
         anthropic_unknown_model: on the Anthropic surface, a name that is neither a DeepSeek
             model nor `claude…`: `reject` (400, DeepSeek's newest page) or `flash` (served by
             the flash model, as older pages said).
@@ -115,6 +117,11 @@ class MockServer:
         surfaces: the wires the server speaks (default :data:`~dshkit.mock_server.app.SURFACES`:
             Chat Completions and the Anthropic Messages surface); see docs/mock_server.md,
             "Adding a wire".
+        router: what picks the step answering each request, instead of a `Router` over
+            `scripts` (a replayed cassette's :class:`~dshkit.mock_server.cassette_match.CassetteRouter`).
+        admin: serve the admin HTTP API under `/_dshkit/` on the same port, for loopback
+            clients only (load scripts, reset sessions, read the journal and counts; see
+            docs/admin_api.md). `dshkit serve` turns it on.
     """
 
     __test__ = False  # not a pytest test class
@@ -134,13 +141,15 @@ class MockServer:
         max_body_bytes: int = 16 * 1024 * 1024,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         unscripted: Literal["error", "default"] = "error",
-        anthropic_envelope: Literal["deepseek", "anthropic"] = "deepseek",
+        anthropic_envelope: Literal["evidence", "deepseek", "anthropic"] = "evidence",
         anthropic_unknown_model: Literal["reject", "flash"] = "reject",
         idle_timeout: float = 60.0,
         backlog: int = 1024,
         journal_keep: int | None = DEFAULT_KEEP,
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
+        router: Router | None = None,
+        admin: bool = False,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -150,7 +159,9 @@ class MockServer:
         self.seed = seed if seed is not None else secrets.randbits(32)
         self.host = host
         self._requested_port = port
-        self.router = Router(loaded, unscripted=unscripted)
+        if router is not None and loaded:
+            raise ValueError("pass scripts or a router, not both (add scripts to the router instead)")
+        self.router = router if router is not None else Router(loaded, unscripted=unscripted)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
         if backlog < 1:
@@ -170,6 +181,7 @@ class MockServer:
             fast_path=fast_path,
         )
         self.surfaces = tuple(surfaces)
+        self.admin = admin
         self._runner: web.AppRunner | None = None
         self._runtime: Runtime | None = None
         self._port: int | None = None
@@ -226,7 +238,7 @@ class MockServer:
         if self._closed:
             raise RuntimeError("a closed MockServer cannot be restarted; make a new one")
         self._runtime = Runtime(self.config, self.journal)
-        app = make_app(self._runtime, self.router, self.surfaces)
+        app = make_app(self._runtime, self.router, self.surfaces, admin=self.admin)
         # handler_cancellation: a client that hangs up cancels its handler, ending stalls.
         # keepalive_timeout: aiohttp arms it when a connection opens and after each response,
         # and closes the connection if no complete request head arrived by then, so it is the

@@ -47,7 +47,9 @@ _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _STRICT_FORMATS = frozenset({"email", "hostname", "ipv4", "ipv6", "uuid"})
 _STRICT_TYPES = frozenset({"object", "string", "number", "integer", "boolean", "array", "null"})
 _DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
-PASSBACK_MESSAGE = "The reasoning_content in the thinking mode must be passed back to the API."
+#: DeepSeek's 400 for a lost reasoning_content, with the backticks the recorded bodies carry (the
+#: Anthropic route's twin quotes `content[].thinking` the same way).
+PASSBACK_MESSAGE = "The `reasoning_content` in the thinking mode must be passed back to the API."
 #: serde_json's default nesting limit, which DeepSeek's parser shares.
 MAX_DEPTH = 128
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -791,5 +793,6 @@ def _chat_request(
             model=d.model,
             headers=redact_headers(headers),
             body=d.body,
+            path=path,
         ),
     )

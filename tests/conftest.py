@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import ssl
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -58,10 +59,27 @@ def upstream_folders() -> list[Path]:
     return sorted({p.parent for p in DSH_UPSTREAM.rglob("*") if p.is_file() and p.name != "README.md"})
 
 
-def _corpus(path: Path) -> Path:
-    if not path.is_dir():
-        pytest.skip(f"corpus folder {path} is absent (set DSHKIT_SHARED to the shared/ folder)")
+def corpus_missing(path: Path) -> str:
+    """The one skip reason of every test that needs a corpus file or folder that is absent: where
+    it was looked for, and what to set."""
+    return (f"corpus not found at {path}: set DSHKIT_SHARED=/path/to/shared (the folder holding "
+            "corpus/) to run")
+
+
+def need_corpus(path: Path) -> Path:
+    """`path` (a corpus file or folder), or skip the test with `corpus_missing`."""
+    if not path.exists():
+        pytest.skip(corpus_missing(path))
     return path
+
+
+def corpus_absent_param(path: Path) -> Any:
+    """The single skipped parameter of a test parametrized over corpus files when `path` is absent."""
+    return pytest.param(None, marks=pytest.mark.skip(reason=corpus_missing(path)), id="corpus-absent")
+
+
+def _corpus(path: Path) -> Path:
+    return need_corpus(path)
 
 
 @pytest.fixture

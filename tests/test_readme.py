@@ -22,3 +22,58 @@ def test_python_example_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("completed ")
     assert "'tool/result'" in result.stdout
+
+
+def _block(lang: str, starts: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(rf"```{lang}\n({re.escape(starts)}.*?)```", text, re.S)
+    assert match, f"the README lost its {lang} block starting {starts!r}"
+    return match.group(1)
+
+
+def test_pytest_example_passes_under_warnings_as_errors(tmp_path: Path) -> None:
+    """The README's pytest section, as a user project of its own, passes under `-W error`."""
+    (tmp_path / "test_app.py").write_text(_block("python", "import openai\nimport pytest"), encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-W", "error", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+
+
+def test_fault_script_and_sequence_are_valid(tmp_path: Path) -> None:
+    from dshkit.mock_server import FAULTS, load_script
+
+    path = tmp_path / "faults.yaml"
+    path.write_text(_block("yaml", "steps:"), encoding="utf-8")
+    script = load_script(path)
+    assert len(script.steps) == 3
+    command = _block("sh", "dshkit serve --sequence").split()
+    names = command[command.index("--sequence") + 1].split(",")
+    assert names and all(n in FAULTS for n in names)
+
+
+def test_admin_api_commands_run_as_written() -> None:
+    """The "other language" section's curl commands against a real `dshkit serve` (its port)."""
+    import shutil
+
+    import pytest
+
+    from .mock_server.cli_process import ServeProcess
+
+    if shutil.which("curl") is None:
+        pytest.skip("no curl on this machine")
+    lines = [ln for ln in _block("sh", "dshkit serve --port 8080 &").splitlines() if ln.strip()]
+    assert lines[0].startswith("dshkit serve --port 8080")
+    server = ServeProcess("--port", "0")
+    try:
+        port = str(server.ready["port"])
+        script = "set -e\n" + "\n".join(lines[1:]).replace("8080", port)
+        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.kill()
+    assert result.returncode == 0, result.stderr
+    assert "hi from a script" in result.stdout
+    assert '"entries"' in result.stdout

@@ -28,21 +28,27 @@ strict deserializer: "Failed to deserialize the JSON body into the target type: 
 ignored fields (`top_k`, `service_tier`, `container`, `mcp_servers`, `cache_control`, the
 `anthropic-*` headers) and unknown top-level fields are accepted silently. Content blocks DeepSeek
 does not support (`document`, `search_result`, `redacted_thinking`, `mcp_*`, …) → 400. Every
-`tool_use` must be answered by a `tool_result` in the next user turn → 400. With thinking on
+`tool_use` must be answered by a `tool_result` in the next user turn, every `tool_result` must
+answer a `tool_use` of the turn before, once; `tool_use` ids and tool names are unique;
+`thinking.type` is `enabled`, `disabled` or `adaptive` → 400 otherwise. With thinking on
 (the default; only `{"type": "disabled"}` turns it off), an assistant turn with `tool_use` and no
 `thinking` block → 400 with DeepSeek's real message, and `tool_choice: {"type": "tool"}` → 400;
 a `thinking` block needs a `signature` key (any string). `temperature` must lie in [0, 2] when
 thinking is off. `output_config.effort` takes DeepSeek's effort words.
 
-**Errors.** By default DeepSeek's envelope as recorded on this route (the OpenAI-style
-`{"error": {"message", "type", "param", "code"}}`, no `request_id`); the server option
-`anthropic_envelope="anthropic"` (or a step's `anthropic_envelope` quirk) switches to Anthropic's
-`{"type": "error", "error": {"type", "message"}, "request_id"}`. On this surface `error.type`
+**Errors.** By default each status in the envelope the recordings support
+(:func:`~dshkit.mock_server.anthropic.surface.envelope_for`): every 4xx but 429 in DeepSeek's
+envelope as recorded on this route (the OpenAI-style `{"error": {"message", "type", "param",
+"code"}}`, no `request_id`), 429 and 5xx in Anthropic's `{"type": "error", "error": {"type",
+"message"}, "request_id"}` (no DeepSeek body was recorded for those). The server option
+`anthropic_envelope="deepseek"`/`"anthropic"` (or a step's `deepseek_envelope`/
+`anthropic_envelope` quirk) sends one of them for every status. On this surface `error.type`
 follows the status the way Anthropic names them (:func:`~dshkit.mock_server.anthropic.surface.error_type`: 429 `rate_limit_error`,
 500 `api_error`, 529 `overloaded_error`, …) unless a fault step sets `type`.
 
 **Script steps** are logical replies rendered by the surface the request came to:
-- `reply`: `reasoning` → one `thinking` block (only when thinking is on; its signature is the
+- `reply` (a fresh message id per response, fresh `tool_use` ids when the step answers
+  again): `reasoning` → one `thinking` block (only when thinking is on; its signature is the
   message id, as DeepSeek does), `content` → one `text` block, each of `tool_calls` → one
   `tool_use` block (`arguments` streamed byte for byte as `input_json_delta.partial_json`, parsed
   into `input` for non-streaming bodies). `stream.split`/`text`/`reasoning`/`arguments` cut the

@@ -47,7 +47,9 @@ ANTHROPIC_QUIRKS: Mapping[str, str] = {
     "anthropic_ids": "`msg_01…` message ids and base64 signatures instead of DeepSeek's UUID "
     "used as both",
     "anthropic_envelope": "HTTP errors in Anthropic's envelope `{\"type\": \"error\", \"error\": "
-    "{…}, \"request_id\"}` instead of DeepSeek's OpenAI-style one",
+    "{…}, \"request_id\"}`, whatever the status",
+    "deepseek_envelope": "HTTP errors in DeepSeek's OpenAI-style envelope `{\"error\": {\"message\", "
+    "\"type\", \"param\", \"code\"}}`, whatever the status",
 }
 
 _STOP_REASONS: Mapping[str, str] = {
@@ -75,18 +77,21 @@ def _frame(name: str, data: str, framing: Framing, *, data_only: bool = False, p
     return f"{head}data: {data}{pad}{eol}{eol}".encode()
 
 
-def message_id(seed: int, *, anthropic: bool = False) -> str:
-    """The message id for a step: a UUID as DeepSeek sends, or Anthropic's `msg_01…` shape."""
-    rng = random.Random(f"meta:{seed}")
+def message_id(seed: int, *, anthropic: bool = False, repeat: int = 0) -> str:
+    """The message id for a step: a UUID as DeepSeek sends, or Anthropic's `msg_01…` shape.
+
+    `repeat` > 0 (the step already answered that many requests) draws a fresh id, as every
+    real response has its own."""
+    rng = random.Random(f"meta:{seed}:repeat:{repeat}" if repeat else f"meta:{seed}")
     if anthropic:
         return "msg_01" + "".join(rng.choice(_ALNUM) for _ in range(22))
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _signature(msg_id: str, seed: int, anthropic: bool) -> str:
+def _signature(msg_id: str, seed: int, anthropic: bool, repeat: int = 0) -> str:
     if not anthropic:
         return msg_id  # DeepSeek's signature is the message id (AN41)
-    rng = random.Random(f"signature:{seed}")
+    rng = random.Random(f"signature:{seed}:repeat:{repeat}" if repeat else f"signature:{seed}")
     return "Eq" + "".join(rng.choice(_ALNUM) for _ in range(86)) + "=="
 
 
@@ -161,17 +166,19 @@ def encode_events(
     quirks: Sequence[str] = (),
     framing: Framing = "lf",
     done: bool = True,
+    repeat: int = 0,
 ) -> list[bytes]:
     """The Messages SSE events of a reply, one bytes object per event.
 
-    `done=False` leaves out `message_stop` (the counterpart of the chat route's `[DONE]`).
+    `done=False` leaves out `message_stop` (the counterpart of the chat route's `[DONE]`);
+    `repeat` > 0 mints a fresh message id and signature (see :func:`message_id`).
     Pure: the same arguments give the same bytes.
     """
     q = frozenset(quirks)
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
-    msg_id = message_id(seed, anthropic=anthropic)
+    msg_id = message_id(seed, anthropic=anthropic, repeat=repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
@@ -199,7 +206,7 @@ def encode_events(
             start["signature"] = ""
         deltas = [{"type": "thinking_delta", "thinking": f} for f in pieces.reasoning]
         if pieces.finish_reason != "length" or pieces.content or pieces.calls:
-            deltas.append({"type": "signature_delta", "signature": _signature(msg_id, seed, anthropic)})
+            deltas.append({"type": "signature_delta", "signature": _signature(msg_id, seed, anthropic, repeat)})
         blocks.append((start, deltas))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": f} for f in pieces.content]))
@@ -253,17 +260,18 @@ def build_message(
     max_tokens: int | None = None,
     stop: Sequence[str] = (),
     quirks: Sequence[str] = (),
+    repeat: int = 0,
 ) -> dict[str, Any]:
     """The non-streaming Messages body for a reply (AN40); counts match :func:`encode_events`."""
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in quirks
-    msg_id = message_id(seed, anthropic=anthropic)
+    msg_id = message_id(seed, anthropic=anthropic, repeat=repeat)
     content: list[dict[str, Any]] = []
     if pieces.reasoning:
         content.append({
             "type": "thinking", "thinking": "".join(pieces.reasoning),
-            "signature": _signature(msg_id, seed, anthropic),
+            "signature": _signature(msg_id, seed, anthropic, repeat),
         })
     if pieces.content:
         content.append({"type": "text", "text": "".join(pieces.content)})

@@ -11,7 +11,9 @@ the same gateway headers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,7 +22,7 @@ from dshkit.mock_server.anthropic.replay import chunk_replay
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
 from dshkit.mock_server.chat import deepseek_headers
 from dshkit.mock_server.generate.encode import Framing
-from dshkit.mock_server.generate.reply import Reply
+from dshkit.mock_server.generate.reply import Reply, tool_call_id
 from dshkit.mock_server.output import Rendering
 from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
 from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
@@ -35,12 +37,16 @@ __all__ = [
     "AnthropicSurface",
     "Envelope",
     "check_anthropic_auth",
+    "envelope_for",
     "error_body_for",
     "error_type",
 ]
 
 ANTHROPIC_PATHS = ("/anthropic/v1/messages", "/anthropic/messages")
 Envelope = Literal["deepseek", "anthropic"]
+#: The server option: one envelope for every status, or `evidence`, each status in the
+#: envelope the recordings support (:func:`envelope_for`).
+EnvelopeMode = Literal["evidence", "deepseek", "anthropic"]
 
 _STATUS_TYPES: Mapping[int, str] = {
     400: "invalid_request_error",
@@ -79,6 +85,20 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
         "<key>` with the key the mock server was started with)",
         type="authentication_error",
     )
+
+
+def envelope_for(status: int, mode: EnvelopeMode = "evidence") -> Envelope:
+    """The envelope an error of `status` is sent in on this route.
+
+    `evidence` follows what was recorded: DeepSeek's own 400 on `/anthropic` (corpus `ds01`)
+    and its 401/402 on the chat route, served by the same gateway, are in the OpenAI-style
+    envelope, so every 4xx but 429 is; no DeepSeek body was ever recorded for 429, 5xx or 529
+    on either route, so those use the envelope this wire documents, which is what its
+    clients parse (`@ai-sdk/anthropic` shows only the status text for any other body).
+    """
+    if mode != "evidence":
+        return mode
+    return "anthropic" if status == 429 or status >= 500 else "deepseek"
 
 
 def error_type(status: int) -> str:
@@ -136,9 +156,11 @@ class AnthropicSurface(Surface):
     def error(
         self, call: Call, status: int, message: str, type: str, code: str | None, headers: Mapping[str, str] | None
     ) -> Body:
-        envelope: Envelope = call.config.anthropic_envelope
+        envelope = envelope_for(status, call.config.anthropic_envelope)
         if "anthropic_envelope" in call.quirks:
             envelope = "anthropic"
+        elif "deepseek_envelope" in call.quirks:
+            envelope = "deepseek"
         # The chat route's generic types become the type Anthropic names for the status
         # (413 `request_too_large`, 500 `api_error`); specific ones (a fault's) stay.
         if type in ("invalid_request_error", "server_error"):
@@ -169,12 +191,27 @@ class AnthropicSurface(Surface):
             "max_tokens": chat.max_tokens,
             "stop": chat.stop,
             "quirks": tuple(spec.quirks),
+            "repeat": call.repeat,
         }
+
+    @staticmethod
+    def _prepare(call: Call, reply: Reply, seed: int) -> Reply:
+        """Fresh `tool_use` ids when the step answers again (they come from the seed), as on
+        the chat route; the message id and signature follow `repeat` in the renderer."""
+        if not call.repeat or all(c.id is not None for c in reply.tool_calls):
+            return reply
+        rng = random.Random(f"ids:{seed}:repeat:{call.repeat}")
+        calls = tuple(
+            c if c.id is not None else dataclasses.replace(c, id=tool_call_id(i, rng))
+            for i, c in enumerate(reply.tool_calls)
+        )
+        return dataclasses.replace(reply, tool_calls=calls)
 
     def stream(
         self, call: Call, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
     ) -> Rendering[None]:
         args = self._render_args(call, spec)
+        reply = self._prepare(call, reply, args["seed"])
         framing = spec.framing
 
         def events(_: None) -> list[bytes]:
@@ -188,7 +225,8 @@ class AnthropicSurface(Surface):
         if reply.finish_reason == "insufficient_system_resource":
             # No stop_reason says "the server ran out"; a whole body says it with a 529.
             return self.error(call, 529, "Overloaded", "overloaded_error", "overloaded_error", None)
-        return json_body(200, render.build_message(reply, **self._render_args(call, spec)))
+        args = self._render_args(call, spec)
+        return json_body(200, render.build_message(self._prepare(call, reply, args["seed"]), **args))
 
     def replay(
         self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None, spec: ChunksSpec
@@ -200,7 +238,7 @@ class AnthropicSurface(Surface):
             return Replay(body=error)
         chat = call.chat
         args: dict[str, Any] = {"model": chat.response_model, "thinking": True, "split": plan.split,
-                                "seed": call.seed, "prompt_tokens": chat.prompt_tokens}
+                                "seed": call.seed, "prompt_tokens": chat.prompt_tokens, "repeat": call.repeat}
         if not chat.stream:
             if plan.end != "close":
                 failed = plan.message or "the logged call failed"

@@ -38,6 +38,8 @@ _SUPPORTED_BLOCKS = (
 _BLOCK_LIST = ", ".join(f"`{b}`" for b in _SUPPORTED_BLOCKS)
 _EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 _TOOL_CHOICES = ("auto", "any", "none", "tool")
+#: The thinking types of the Messages API; DeepSeek honours `disabled` and treats the others as on.
+_THINKING_TYPES = ("enabled", "disabled", "adaptive")
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _MAX_TOKENS_CEILING = 393_216
 _CONTEXT = 1_048_576
@@ -116,6 +118,9 @@ class _History:
         self.pending: list[str] = []
         self.pending_at = ""
         self.passback_missing = False
+        self.tool_use_ids: set[str] = set()  # every `tool_use` id of the conversation so far
+        self.waiting: frozenset[str] = frozenset()  # the previous assistant turn's `tool_use` ids
+        self.answered: set[str] = set()  # the ids this user turn's `tool_result`s answered
 
     def block(self, block: Mapping[str, Any], role: str, bw: str) -> str:
         """Check one content block; return its type."""
@@ -132,10 +137,29 @@ class _History:
             call_id = _need(block, "id", str, bw, "a string")
             _need(block, "name", str, bw, "a string")
             self.chars += len(json.dumps(_need(block, "input", dict, bw, "a map")))
+            if call_id in self.tool_use_ids:
+                # A result could not say which call it answers (Anthropic's wording).
+                raise Rejection(400, f"{bw}: `tool_use` ids must be unique (`{call_id}` is used twice)")
+            self.tool_use_ids.add(call_id)
             if role == "assistant":
                 self.pending.append(call_id)
         elif t == "tool_result":
             tid = _need(block, "tool_use_id", str, bw, "a string")
+            if tid not in self.waiting:
+                # As the chat route rejects an orphan tool message; Anthropic's wording.
+                raise Rejection(
+                    400,
+                    f"{bw}: unexpected `tool_use_id` found in `tool_result` blocks: {tid}. Each "
+                    "`tool_result` block must have a corresponding `tool_use` block in the "
+                    "previous message.",
+                )
+            if tid in self.answered:
+                raise Rejection(
+                    400,
+                    f"{bw}: each `tool_use` must have a single result. Found multiple "
+                    f"`tool_result` blocks with id: {tid}",
+                )
+            self.answered.add(tid)
             if "content" in block and block["content"] is not None:
                 self.chars += len(_text_blocks(block["content"], f"{bw}.content"))
             self.tool_results.add(tid)
@@ -155,6 +179,8 @@ class _History:
             raise _bad(where, "missing field `content`")
         waiting = self.pending
         self.pending = []
+        self.waiting = frozenset(waiting) if role == "user" else frozenset()
+        self.answered = set()
         if isinstance(content, str):
             self.chars += len(content)
             types = ["text"]
@@ -171,8 +197,7 @@ class _History:
         else:
             raise _bad(f"{where}.content", f"invalid type: {_kind(content)}, expected a string or a sequence of blocks")
         if waiting:
-            answered = self.tool_results if role == "user" else set()
-            missing = [c for c in waiting if c not in answered]
+            missing = [c for c in waiting if c not in self.answered]
             if missing:
                 # Anthropic's wording for the same rule (corpus er02).
                 raise Rejection(
@@ -202,7 +227,12 @@ def _thinking_on(body: Mapping[str, Any]) -> bool:
         return True  # AN32: on by default
     if not isinstance(th, dict) or not isinstance(th.get("type"), str):
         raise _bad("thinking", f"invalid type: {_kind(th)}, expected a map with a string `type`")
-    return bool(th["type"] != "disabled")  # AN33: `adaptive` and the like keep it on
+    if th["type"] not in _THINKING_TYPES:
+        raise _bad(
+            "thinking.type",
+            f"unknown variant `{th['type']}`, expected one of {', '.join(f'`{t}`' for t in _THINKING_TYPES)}",
+        )
+    return bool(th["type"] != "disabled")  # AN33: `adaptive` is accepted and keeps it on
 
 
 def _check_options(body: Mapping[str, Any], thinking: bool) -> None:
@@ -262,6 +292,8 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not _TOOL_NAME.match(name):
             raise Rejection(400, f"{tw}.name {name!r} must match [a-zA-Z0-9_-]{{1,64}}")
         schema = _need(tool, "input_schema", dict, tw, "a map")
+        if any(t["name"] == name for t in out):
+            raise Rejection(400, f"{tw}: tool names must be unique (`{name}` is defined twice)")
         out.append({"name": name, "description": tool.get("description", ""), "parameters": schema})
     return out
 
@@ -364,5 +396,6 @@ def validate_messages(
             model=model,
             headers=redact_headers(headers),
             body=body,
+            path=path,
         ),
     )

@@ -10,10 +10,20 @@ translator bugs hand the adapter a decoder factory (its
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-from dshkit.harness.llm import Finish, GenerateOptions, LlmFailure, StreamChunk
+import httpx
+
+from dshkit.harness.llm import (
+    AssistantMessage,
+    Finish,
+    GenerateOptions,
+    LlmFailure,
+    OpaqueBlock,
+    StreamChunk,
+)
 from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from .broken import RewritesBody
@@ -66,6 +76,31 @@ class _EofIsEndTurn(Translator):
         return super().close()
 
 
+class _RoutesStrayDeltas(Translator):
+    """Files a delta for an index that never started under the block still open (keyed by
+    "the current block" instead of by index; AN48 says such a delta is a broken stream)."""
+
+    __slots__ = ()
+
+    def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        if event.get("index") not in self.keyed:
+            open_now = [wire for wire, block in self.keyed.items() if not block.closed]
+            if open_now:
+                event = {**event, "index": open_now[-1]}
+        super()._delta(event, out)
+
+
+class _PauseTurnIsEndTurn(Translator):
+    """Reads `pause_turn` as `end_turn`: a paused turn looks finished (AN60: never a silent stop)."""
+
+    __slots__ = ()
+
+    def _message_delta(self, event: dict[str, Any], out: list[StreamChunk]) -> None:
+        super()._message_delta(event, out)
+        if self.stop_reason == "pause_turn":
+            self.stop_reason = "end_turn"
+
+
 class _BrokenTranslate(AnthropicAdapter):
     """An AnthropicAdapter decoding with `TRANSLATOR`, injected through `decoder=`."""
 
@@ -99,14 +134,93 @@ class EofIsEndTurnAdapter(_BrokenTranslate):
     MUST_FAIL = frozenset({"an-eof-before-stop-reason"})
 
 
+class RoutesStrayDeltasAdapter(_BrokenTranslate):
+    TRANSLATOR = _RoutesStrayDeltas
+    MUST_FAIL = frozenset({"an-delta-unstarted-while-open"})
+
+
+class PauseTurnIsStopAdapter(_BrokenTranslate):
+    TRANSLATOR = _PauseTurnIsEndTurn
+    MUST_FAIL = frozenset({"an-pause-turn"})
+
+
 class _BrokenBody(RewritesBody, AnthropicAdapter):
     pass
+
+
+class SendsRedactedThinkingAdapter(AnthropicAdapter):
+    """Passes `redacted_thinking` blocks back as Anthropic asks (its own API wants them), which
+    DeepSeek does not take (AN24: a 400 for the unknown block type)."""
+
+    MUST_FAIL = frozenset({"an-redacted-thinking-turn-passed-back"})
+
+    def build_request(self, options: GenerateOptions) -> httpx.Request:
+        request = super().build_request(options)
+        body = json.loads(request.content)
+        turns = [m for m in body["messages"] if m["role"] == "assistant"]
+        assistants = [m for m in options.messages if isinstance(m, AssistantMessage)]
+        for message, turn in zip(assistants, turns, strict=True):
+            redacted = [dict(b.data) for b in message.content
+                        if isinstance(b, OpaqueBlock) and b.type == "redacted_thinking"]
+            turn["content"][1:1] = redacted  # after the thinking block, where it came
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        content = json.dumps(body, ensure_ascii=False).encode()
+        return self._client.build_request("POST", request.url, content=content, headers=headers)
+
+
+class SystemAsMessageAdapter(_BrokenBody):
+    """Sends the system prompt as a first `system` message, the Chat Completions way (the
+    Messages API takes it only at top level; DeepSeek rejects the role)."""
+
+    MUST_FAIL = frozenset({"an-system-prompt-top-level"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        if "system" in body:
+            body["messages"].insert(0, {"role": "system", "content": body.pop("system")})
+
+
+class TextBeforeToolResultsAdapter(_BrokenBody):
+    """Puts the user's text before the `tool_result` blocks of the same turn (Anthropic wants
+    the results first: they answer the turn just before)."""
+
+    MUST_FAIL = frozenset({"an-tool-results-before-text"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        for message in body["messages"]:
+            content = message["content"]
+            if message["role"] == "user" and isinstance(content, list):
+                message["content"] = sorted(content, key=lambda b: b.get("type") == "tool_result")
+
+
+class EffortAsChatFieldAdapter(_BrokenBody):
+    """Sends the effort as the chat route's top-level `reasoning_effort` instead of
+    `output_config.effort` (DeepSeek ignores unknown fields here: the effort is lost)."""
+
+    MUST_FAIL = frozenset({"an-effort-output-config"})
+
+    def rewrite(self, body: dict[str, Any]) -> None:
+        config = body.pop("output_config", None)
+        if isinstance(config, dict) and "effort" in config:
+            body["reasoning_effort"] = config["effort"]
+
+
+class KeyInWrongHeaderAdapter(AnthropicAdapter):
+    """Sends the key as `api-key` (another gateway's habit): neither header DeepSeek reads
+    (AN9/AN10), so a server that requires the key answers 401."""
+
+    MUST_FAIL = frozenset({"an-api-key-header"})
+
+    def _headers(self, options: GenerateOptions, key: str) -> dict[str, str]:
+        headers = super()._headers(options, key)
+        headers["api-key"] = headers.pop("x-api-key")
+        return headers
 
 
 class DropsThinkingAdapter(_BrokenBody):
     """Never sends thinking blocks back (DeepSeek answers 400 on tool-use turns, AN27)."""
 
-    MUST_FAIL = frozenset({"an-neutral-tool-round-trip", "an-signature-passback", "an-history-tool-turn-without-thinking"})
+    MUST_FAIL = frozenset({"an-neutral-tool-round-trip", "an-signature-passback", "an-history-tool-turn-without-thinking",
+                           "an-redacted-thinking-turn-passed-back", "an-tool-results-before-text"})
 
     def rewrite(self, body: dict[str, Any]) -> None:
         for message in body["messages"]:
@@ -117,7 +231,7 @@ class DropsThinkingAdapter(_BrokenBody):
 class BlanksSignaturesAdapter(_BrokenBody):
     """Sends thinking back with an empty signature instead of the one received (AN28)."""
 
-    MUST_FAIL = frozenset({"an-signature-passback"})
+    MUST_FAIL = frozenset({"an-signature-passback", "an-redacted-thinking-turn-passed-back"})
 
     def rewrite(self, body: dict[str, Any]) -> None:
         for message in body["messages"]:
@@ -177,7 +291,7 @@ class DropsHttpStatusAdapter(_RewritesFailure):
 class RaisesTransportErrorsAdapter(_RewritesFailure):
     """Lets a transport failure escape as an exception instead of ending the stream with it."""
 
-    MUST_FAIL = frozenset({"an-reset-before-headers"})
+    MUST_FAIL = frozenset({"an-reset-before-headers", "an-reset-mid-stream"})
 
     def failure(self, failure: LlmFailure) -> LlmFailure:
         if failure.code == "TRANSPORT":
@@ -188,5 +302,7 @@ class RaisesTransportErrorsAdapter(_RewritesFailure):
 BROKEN_ANTHROPIC = (
     AppendsSignaturesAdapter, IgnoresErrorEventsAdapter, KeepsStartUsageAdapter, EofIsEndTurnAdapter,
     DropsThinkingAdapter, BlanksSignaturesAdapter, SplitsToolResultsAdapter, DropsHttpStatusAdapter,
-    RaisesTransportErrorsAdapter,
+    RaisesTransportErrorsAdapter, RoutesStrayDeltasAdapter, PauseTurnIsStopAdapter,
+    SendsRedactedThinkingAdapter, SystemAsMessageAdapter, TextBeforeToolResultsAdapter,
+    EffortAsChatFieldAdapter, KeyInWrongHeaderAdapter,
 )

@@ -32,7 +32,7 @@ def test_all_pass_exits_0_and_reports_agree(tmp_path: Path, capsys: pytest.Captu
     assert doc["adapter"] == "dshkit.harness.providers.deepseek:DeepSeekAdapter"
     assert set(doc) == {"adapter", "scenarios", "summary"}
     assert doc["summary"] == _table_totals(out)
-    assert all(set(s) == {"id", "tags", "status", "reason", "failed", "seconds", "notes"} for s in doc["scenarios"])
+    assert all(set(s) == {"id", "title", "tags", "status", "reason", "failed", "seconds", "notes"} for s in doc["scenarios"])
     assert all(s["failed"] == [] and s["seconds"] > 0 for s in doc["scenarios"])
     suite = ET.parse(x).getroot()
     cases = suite.findall(".//testcase")
@@ -56,7 +56,22 @@ def test_failure_exits_1_with_a_json_diff(tmp_path: Path, capsys: pytest.Capture
     assert doc["summary"] == _table_totals(out) and doc["summary"]["fail"] == 2
     root = ET.parse(x).getroot()
     assert len(root.findall(".//testcase/failure")) == 2
-    assert "FAIL finish-usage/finish-repeated" in out
+    # Each failure names its scenario's title (what it played) in the table and the JSON report.
+    assert "FAIL finish-usage/finish-repeated (an extra chunk after the finish chunk repeats finish_reason" in out
+    assert failed[0]["title"] == "an extra chunk after the finish chunk repeats finish_reason (OpenRouter, oc01)"
+
+
+def test_the_matrix_page_names_each_failure_by_its_reports_title(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dshkit.view.matrix_page import matrix_page
+
+    j = tmp_path / "broken.json"
+    assert main(["conformance", "--adapter", BROKEN, "--only", "finish-repeated", "--json", str(j)]) == 1
+    capsys.readouterr()
+    doc = json.loads(j.read_text())
+    doc["scenarios"][0]["title"] = "a title only this report carries"
+    html = matrix_page([("broken.json", doc)])
+    failure = html[html.index('<details class="failure-diff" data-scenario="finish-repeated">'):]
+    assert "a title only this report carries" in failure[:failure.index("</summary>")]
 
 
 @pytest.mark.parametrize(

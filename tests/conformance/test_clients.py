@@ -121,7 +121,7 @@ def test_dropped_passback_is_named_in_the_request_and_the_server_answer() -> Non
     res = _run(_broken("drops-passback"), _scenarios(["rt-thinking-tool-call"]))["rt-thinking-tool-call"]
     assert "step1.serialize" in res.failed and "step1.finish" in res.failed
     assert "reasoning_content" in res.diff and "<absent>" in res.diff
-    assert "The reasoning_content in the thinking mode must be passed back" in res.reason
+    assert "The `reasoning_content` in the thinking mode must be passed back" in res.reason
 
 
 def test_reencoded_arguments_show_the_byte_difference() -> None:
@@ -182,7 +182,8 @@ def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.Ca
                  "--json", str(report)])
     out = capsys.readouterr().out
     assert code == 1
-    assert "FAIL tools/tool-split-arguments: failed: driver; the driver exited with status 1" in out
+    assert ("FAIL tools/tool-split-arguments (opener with empty arguments, then fragments without id or name "
+            "(the live shape)): failed: driver; the driver exited with status 1") in out
     doc = json.loads(report.read_text())
     assert doc["client"].endswith("crash") and doc["driver"]["client"] == "broken-crash"
     assert doc["summary"] == {"pass": 0, "fail": 1, "n/a": 0}
@@ -264,3 +265,21 @@ def test_cli_renders_the_matrix_from_saved_reports(tmp_path: Path, capsys: pytes
     assert "| demo | — | — | — | pass |" in page.read_text()
     assert main(["conformance", "--matrix-md", str(page)]) == 2
     assert "needs --json-dir DIR" in capsys.readouterr().err
+
+
+def test_anthropic_driver_observes_a_reset_mid_stream() -> None:
+    """`an-reset-mid-stream`: text, then a TCP reset on the Anthropic wire. The anthropic-python
+    driver reports what the SDK did (the partial text, no finish, the error class that escaped)
+    and the verdict names it; the scenario is in the matrix's TCP reset column."""
+    assert "an-reset-mid-stream" in BEHAVIOURS[5].ids("anthropic") and BEHAVIOURS[5].name == "TCP reset"
+    res = _run(resolve_client("anthropic-python"), _scenarios(["an-reset-mid-stream"]),
+               protocol="anthropic")["an-reset-mid-stream"]
+    (obs,) = res.observations
+    assert obs["content"] == "cut short" and obs["finish"] is None
+    err = obs["error"]
+    assert err is not None and err["class"] and err["status"] is None
+    if err["own"]:  # a library that wraps the reset in its own error passes
+        assert res.status == "pass", res.reason
+    else:  # anthropic 2.x lets the transport's ReadError through (issue: a raw transport error)
+        assert res.status == "fail" and res.failed == ["step0.translate"]
+        assert f"the library let {err['class']} escape" in res.reason

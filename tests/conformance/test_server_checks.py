@@ -23,3 +23,13 @@ async def test_without_api_key_auth_is_not_applicable() -> None:
     async with MockServer() as server:
         results = await run_server_checks(server.base_url, None, ids=["S2", "S1"])
     assert {r.id: r.status for r in results} == {"S2": "n/a", "S1": "pass"}
+
+
+async def test_a_server_that_needs_no_key_makes_the_key_check_not_applicable() -> None:
+    # A default `dshkit serve` accepts any key: with a key given (or $DEEPSEEK_API_KEY set) the
+    # no-key/wrong-key check has nothing to judge, as on the Anthropic surface (AN14).
+    async with MockServer() as server:
+        results = await run_server_checks(server.base_url, "sk-whatever", ids=["S2"])
+    (s2,) = results
+    assert s2.status == "n/a", s2.diff
+    assert "accepts any key" in s2.reason and "--api-key" in s2.reason

@@ -15,13 +15,17 @@ the logged `delayMs` and on `rig.sleeps`.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -196,13 +200,19 @@ RigFactory = Callable[..., Awaitable[Rig]]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A fixed workspace: `README.md` (README_TEXT) and `src/main.py`."""
-    ws = tmp_path / "ws"
+def workspace() -> Iterator[Path]:
+    """A fixed workspace: `README.md` (README_TEXT) and `src/main.py`.
+
+    Its path has the same length in every run (not under pytest's numbered `tmp_path`, whose
+    `pytest-N/popen-gwM` grows with N and M): the path is in the system prompt, and the mock's
+    token estimate, hence the snapshots' `inputTokens`, follows the prompt's length."""
+    root = Path(tempfile.mkdtemp(prefix="dshkit-ws-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    ws = root / "ws"
     (ws / "src").mkdir(parents=True)
     (ws / "README.md").write_text(README_TEXT, encoding="utf-8")
     (ws / "src" / "main.py").write_text("print('forge')\n", encoding="utf-8")
-    return ws
+    yield ws
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest_asyncio.fixture

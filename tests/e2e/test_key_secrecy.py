@@ -27,7 +27,7 @@ from dshkit.run import BUNDLED_SCRIPT
 
 from .conftest import call, reply, script
 
-NOTES = "# Notes\n\nthe test took too long; unknown tool k\nkeep the kit in the kitchen.\n"
+NOTES = "# Notes\n\nthe test took too long; unknown tool k\nkeep the kit in the kitchen.\nthe data: data.csv, metadata\n"
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ def _key_args(key: str, via: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["--api-key", key]
 
 
-SHORT_KEYS = [("k", "--api-key"), ("k", "env"), ("the", "--api-key"), ("test", "env")]
+SHORT_KEYS = [("k", "--api-key"), ("k", "env"), ("the", "--api-key"), ("test", "env"), ("data", "--api-key"),
+              ("data", "env")]
 
 
 @pytest.mark.parametrize(("key", "via"), SHORT_KEYS)
@@ -89,7 +90,7 @@ def test_a_short_key_rewrites_nothing_through_the_embedded_mock(
     assert "unknown tool" in view and "1: # Notes" in view and "unknown tool" in html
 
 
-@pytest.mark.parametrize(("key", "via"), SHORT_KEYS[:2])
+@pytest.mark.parametrize(("key", "via"), [*SHORT_KEYS[:2], *SHORT_KEYS[-2:]])
 def test_a_short_key_rewrites_nothing_the_model_receives(
     key: str, via: str, notes_workspace: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

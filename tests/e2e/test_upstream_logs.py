@@ -55,7 +55,7 @@ from dshkit.harness.session import (
 from dshkit.mock_server import MockServer, session_scripts_to_mock
 from dshkit.replay import replay_session
 
-from ..conftest import DSH_UPSTREAM, upstream_folders
+from ..conftest import DSH_UPSTREAM, corpus_missing, upstream_folders
 
 FOLDERS = upstream_folders()
 
@@ -96,7 +96,7 @@ def _rel(folder: Path) -> str:
 
 def _params() -> list[Any]:
     if not FOLDERS:
-        reason = f"corpus folder {DSH_UPSTREAM} is absent (set DSHKIT_SHARED to the shared/ folder)"
+        reason = corpus_missing(DSH_UPSTREAM)
         return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="corpus-absent")]
     return [pytest.param(f, id=_rel(f)) for f in FOLDERS]
 

@@ -212,11 +212,11 @@ def test_session_log_is_detected_and_each_call_checked_against_its_message(
 
 
 def test_upstream_session_log_with_defects_decodes(capsys: pytest.CaptureFixture[str]) -> None:
-    from ..conftest import DSH_UPSTREAM
+    from ..conftest import DSH_UPSTREAM, corpus_missing
 
     path = DSH_UPSTREAM / "apps/web/tests/snapshots/cordis-tool-round/session.jsonl"
     if not path.is_file():
-        pytest.skip(f"corpus file {path} is absent (set DSHKIT_SHARED to the shared/ folder)")
+        pytest.skip(corpus_missing(path))
     code, out, _ = cli(["decode", str(path)], capsys)
     doc = json.loads(out)
     assert code == 0 and len(doc["calls"]) == 7

@@ -13,11 +13,12 @@ import pytest
 
 from dshkit.cli import main
 from dshkit.harness.decode import decode_capture, detect_protocol
-from tests.harness.providers.anthropic.conftest import corpus_sidecars
+from tests.conftest import corpus_missing
+from tests.harness.providers.anthropic.conftest import REAL_ANTHROPIC, corpus_sidecars
 
 SIDECARS = corpus_sidecars()
 _PARAMS = [pytest.param(p, id=p.name.split(".")[0]) for p in SIDECARS] or [
-    pytest.param(None, marks=pytest.mark.skip(reason="corpus real-anthropic is absent (set DSHKIT_SHARED)"))
+    pytest.param(None, marks=pytest.mark.skip(reason=corpus_missing(REAL_ANTHROPIC)))
 ]
 _TYPES = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
 

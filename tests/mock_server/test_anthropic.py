@@ -493,7 +493,7 @@ async def test_one_script_serves_both_surfaces_per_session(
     steps = ({"match": {"user": "weather"}, "reply": {"tool_calls": [{"name": "w", "arguments": '{"c":"P"}'}]}},
              {"match": {"tool_result": "call_fixed"}, "reply": {"content": "Sunny."}})
     a = Script.of(*steps, session="anth")
-    server = await dshkit_mock_server(a)
+    server = await dshkit_mock_server(a, assert_all_requests_served=False)  # its 418 is the point
     server.add_script(Script.of(*steps), session="chat")
     h = {"x-api-key": KEY, "X-Mock-Session": "anth"}
     first = (await post(http, server, body("weather?", thinking={"type": "disabled"}), headers=h)).json()
@@ -662,3 +662,65 @@ async def test_the_hardened_parser_guards_this_surface_too(
     if needle is not None:
         assert resp.status_code == 400 and needle in resp.content
         assert mock_deepseek.journal.last.status == 400
+
+
+# -- error envelopes per status ----------------------------------------------------------------
+
+OPENAI_STYLE = {"message", "type", "param", "code"}
+
+
+def _shape(resp: httpx.Response) -> str:
+    got = resp.json()
+    if got.get("type") == "error" and set(got["error"]) == {"type", "message"} and "request_id" in got:
+        return "anthropic"
+    assert set(got) == {"error"} and set(got["error"]) == OPENAI_STYLE, got
+    return "deepseek"
+
+
+ENVELOPE_FAULTS = [("auth_error", 401), ("insufficient_balance", 402), ("reasoning_passback", 400),
+                   ("rate_limit", 429), ("server_error", 500), ("service_unavailable", 503),
+                   ("overloaded", 529)]
+
+
+@pytest.mark.parametrize("mode", ["evidence", "deepseek", "anthropic"])
+async def test_each_status_gets_the_envelope_the_mode_names(
+    dshkit_mock_server: MockServerFactory, http: httpx.AsyncClient, mode: str
+) -> None:
+    server = await dshkit_mock_server(sequence=[f for f, _ in ENVELOPE_FAULTS], anthropic_envelope=mode)
+    for fault, status in ENVELOPE_FAULTS:
+        resp = await post(http, server, body())
+        assert resp.status_code == status
+        evidence = "anthropic" if status == 429 or status >= 500 else "deepseek"
+        assert _shape(resp) == (evidence if mode == "evidence" else mode), (fault, resp.text)
+    # A validation 400 (not a fault) follows the mode too: DeepSeek's own body by default.
+    resp = await post(http, server, {**body(), "model": "gpt-4o"})
+    assert _shape(resp) == ("deepseek" if mode == "evidence" else mode)
+
+
+async def test_a_5xx_carries_its_message_where_anthropic_clients_read_it(
+    dshkit_mock_server: MockServerFactory, http: httpx.AsyncClient
+) -> None:
+    server = await dshkit_mock_server(Script.of({"fault": "server_error", "message": "upstream broke"}))
+    resp = await post(http, server, body())
+    got = resp.json()
+    assert resp.status_code == 500
+    assert got["type"] == "error" and got["error"] == {"type": "api_error", "message": "upstream broke"}
+    assert resp.headers["request-id"] == got["request_id"]
+
+
+async def test_envelope_quirks_override_the_mode_per_step(
+    dshkit_mock_server: MockServerFactory, http: httpx.AsyncClient
+) -> None:
+    server = await dshkit_mock_server(Script.of(
+        {"fault": "server_error", "stream": {"quirks": ["deepseek_envelope"]}},
+        {"fault": "auth_error", "stream": {"quirks": ["anthropic_envelope"]}}))
+    assert _shape(await post(http, server, body())) == "deepseek"
+    assert _shape(await post(http, server, body())) == "anthropic"
+
+
+def test_passback_wording_matches_the_recorded_bodies() -> None:
+    from dshkit.mock_server.validation import PASSBACK_MESSAGE as CHAT_PASSBACK
+
+    # The recorded DeepSeek bodies quote the field in backticks on both routes.
+    assert CHAT_PASSBACK == "The `reasoning_content` in the thinking mode must be passed back to the API."
+    assert PASSBACK_MESSAGE == "The `content[].thinking` in the thinking mode must be passed back to the API."

@@ -14,7 +14,7 @@ import pytest
 
 from dshkit.mock_server import MockServer, MockServerFactory, Script
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE
-from tests.conftest import SHARED
+from tests.conftest import SHARED, corpus_missing
 
 KEY = "sk-ant-sdk-test"
 ARGS = '{"city": "Paris", "note": "say \\"hi\\" – 你好"}'
@@ -148,7 +148,7 @@ def _served_bytes(meta: dict[str, Any]) -> bytes:
 
 
 @pytest.mark.parametrize("sidecar", _corpus_cases() or [pytest.param(None, marks=pytest.mark.skip(
-    reason=f"corpus folder {REAL_ANTHROPIC} is absent (set DSHKIT_SHARED to the shared/ folder)"))],
+    reason=corpus_missing(REAL_ANTHROPIC)))],
     ids=lambda p: p.name.removesuffix(".expected.json") if p else "absent")
 def test_corpus_streams_through_raw_steps(dshkit_mock_server_sync: Any, sidecar: Path) -> None:
     meta = json.loads(sidecar.read_text("utf-8"))

@@ -131,7 +131,7 @@ def s7(c: Client) -> None:
     history = [*U, {"role": "assistant", "content": None, "tool_calls": [CALL]},
                {"role": "tool", "tool_call_id": "call_00_x", "content": "ok"}]
     err(c.post(req(model="deepseek-reasoner", messages=history)), 400,
-        "The reasoning_content in the thinking mode must be passed back to the API.")
+        "The `reasoning_content` in the thinking mode must be passed back to the API.")
     history[1] = {**history[1], "reasoning_content": ""}
     assert c.post(req(model="deepseek-reasoner", messages=history)).status_code == 200
 

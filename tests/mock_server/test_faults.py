@@ -21,6 +21,11 @@ from dshkit.mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
 from .wire import chat, parse_sse, reassemble
 
 READ_TIMEOUT = 0.25
+"""The read timeout for the faults whose point is silence: the client gives up, quickly."""
+PATIENT_READ_TIMEOUT = 30.0
+"""The read timeout for every other fault: they end on their own, and a loaded machine may hold
+the server past READ_TIMEOUT (slow_headers waits 200 ms by design) without it being a timeout."""
+SILENT_FAULTS = {"stall", "stall_after", "reasoning_stall", "hold_after_finish"}
 
 
 @dataclass
@@ -40,11 +45,11 @@ class Seen:
         return {"parsed": parsed, **reassemble([c for c in parsed.chunks if isinstance(c, dict) and "choices" in c])}
 
 
-async def via_httpx(url: str, body: dict[str, Any]) -> Seen:
+async def via_httpx(url: str, body: dict[str, Any], read_timeout: float = READ_TIMEOUT) -> Seen:
     seen = Seen()
     try:
         async with (
-            httpx.AsyncClient(timeout=httpx.Timeout(2.0, read=READ_TIMEOUT)) as c,
+            httpx.AsyncClient(timeout=httpx.Timeout(2.0, read=read_timeout)) as c,
             c.stream("POST", url, json=body) as r,
         ):
             seen.status, seen.headers = r.status_code, {k.lower(): v for k, v in r.headers.items()}
@@ -57,9 +62,9 @@ async def via_httpx(url: str, body: dict[str, Any]) -> Seen:
     return seen
 
 
-async def via_aiohttp(url: str, body: dict[str, Any]) -> Seen:
+async def via_aiohttp(url: str, body: dict[str, Any], read_timeout: float = READ_TIMEOUT) -> Seen:
     seen = Seen()
-    timeout = aiohttp.ClientTimeout(total=3, sock_read=READ_TIMEOUT)
+    timeout = aiohttp.ClientTimeout(total=max(3, 2 * read_timeout), sock_read=read_timeout)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as s, s.post(url, json=body) as r:
             seen.status, seen.headers = r.status, {k.lower(): v for k, v in r.headers.items()}
@@ -72,7 +77,7 @@ async def via_aiohttp(url: str, body: dict[str, Any]) -> Seen:
     return seen
 
 
-CLIENTS: dict[str, Callable[[str, dict[str, Any]], Awaitable[Seen]]] = {"httpx": via_httpx, "aiohttp": via_aiohttp}
+CLIENTS: dict[str, Callable[[str, dict[str, Any], float], Awaitable[Seen]]] = {"httpx": via_httpx, "aiohttp": via_aiohttp}
 
 
 def _ok_stream(s: Seen, content: str = DEFAULT_TEXT, finish: str = "stop") -> dict[str, Any]:
@@ -324,7 +329,8 @@ def test_every_fault_has_an_expectation() -> None:
 @pytest.mark.parametrize("name", sorted(FAULTS))
 async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, name: str, client: str) -> None:
     server = await dshkit_mock_server(sequence=[name], seed=11, weights={"success": 1, "rate_limit": 1})
-    seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"))
+    timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
+    seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), timeout)
     EXPECT[name](seen, server)
     server.assert_consumed()
 

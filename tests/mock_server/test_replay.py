@@ -14,6 +14,7 @@ import pytest
 
 from dshkit.mock_server import MockServerFactory, Script, frame_jsonl
 
+from ..conftest import corpus_missing
 from .wire import chat, parse_sse, reassemble
 
 
@@ -46,7 +47,7 @@ async def test_every_corpus_stream_replays_exactly(dshkit_mock_server: MockServe
 async def test_replayed_tool_call_through_openai(dshkit_mock_server: MockServerFactory, real_corpus: Path) -> None:
     f = real_corpus / "ds06-deepseek-v4-flash-thinking-tool-call.jsonl"
     if not f.exists():
-        pytest.skip(f"{f.name} is absent")
+        pytest.skip(corpus_missing(f))
     server = await dshkit_mock_server(Script.of({"raw": {"file": str(f), "write_plan": {"events_per_write": 0, "size": 7}}}))
     async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=0.9) as client:
         args = ""

@@ -1,12 +1,14 @@
-"""The README's pytest example is a user project: run it as written under strict mode.
+"""docs/pytest_plugin.md is a user project: every example on it runs as written under `-W error`.
 
-The files come from the README's fenced blocks whose first line names the file (`# test_app.py`);
-they are written to a fresh folder outside this repository and run with `pytest -W error`, so a
-warning from pytest-asyncio's default (strict) mode or from our plugin fails the test.
+The page's fenced blocks each start with the name of their file (`# test_app.py`); they are
+written to one fresh folder outside this repository and run with `pytest -W error` in a
+subprocess, so a warning from pytest-asyncio's default (strict) mode, from our plugin or from
+the example itself (an unclosed client's ResourceWarning) fails the test.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -14,19 +16,21 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "### Testing your own app under pytest"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "pytest_plugin.md"
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 
-def readme_project_files() -> dict[str, str]:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(SECTION)
-    section = text[start : text.index("\n## ", start)]
+def page_project_files(text: str) -> dict[str, str]:
+    """The page's example files by name; every python, ini and yaml block is one."""
     files: dict[str, str] = {}
-    for body in re.findall(r"```(?:python|yaml|ini)\n(.*?)```", section, re.S):
+    for lang, body in _BLOCK.findall(text):
+        if lang not in ("python", "ini", "yaml"):
+            continue
         first = body.partition("\n")[0]
-        if first.startswith("# ") and "." in first:
-            files[first[2:].strip()] = body  # the name line stays: a comment in all three formats
+        assert first.startswith("# ") and "." in first, f"a {lang} example without its file name: {first!r}"
+        name = first[2:].strip()
+        assert name not in files, f"two examples named {name}"
+        files[name] = body  # the name line stays: a comment in all three formats
     return files
 
 
@@ -34,20 +38,86 @@ def _run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist",
          "-p", "no:randomly", *args],
-        capture_output=True, text=True, timeout=120, cwd=project, check=False,
+        capture_output=True, text=True, timeout=300, cwd=project, check=False,
     )
 
 
-def test_readme_pytest_example_passes_in_strict_mode(tmp_path: Path) -> None:
-    files = readme_project_files()
-    assert set(files) == {"pytest.ini", "scripts/greeting.yaml", "test_app.py"}
-    assert "asyncio_mode" not in files["pytest.ini"]  # strict, pytest-asyncio's default
+GC_EACH_TEST = '''
+import gc
+
+import pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    # a client an example never closed is found now, inside its test, not at some later collection
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+'''
+"""Not part of the page: a conftest that collects garbage after each test, so a leaked client's
+ResourceWarning surfaces in the test that leaked it (and `-W error` fails that test)."""
+
+
+def _write(project: Path, files: dict[str, str]) -> None:
+    (project / "conftest.py").write_text(GC_EACH_TEST, encoding="utf-8")
     for name, body in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body, encoding="utf-8")
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(body, encoding="utf-8")
+
+
+def test_every_example_of_the_pytest_page_passes_under_w_error(tmp_path: Path) -> None:
+    files = page_project_files(PAGE.read_text(encoding="utf-8"))
+    assert {"pytest.ini", "scripts/greeting.yaml", "test_app.py", "test_env.py", "test_callbacks.py"} <= set(files)
+    assert "asyncio_mode" not in files["pytest.ini"]  # strict, pytest-asyncio's default
+    _write(tmp_path, files)
     result = _run_pytest(tmp_path)
+    tests = sum(len(re.findall(r"^(?:async )?def test_", body, re.M)) for body in files.values())
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "5 passed" in result.stdout and "warning" not in result.stdout.lower()
+    assert f"{tests} passed" in result.stdout and "warning" not in result.stdout.lower(), result.stdout
+
+
+LEAKY = '''
+import openai
+import pytest
+
+from dshkit.mock_server import Script
+
+
+def ask(base_url):  # never closes its client: the README's old example
+    client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    return client.chat.completions.create(model="deepseek-chat", messages=[{"role": "user", "content": "q"}])
+
+
+@pytest.mark.dshkit_script(Script.replies("a"))
+def test_leaks(mock_deepseek):
+    ask(mock_deepseek.base_url)
+'''
+
+
+CLIENTS = frozenset({"OpenAI", "AsyncOpenAI", "Anthropic", "AsyncAnthropic", "Client", "AsyncClient"})
+
+
+def unclosed_clients(source: str) -> list[str]:
+    """Each client an example builds outside a `with`/`async with` (it may never be closed: the
+    openai SDK of some versions warns about its socket only at exit, where `-W error` cannot
+    see it, so the rule is checked on the code itself)."""
+    tree = ast.parse(source)
+    managed = {id(item.context_expr) for node in ast.walk(tree) if isinstance(node, ast.With | ast.AsyncWith)
+               for item in node.items}
+    return [f"line {node.lineno}: {ast.unparse(node.func)}(...) outside a with"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in CLIENTS
+            and id(node) not in managed]
+
+
+def test_every_client_an_example_builds_is_closed() -> None:
+    files = page_project_files(PAGE.read_text(encoding="utf-8"))
+    assert {name: unclosed_clients(body) for name, body in files.items() if name.endswith(".py")} == {
+        name: [] for name in files if name.endswith(".py")}
+    assert unclosed_clients(LEAKY) == ["line 9: openai.OpenAI(...) outside a with"]
 
 
 INLINE = '''

@@ -44,7 +44,7 @@ CASES: list[tuple[str, Any, int, str]] = [
     ("passback missing", {"model": "deepseek-reasoner", "messages": [
         *U, {"role": "assistant", "content": "", "tool_calls": [CALL]},
         {"role": "tool", "tool_call_id": "call_00_x", "content": "ok"}]}, 400,
-     "The reasoning_content in the thinking mode must be passed back to the API."),
+     "The `reasoning_content` in the thinking mode must be passed back to the API."),
     ("forced tool while thinking", {"model": "deepseek-v4-pro", "messages": U, "tools": [TOOL], "tool_choice": "required"},
      400, "Thinking mode does not support tool_choice"),
     ("bad thinking", body(thinking={"type": "sometimes"}), 400,

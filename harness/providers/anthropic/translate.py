@@ -10,12 +10,14 @@ replaces the `message_start` one, AN62) and the stop reason. A block ends at its
 Tool input stays the exact concatenation of its `partial_json` fragments (AN57). Each thinking
 signature rides to the next request in the finish's replay envelope
 (`{"response": {"protocol", "id"}, "blocks": [{"signature"} | None, …]}`, one entry per block),
-which the loop keeps on the assistant message. `StreamDecoder` (in `decoder`) feeds it from body
+which the loop keeps on the assistant message; an error finish (`pause_turn`, an in-band
+`error`, a cut stream) carries it too once a signature arrived, so no signature is lost. `StreamDecoder` (in `decoder`) feeds it from body
 bytes, the SDK adapter from the SDK's events.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -23,6 +25,7 @@ from dshkit.harness.llm import (
     BlockState,
     ContentBlock,
     ErrorCode,
+    Finish,
     FinishReason,
     LlmFailure,
     OpaqueBlock,
@@ -285,8 +288,20 @@ class Translator(StreamState):
     # --- ending ----------------------------------------------------------------------------
 
     def _terminate(self, failure: LlmFailure) -> list[StreamChunk]:
-        """End early with an error finish; open blocks stay open (the partial message)."""
-        return self.fail(failure)
+        """End early with an error finish; open blocks stay open (the partial message), and
+        the signatures received so far stay on the finish."""
+        return self._keep_signatures(self.fail(failure))
+
+    def _keep_signatures(self, out: list[StreamChunk]) -> list[StreamChunk]:
+        """Put the replay envelope on an error finish too when a thinking block got its
+        signature: a `pause_turn` turn is resent with its blocks, and a failed one is worth
+        diagnosing with them (the shared rule attaches it to successful finishes only)."""
+        if not out or not any(isinstance(b, _Block) and b.signature for b in self.blocks):
+            return out
+        last = out[-1]
+        if isinstance(last, Finish) and last.replay_state is None:
+            out[-1] = dataclasses.replace(last, replay_state=self.replay_state())
+        return out
 
     def replay_state(self) -> dict[str, Any]:
         """The envelope carried on the finish: each thinking block's signature, by position."""
@@ -310,7 +325,9 @@ class Translator(StreamState):
         unfinished = (
             _STREAM_CLOSED if truncated else _malformed("Anthropic stream sent message_stop without any stop_reason")
         )
-        return self.finish(reason, unfinished=unfinished, done_missing=truncated, replay_state=self.replay_state)
+        return self._keep_signatures(
+            self.finish(reason, unfinished=unfinished, done_missing=truncated, replay_state=self.replay_state)
+        )
 
     def error_event(self, data: str) -> list[StreamChunk]:
         """An `event: error` whose data is not a JSON object: terminal all the same (AN69)."""

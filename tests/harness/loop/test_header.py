@@ -18,7 +18,7 @@ from dshkit.harness.loop.header import title_request
 from dshkit.harness.providers.openai_chat import serialize
 from dshkit.harness.session import LoadedLog, parse_session_log
 
-from ...conftest import DSH_UPSTREAM
+from ...conftest import DSH_UPSTREAM, corpus_missing
 
 TITLE_LOG = DSH_UPSTREAM / "examples/acp-agent/tests/snapshots/session-title-after-turn/session.jsonl"
 SYSTEM = "You are DSH, a coding agent."
@@ -29,7 +29,7 @@ TOOLS = [{"name": "read", "description": "Read a file.",
 def unscrubbed(path: Path) -> str:
     """A corpus log as DSH writes it unscrubbed; skips when the corpus is absent."""
     if not path.is_file():
-        pytest.skip(f"corpus file {path} is absent (set DSHKIT_SHARED to the shared/ folder)")
+        pytest.skip(corpus_missing(path))
     text = path.read_text(encoding="utf-8")
     return text.replace('"{{system}}"', json.dumps(SYSTEM)).replace('"{{tools}}"', json.dumps(TOOLS))
 

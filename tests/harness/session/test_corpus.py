@@ -13,6 +13,7 @@ from dshkit.harness.session import (
     split_model_calls,
     thaw_json,
 )
+from tests.conftest import corpus_absent_param, corpus_missing
 
 _SHARED = Path(os.environ.get("DSHKIT_SHARED", Path(__file__).resolve().parents[3].parent / "shared"))
 CORPUS = _SHARED / "corpus" / "dsh-sessions"
@@ -21,7 +22,7 @@ LOGS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
 
 def _require_corpus() -> None:
     if not CORPUS.is_dir():
-        pytest.skip(f"corpus folder {CORPUS} is absent (set DSHKIT_SHARED to the shared/ folder)")
+        pytest.skip(corpus_missing(CORPUS))
 
 
 def test_corpus_present_or_skipped() -> None:
@@ -29,7 +30,7 @@ def test_corpus_present_or_skipped() -> None:
     assert LOGS, f"no *.jsonl in {CORPUS}"
 
 
-@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in LOGS] or [corpus_absent_param(CORPUS)])
 def test_log_loads_derives_and_replays(path: Path) -> None:
     loaded = parse_session_log(path.read_bytes(), source=str(path))
     session = loaded.session

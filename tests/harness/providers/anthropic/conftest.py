@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, corpus_missing
 
 REAL_ANTHROPIC = SHARED / "corpus" / "real-anthropic"
 
@@ -23,7 +23,7 @@ def corpus_sidecars() -> list[Path]:
 def real_anthropic() -> Path:
     """`shared/corpus/real-anthropic`: recorded Anthropic-format bodies with sidecars."""
     if not REAL_ANTHROPIC.is_dir():
-        pytest.skip(f"corpus folder {REAL_ANTHROPIC} is absent (set DSHKIT_SHARED to the shared/ folder)")
+        pytest.skip(corpus_missing(REAL_ANTHROPIC))
     return REAL_ANTHROPIC
 
 

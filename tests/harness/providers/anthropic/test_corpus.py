@@ -34,14 +34,15 @@ from dshkit.harness.providers.anthropic import (
     map_usage,
 )
 from dshkit.harness.providers.sse import SSEDecoder, SSEEvent
+from tests.conftest import corpus_missing
 
-from .conftest import corpus_sidecars, load_capture
+from .conftest import REAL_ANTHROPIC, corpus_sidecars, load_capture
 
 SIDECARS = corpus_sidecars()
 STREAMS = [p for p in SIDECARS if json.loads(p.read_text())["kind"] == "stream"]
 ERRORS = [p for p in SIDECARS if json.loads(p.read_text())["kind"] == "error"]
 MESSAGES = [p for p in SIDECARS if json.loads(p.read_text())["kind"] == "message"]
-_ABSENT = [pytest.param(None, marks=pytest.mark.skip(reason="corpus real-anthropic is absent (set DSHKIT_SHARED)"))]
+_ABSENT = [pytest.param(None, marks=pytest.mark.skip(reason=corpus_missing(REAL_ANTHROPIC)))]
 
 
 def _ids(paths: list[Path]) -> list[Any]:

@@ -32,10 +32,10 @@ from dshkit.harness.providers.openai_chat import (
     serialize,
 )
 from dshkit.harness.providers.sse import SSEComment, SSEDecoder
-from tests.conftest import REAL_CORPUS
+from tests.conftest import REAL_CORPUS, corpus_missing
 
 STEMS = sorted(p.name[: -len(".expected.json")] for p in REAL_CORPUS.glob("*.expected.json")) if REAL_CORPUS.is_dir() else []
-PARAMS = STEMS or [pytest.param("absent", marks=pytest.mark.skip(reason=f"corpus folder {REAL_CORPUS} is absent"))]
+PARAMS = STEMS or [pytest.param("absent", marks=pytest.mark.skip(reason=corpus_missing(REAL_CORPUS)))]
 
 
 def load(corpus: Path, stem: str) -> tuple[bytes, dict[str, Any]]:

@@ -1,0 +1,146 @@
+"""The CLI teaches: did-you-mean for commands, flags and `--only`; a subcommand's bad flag shows
+that subcommand's usage; options are applied or refused, never ignored; the top-level help
+imports no subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dshkit.cli import COMMANDS, SUMMARIES, build_parser, main
+from dshkit.mock_server import MockServer
+
+from .mock_server.cli_process import ServeProcess
+from .mock_server.wire import chat
+
+
+def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err
+
+
+@pytest.mark.parametrize(("word", "meant"), [("rn", "run"), ("serv", "serve"), ("conformence", "conformance")])
+def test_a_mistyped_command_gets_a_suggestion(word: str, meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error([word, "--help"], capsys)
+    assert f"unknown command {word!r}; did you mean {meant!r}?" in err
+    assert err.startswith("usage: dshkit [-h]")
+
+
+@pytest.mark.parametrize(("argv", "usage", "meant"), [
+    (["run", "hi", "--max-stpes", "3"], "usage: dshkit run ", "--max-steps"),
+    (["conformance", "--adaptr", "x:y"], "usage: dshkit conformance ", "--adapter"),
+    (["serve", "--sequense", "success"], "usage: dshkit serve ", "--sequence"),
+    (["decode", "f.sse", "--prety"], "usage: dshkit decode ", "--pretty"),
+])
+def test_a_bad_flag_prints_its_subcommands_usage(argv: list[str], usage: str, meant: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(argv, capsys)
+    assert err.startswith(usage), err
+    bad = next(a for a in argv if a.startswith("--"))
+    assert f"unrecognized arguments: {bad}" in err
+    assert f"did you mean {meant!r}" in err
+
+
+def test_an_unrelated_flag_gets_no_wild_guess(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(["conformance", "--bogus"], capsys)
+    assert "unrecognized arguments: --bogus" in err and "did you mean" not in err
+
+
+@pytest.mark.parametrize(("selector", "meant"), [
+    ("tool-split-args", "tool-split-arguments"), ("area:tool", "area:tools"), ("A55", "A5")])
+def test_only_suggests_the_closest_id_tag_or_area(selector: str, meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--only", selector]) == 2
+    err = capsys.readouterr().err
+    assert f"--only {selector!r} matches no scenario; did you mean {meant!r}" in err
+    assert "areas: " in err and "tools" in err
+
+
+def test_serve_repeat_last_applies_to_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "one.yaml"
+    script.write_text("name: one\nsteps:\n  - fault: success\n")
+    p = ServeProcess("--script", str(script), "--repeat-last")
+    try:
+        with httpx.Client(base_url=p.base_url, timeout=5, headers={"X-Mock-Session": "s"}) as c:
+            codes = [c.post("/chat/completions", json=chat()).status_code for _ in range(3)]
+        assert codes == [200, 200, 200]  # without --repeat-last the 2nd is a 418 "no step left"
+    finally:
+        p.kill()
+
+
+def test_serve_repeat_last_without_steps_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--repeat-last"]) == 2
+    assert "--repeat-last applies to the steps of --sequence or --script" in capsys.readouterr().err
+
+
+def test_run_max_retries_limits_the_retries_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with MockServer(sequence="rate_limit", repeat_last=True) as server:
+        code = main(["run", "hi", "--base-url", server.base_url, "--api-key", "sk-retry", "--max-retries", "0",
+                     "--workspace", str(tmp_path), "--session", str(tmp_path / "s.jsonl")])
+        sent = len(server.journal.chat())
+    out = capsys.readouterr().out
+    assert code == 1
+    assert sent == 1  # the default policy would have retried the 429
+    assert "gave up on RATE_LIMIT after 0 retries: the retry limit is 0 (--max-retries 0)" in out
+    assert "raise --max-retries" in out
+
+
+def test_run_max_retries_rejects_a_negative_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(["run", "hi", "--max-retries", "-1"], capsys)
+    assert err.startswith("usage: dshkit run ") and "--max-retries: must be 0 or more, got -1" in err
+
+
+def test_decode_pretty_is_described_as_what_it_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["decode", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "indented JSON" not in text
+    assert "--pretty print text for a reader instead of JSON" in text
+
+
+# --- the top-level help imports no subcommand ---------------------------------------------------
+
+_HEAVY = [*COMMANDS.values(), "dshkit.harness", "dshkit.mock_server", "dshkit.conformance", "dshkit.view",
+          "aiohttp", "httpx", "pydantic", "jsonschema"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["nosuchcommand"], []])
+def test_top_level_help_imports_no_subcommand(argv: list[str]) -> None:
+    code = (
+        "import json, sys\nfrom dshkit.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit as e:\n    code = e.code\n"
+        "print(json.dumps([code, sorted(sys.modules)]))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    exit_code, modules = json.loads(r.stdout.splitlines()[-1])
+    assert exit_code == (0 if argv in (["--help"], ["--version"]) else 2)
+    loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
+    assert loaded == []
+    if argv == ["--help"]:
+        assert all(name in r.stdout for name in COMMANDS)
+
+
+def test_the_summaries_are_what_each_command_registers() -> None:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    registered = {choice.dest: choice.help for choice in action._choices_actions}
+    assert registered == SUMMARIES
+    assert list(SUMMARIES) == list(COMMANDS)
+
+
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["--only", "S411"], "'S41'"), (["--only", "area:server-strem"], "'area:server-stream'"),
+    (["--protocol", "anthropic", "--only", "AN144"], "'AN14'")])
+def test_server_only_suggests_the_closest_check(argv: list[str], meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--server", "http://127.0.0.1:9", *argv]) == 2  # refused before any connection
+    err = capsys.readouterr().err
+    assert f"names no {'Anthropic ' if 'anthropic' in argv else ''}server check; did you mean {meant}" in err
