@@ -15,6 +15,7 @@ Lines are always valid JSON: lone surrogates are escaped and non-finite numbers 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import threading
 from collections import deque
