@@ -120,3 +120,19 @@ def test_view_reads_the_mocks_own_journal_after_a_lone_surrogate(tmp_path: Path,
     assert main(["view", str(journal), "-o", str(out)]) == 0
     assert "Traceback" not in capsys.readouterr().err + caplog.text
     assert "2 exchanges" in out.read_text(encoding="utf-8")
+
+
+def test_a_resumed_session_holding_a_lone_surrogate_sends_it_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the next turn's request failed to encode (`UNKNOWN: 'utf-8' codec can't encode`).
+    Now the history goes out with the surrogate escaped, and the mock answers as DeepSeek does."""
+    log = tmp_path / "s.jsonl"
+    script = Script.of({"raw": {"writes": [{"text": SURROGATE_SSE}]}}, {"reply": {"content": "ok"}}, name="two")
+    with MockServer(script) as server:
+        argv = ["--base-url", server.base_url, "--api-key", API_KEY, "--session", str(log),
+                "--workspace", str(tmp_path), "--tools", "read"]
+        assert main(["run", "hi", *argv]) == 0
+        assert main(["run", "again", *argv]) == 1
+        sent = server.journal[-1]
+    out = capsys.readouterr()
+    assert "codec can't encode" not in out.out + out.err
+    assert sent.status == 400 and "lone surrogate" in json.dumps(sent.error)

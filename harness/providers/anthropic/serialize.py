@@ -242,5 +242,11 @@ def serialize(options: GenerateOptions, config: AnthropicConfig | None = None) -
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
-    """The bytes sent: compact UTF-8 JSON."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """The bytes sent: compact UTF-8 JSON. A history holding a lone surrogate (a model's
+    `"\\ud800"`, kept whole by the session log) is sent with ASCII escapes instead of failing to
+    encode; the server then answers for it (DeepSeek: a 400)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")

@@ -159,5 +159,12 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
-    """The bytes sent: compact UTF-8 JSON (argument strings stay byte-identical inside it)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """The bytes sent: compact UTF-8 JSON (argument strings stay byte-identical inside it).
+    A history holding a lone surrogate (a model's `"\\ud800"`, kept whole by the session log)
+    is sent with ASCII escapes instead of failing to encode; the server then answers for it
+    (DeepSeek: a 400)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
