@@ -311,10 +311,9 @@ class JsonlWriter:
     A write that fails (disk full, a closed file) never leaves a gap: the failure is kept in
     `failure`, passed to `on_failure` (or, without one, logged once: file, first event not
     written, cause), and from then on no event is written, so the file stays a readable prefix
-    of the session. Observers cannot stop the
-    session, so the owner must look: `flush()` and `close()` raise `SessionError`
-    (`SESSION_WRITE_FAILED`) naming the file and the first lost event (once; `close()` after a
-    raising `flush()` only closes).
+    of the session. An observer cannot stop the session itself, so its owner must act:
+    `flush()` and `close()` raise `SessionError` (`SESSION_WRITE_FAILED`) naming the file and
+    the first lost event (once; `close()` after a raising `flush()` only closes).
     """
 
     def __init__(
