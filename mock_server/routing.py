@@ -26,7 +26,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -254,6 +254,25 @@ class _Cursor:
     script: Script
     used: list[bool]
     aux_used: list[bool] = field(default_factory=list)
+    free: list[int] = field(default_factory=list)
+    """`free[i]` leads to the first unused step at or after `i` (a disjoint-set forest with
+    path halving; `len(steps)` when none is left): routing skips the used steps in amortised
+    constant time instead of walking past every one of them on every request."""
+
+    def __post_init__(self) -> None:
+        self.free = list(range(len(self.used) + 1))
+
+    def first_unused(self, i: int) -> int:
+        """The index of the first unused step at or after `i` (`len(steps)` when none is)."""
+        free = self.free
+        while free[i] != i:
+            free[i] = free[free[i]]
+            i = free[i]
+        return i
+
+    def use(self, i: int) -> None:
+        self.used[i] = True
+        self.free[i] = i + 1
 
 
 class Router:
@@ -269,8 +288,12 @@ class Router:
         scripts: list[Script] | None = None,
         *,
         unscripted: Literal["error", "default"] = "error",
+        skip_used: bool = True,
     ) -> None:
         self.unscripted = unscripted
+        self.skip_used = skip_used
+        """Jump over used steps (the default: routing costs the same at step 10,000 as at step
+        1); False walks every step from the first, the plain reference the tests compare with."""
         self._lock = threading.Lock()
         self._unclaimed: list[Script] = []
         self._reserved: dict[str, Script] = {}
@@ -352,15 +375,25 @@ class Router:
             return Decision(kind="step", session=session, script=script, step=step, purpose=purpose)
         return None
 
+    def _unused(self, cur: _Cursor) -> Iterator[int]:
+        """The indices of the unused steps, in order (read lazily: the caller may use one)."""
+        n = len(cur.used)
+        if not self.skip_used:
+            yield from (i for i in range(n) if not cur.used[i])
+            return
+        i = cur.first_unused(0)
+        while i < n:
+            yield i
+            i = cur.first_unused(i + 1)
+
     def _pick(self, session: str, cur: _Cursor, req: RequestView) -> Decision:
         script = cur.script
         nearest: tuple[int, list[str]] | None = None
-        for i, step in enumerate(script.steps):
-            if cur.used[i]:
-                continue
+        for i in self._unused(cur):
+            step = script.steps[i]
             fails = _failures(step.match, req)
             if not fails:
-                cur.used[i] = True
+                cur.use(i)
                 return Decision(kind="step", session=session, script=script, index=i, step=step)
             if nearest is None or len(fails) < len(nearest[1]):
                 nearest = (i, fails)
