@@ -22,7 +22,7 @@ from collections import Counter
 from typing import Any
 
 from dshkit.harness.llm import HarnessError
-from dshkit.mock_server.journal import DEFAULT_KEEP, json_line
+from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
 from dshkit.mock_server.scripts import ScriptError
 from dshkit.mock_server.server import MockServer
 
@@ -68,6 +68,27 @@ def _keep(text: str) -> int | None:
     if n < 0:
         raise argparse.ArgumentTypeError(f"expected a count >= 0 or `all`, got {n}")
     return n
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+
+
+def _byte_size(text: str) -> int | None:
+    """A byte count (`67108864`, `64MiB`, `500MB`, `1GiB`) or `all` (None: no budget)."""
+    if text == "all":
+        return None
+    number = text.strip().rstrip("BbIiKkMmGg")
+    unit = text.strip()[len(number):].lower()
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 67108864, 64MiB or 500MB, or `all`, got {text!r}"
+        ) from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a size >= 0 or `all`, got {text!r}")
+    return int(value)
 
 
 _EXAMPLES = """\
@@ -135,6 +156,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="keep the bytes, headers and body of only the last N exchanges in memory "
                    f"(default {DEFAULT_KEEP}; older ones keep counts and timings; `all` keeps "
                    "everything); the --journal file always gets every exchange")
+    p.add_argument("--journal-bytes", type=_byte_size, default=DEFAULT_KEEP_BYTES, metavar="SIZE|all",
+                   help="byte budget of the exchanges kept in memory (bytes written plus request "
+                   "bodies; default 64MiB; units B, KB, KiB, MB, MiB, GB, GiB): the oldest are "
+                   "trimmed until the rest fit, whatever --journal-keep allows; `all`: no budget")
     p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="close a connection that sends no complete request head within this "
                    "time of opening or of its last response; 408 for a body this slow (default 60)")
@@ -252,6 +277,7 @@ def run_serve(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             backlog=args.backlog,
             journal_keep=args.journal_keep,
+            journal_bytes=args.journal_bytes,
             fast_path=not args.plain_path,
         )
     except (ScriptError, ValueError, HarnessError) as e:
@@ -325,6 +351,7 @@ def run_summary(server: MockServer) -> dict[str, Any]:
         "outcomes": dict(Counter(str(e.outcome) for e in entries)),
         "unused_steps": server.journal.unused_steps(),
         "rejections": rejections,
+        "journal": server.journal.stats(),
     }
 
 
@@ -333,6 +360,11 @@ def _summary_text(summary: dict[str, Any]) -> str:
     lines = [f"dshkit serve: {summary['requests']} request(s)" + (f" ({outcomes})" if outcomes else "")]
     unused = summary["unused_steps"]
     lines.append(f"  unused scripted steps: {len(unused)}" + "".join(f"\n    {u}" for u in unused))
+    journal = summary["journal"]
+    if journal["trimmed"]:
+        lines.append(f"  journal: {journal['trimmed']} older exchange(s) trimmed to counts and timings "
+                     f"({journal['trimmed_for_bytes']} for the byte budget); {journal['kept_bytes']} "
+                     "bytes kept in memory")
     for r in summary["rejections"]:
         lines.append(f"  rejected #{r['seq']} {r['path']} → {r['status']}: {r['reason']}")
     return "\n".join(lines) + "\n"

@@ -262,6 +262,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
         except Rejection as rejection:
             return await _reject(rt, entry, r, rejection)
+        entry.request_bytes = len(raw)
         try:
             chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
         except Rejection as rejection:

@@ -24,7 +24,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from dshkit.mock_server.app import SURFACES, make_app
 from dshkit.mock_server.generate.reply import Era
-from dshkit.mock_server.journal import DEFAULT_KEEP, Journal
+from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, Journal
 from dshkit.mock_server.routing import Router
 from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from dshkit.mock_server.scripts import Script, load_scripts, parse_script
@@ -108,6 +108,9 @@ class MockServer:
         journal_keep: keep the written bytes, headers and body of only the last N exchanges in
             memory (older entries keep counts and timings); None keeps everything. The JSONL
             `journal` file always gets every exchange in full.
+        journal_bytes: the byte budget of those kept exchanges (bytes written plus request
+            bodies; default 64 MiB): the oldest are trimmed until the rest fit, however few the
+            `journal_keep` limit leaves; None: no byte budget.
         fast_path: serve generated streams through the fast path (cached stream templates,
             whole bodies in one response, coalesced writes; the default), or False for the
             plain reference path (rendered afresh, one write per event). A client receives the
@@ -139,6 +142,7 @@ class MockServer:
         idle_timeout: float = 60.0,
         backlog: int = 1024,
         journal_keep: int | None = DEFAULT_KEEP,
+        journal_bytes: int | None = DEFAULT_KEEP_BYTES,
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
     ) -> None:
@@ -156,7 +160,9 @@ class MockServer:
         if backlog < 1:
             raise ValueError(f"backlog must be >= 1, got {backlog}")
         self.backlog = backlog
-        self.journal = Journal(journal, pending=self.router.pending, keep=journal_keep)
+        self.journal = Journal(
+            journal, pending=self.router.pending, keep=journal_keep, keep_bytes=journal_bytes
+        )
         self.config = ServerConfig(
             api_key=api_key,
             era=era,
