@@ -250,13 +250,15 @@ def run_serve(args: argparse.Namespace) -> int:
     if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
-        from dshkit.mock_server.replay import replay_scripts
+        replayed = []
+        if args.replay:  # imported only when used: replay pulls in the harness's session code
+            from dshkit.mock_server.replay import replay_scripts
 
-        replayed = [
-            s
-            for path in args.replay
-            for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
-        ]
+            replayed = [
+                s
+                for path in args.replay
+                for s in replay_scripts(path, speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
+            ]
         server = MockServer(
             *args.script,
             *replayed,

@@ -157,7 +157,9 @@ _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validators are built on first use, not at import (a server started
+    # without scripts never builds them, and is ready sooner).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ToolCallSpec(_Model):
