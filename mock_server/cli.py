@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import sys
 import textwrap
@@ -56,6 +57,16 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is out of range; use 0-65535 (0: any free port)")
     return value
+
+
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes, got {text!r}") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"expected 1 to 256 worker processes, got {n}")
+    return n
 
 
 def _keep(text: str) -> int | None:
@@ -160,6 +171,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="byte budget of the exchanges kept in memory (bytes written plus request "
                    "bodies; default 64MiB; units B, KB, KiB, MB, MiB, GB, GiB): the oldest are "
                    "trimmed until the rest fit, whatever --journal-keep allows; `all`: no budget")
+    p.add_argument("--workers", type=_workers, default=1, metavar="N",
+                   help="serve from N processes on one port (SO_REUSEPORT; default 1); scripted "
+                   "sessions still get their steps in order, whichever process a request reaches "
+                   "(see docs/mock_server.md, \"Workers\")")
     p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="close a connection that sends no complete request head within this "
                    "time of opening or of its last response; 408 for a body this slow (default 60)")
@@ -193,6 +208,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 _pending: list[str] = []
+_atomic_lines = False
+"""Set with --workers: several processes share stdout, so lines go out in writes of at most
+PIPE_BUF bytes that end at a line's end (a pipe never interleaves such writes)."""
 
 
 def _print(obj: dict[str, Any]) -> None:
@@ -221,8 +239,34 @@ def _flush() -> None:
         _pending.clear()
         # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
         with contextlib.suppress(OSError):
-            sys.stdout.write(lines)
-            sys.stdout.flush()
+            if _atomic_lines:
+                _write_whole_lines(lines.encode("utf-8", "surrogateescape"))
+            else:
+                sys.stdout.write(lines)
+                sys.stdout.flush()
+
+
+def _write_whole_lines(data: bytes) -> None:
+    """`data` (whole lines) to stdout in writes of at most PIPE_BUF bytes ending at a newline
+    (a longer line goes in one write of its own)."""
+    sys.stdout.flush()
+    fd = sys.stdout.fileno()
+    limit = select_pipe_buf()
+    start = 0
+    while start < len(data):
+        end = start + limit
+        if end < len(data):
+            cut = data.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= start else data.index(b"\n", end) + 1
+        view = memoryview(data)[start:end]
+        while view:
+            view = view[os.write(fd, view):]
+        start = end
+
+
+def select_pipe_buf() -> int:
+    """The size up to which a pipe write is atomic (PIPE_BUF, 4096 on Linux)."""
+    return int(getattr(select, "PIPE_BUF", 512))
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -285,7 +329,24 @@ def run_serve(args: argparse.Namespace) -> int:
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
     delay = (args.listen_delay_ms if args.listen_delay_ms is not None else 750) if refuse else 0
+    if args.workers > 1:
+        if refuse:
+            return _fail("`connection_refused` cannot be combined with --workers")
+        return _serve_workers(server, args.workers)
     return asyncio.run(_serve(server, delay / 1000))
+
+
+def _serve_workers(server: MockServer, n: int) -> int:
+    global _atomic_lines
+    from dshkit.mock_server.workers import run_workers
+
+    _atomic_lines = True
+    code, summary = run_workers(server, n, emit=_print, summarize=run_summary, exit_on_signals=exit_on_signals)
+    if summary is None:
+        return code
+    _print(summary)
+    sys.stderr.write(_summary_text(summary))
+    return code
 
 
 def exit_on_signals() -> asyncio.Future[int]:

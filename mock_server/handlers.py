@@ -278,7 +278,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
                     f"{', '.join(sorted(FAULTS))}", code="mock_unknown_fault"))
             decision = Decision(kind="step", session=session, step=FaultStep(fault=override))  # type: ignore[arg-type]
         else:
-            decision = request.app[ROUTER_KEY].route(session, chat.view)
+            decision = await request.app[ROUTER_KEY].decide(session, chat.view)
         entry.script = decision.script.name if decision.script else None
         if decision.kind in _ROUTING_CODES:
             _begin(rt, entry, decision.kind)
@@ -294,7 +294,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             trace_id=r.call.trace_id,
             request=chat,
             seed=step_seed(cfg.seed, session, decision.index),
-            repeat=rt.repeat_of(session, decision.index),
+            repeat=decision.repeat if decision.repeat is not None else rt.repeat_of(session, decision.index),
             quirks=frozenset(step.stream.quirks) if isinstance(step, ReplyStep | FaultStep) else frozenset(),
             created=int(time.time()),
         )

@@ -235,6 +235,7 @@ class Journal:
         pending: Callable[[], list[str]] | None = None,
         keep: int | None = DEFAULT_KEEP,
         keep_bytes: int | None = DEFAULT_KEEP_BYTES,
+        next_seq: Callable[[], int] | None = None,
     ) -> None:
         if keep is not None and keep < 0:
             raise ValueError(f"journal keep must be >= 0 or None (keep all), got {keep}")
@@ -246,6 +247,9 @@ class Journal:
         self.keep_bytes = keep_bytes
         """The byte budget of the finished entries that keep their bytes (written bytes plus
         request bodies); the oldest are trimmed until the rest fit. None: no budget."""
+        self.next_seq = next_seq
+        """Hands out `seq` numbers when several processes share one numbering (the workers of
+        `dshkit serve --workers`); None numbers entries 1, 2, 3… in this journal."""
         self._kept_bytes = 0
         self._trimmed = 0
         self._trimmed_for_bytes = 0
@@ -264,7 +268,7 @@ class Journal:
         """Record a new request (headers scrubbed here) and return its entry."""
         with self._lock:
             entry = JournalEntry(
-                seq=len(self._entries) + 1,
+                seq=self.next_seq() if self.next_seq is not None else len(self._entries) + 1,
                 t=t,
                 method=method,
                 path=path,

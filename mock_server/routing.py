@@ -247,6 +247,9 @@ class Decision:
     auxiliary: int | None = None
     """The index in `script.auxiliary` of the step that answered; None when a main step, the
     default reply or the script's `title` answered."""
+    repeat: int | None = None
+    """How many times this step already answered the session, when the router counted it (the
+    state owner of `dshkit serve --workers`); None: the server counts it itself."""
 
 
 @dataclass(slots=True)
@@ -297,6 +300,9 @@ class Router:
         self._lock = threading.Lock()
         self._unclaimed: list[Script] = []
         self._reserved: dict[str, Script] = {}
+        self.scripts: list[Script] = []
+        """Every script added, in the order added (a script's index here names it across the
+        processes of `dshkit serve --workers`, which all load the same scripts)."""
         self._claims: dict[str, _Cursor] = {}
         self._ever_scripted = False
         for s in scripts or ():
@@ -306,6 +312,7 @@ class Router:
         """Queue a script for the next new session, or reserve it for `session`."""
         with self._lock:
             self._ever_scripted = True
+            self.scripts.append(script)
             key = session or script.session
             if key is None:
                 self._unclaimed.append(script)
@@ -320,6 +327,11 @@ class Router:
     def scripted(self) -> bool:
         """True once any script was added; before that every request gets the default reply."""
         return self._ever_scripted
+
+    async def decide(self, session: str, req: RequestView) -> Decision:
+        """:meth:`route` as the handlers call it: a router in another process (the workers of
+        `dshkit serve --workers`) answers through this coroutine."""
+        return self.route(session, req)
 
     def route(self, session: str, req: RequestView) -> Decision:
         """Pick (and consume) the step that answers this request."""

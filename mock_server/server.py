@@ -118,6 +118,8 @@ class MockServer:
         surfaces: the wires the server speaks (default :data:`~dshkit.mock_server.app.SURFACES`:
             Chat Completions and the Anthropic Messages surface); see docs/mock_server.md,
             "Adding a wire".
+        reuse_port: bind with SO_REUSEPORT, so that several processes listen on one port and
+            the kernel spreads connections over them (`dshkit serve --workers`).
     """
 
     __test__ = False  # not a pytest test class
@@ -145,6 +147,7 @@ class MockServer:
         journal_bytes: int | None = DEFAULT_KEEP_BYTES,
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
+        reuse_port: bool = False,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -160,6 +163,7 @@ class MockServer:
         if backlog < 1:
             raise ValueError(f"backlog must be >= 1, got {backlog}")
         self.backlog = backlog
+        self.reuse_port = reuse_port
         self.journal = Journal(
             journal, pending=self.router.pending, keep=journal_keep, keep_bytes=journal_bytes
         )
@@ -251,7 +255,8 @@ class MockServer:
         await runner.setup()
         # backlog: aiohttp's default (128) drops SYNs when a few hundred clients connect at once.
         site = web.TCPSite(
-            runner, self.host, self._requested_port, reuse_address=True, backlog=self.backlog
+            runner, self.host, self._requested_port, reuse_address=True, backlog=self.backlog,
+            reuse_port=self.reuse_port or None,
         )
         await site.start()
         self._runner = runner
