@@ -22,6 +22,7 @@ from dshkit.mock_server.handlers import (
     SURFACES_KEY,
     balance,
     list_models,
+    metrics_page,
     model_call,
     not_found,
 )
@@ -50,5 +51,6 @@ def make_app(runtime: Runtime, router: Router, surfaces: Sequence[Surface] = SUR
     for prefix in ("", "/v1"):
         app.router.add_get(f"{prefix}/models", list_models)
         app.router.add_get(f"{prefix}/user/balance", balance)
+    app.router.add_get("/metrics", metrics_page)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -42,6 +42,7 @@ __all__ = [
     "balance",
     "decode_body",
     "list_models",
+    "metrics_page",
     "model_call",
     "not_found",
     "step_seed",
@@ -204,6 +205,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
     )
+    rt.metrics.arrived(surface.name)
     trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
     call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
     x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
@@ -229,6 +231,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
             rt.journal.close_entry(entry)
         except (OSError, ValueError) as e:  # a full disk must not cost the `result` event
             log.error("mock server could not write journal entry %d: %s", entry.seq, e)
+        rt.metrics.finished(surface.name, entry)
         _emit_result(rt, entry)
     if x.resp is None:
         # The connection was reset before any header: nothing can be sent any more.
@@ -286,6 +289,8 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             return "rejected"
         entry.step = decision.index
         step = decision.step
+        if decision.script is not None:
+            rt.metrics.step(decision.script.name)
         # -- plan: everything the answer needs, fixed before its first byte
         call = Call(
             surface=surface,
@@ -363,6 +368,15 @@ balance = _static_json(
         ],
     },
 )
+
+
+async def metrics_page(request: web.Request) -> web.StreamResponse:
+    """`GET /metrics`: the server's counts in the Prometheus text format (not journaled)."""
+    from dshkit.mock_server.metrics import render_counts
+
+    counts = await request.app[ROUTER_KEY].gather(request.app[RUNTIME_KEY].metrics)
+    body, content_type = render_counts(counts)
+    return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:

@@ -28,9 +28,12 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.mock_server.scripts import Match, ReplySpec, ReplyStep, Script, Step
+
+if TYPE_CHECKING:
+    from dshkit.mock_server.metrics import Metrics
 
 __all__ = [
     "SESSION_HEADER",
@@ -332,6 +335,11 @@ class Router:
         """:meth:`route` as the handlers call it: a router in another process (the workers of
         `dshkit serve --workers`) answers through this coroutine."""
         return self.route(session, req)
+
+    async def gather(self, metrics: Metrics) -> dict[str, Any]:
+        """The counts `/metrics` reports for the whole server: this process's own; a worker's
+        router (`dshkit serve --workers`) asks the state owner, which adds up every worker's."""
+        return metrics.counts()
 
     def route(self, session: str, req: RequestView) -> Decision:
         """Pick (and consume) the step that answers this request."""

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from dshkit.mock_server.metrics import Metrics, add_counts
 from dshkit.mock_server.routing import Decision, RequestView, Router
 from dshkit.mock_server.scripts import ReplySpec, ReplyStep, Step
 from dshkit.mock_server.server import MockServer
@@ -155,6 +156,10 @@ class RemoteRouter(Router):
     def pending(self) -> list[str]:
         return []  # the owner knows
 
+    async def gather(self, metrics: Metrics) -> dict[str, Any]:
+        answer = await self._channel.ask({"op": "metrics"})
+        return dict(answer["counts"])
+
 
 # -- a worker --------------------------------------------------------------------------------
 
@@ -164,8 +169,11 @@ async def _work(server: MockServer, index: int, sock: socket.socket, summarize: 
     stop: asyncio.Future[None] = loop.create_future()
 
     def on_message(msg: dict[str, Any]) -> None:
-        if msg.get("op") == "stop" and not stop.done():
+        op = msg.get("op")
+        if op == "stop" and not stop.done():
             stop.set_result(None)
+        elif op == "collect" and server._runtime is not None:
+            channel.send({"op": "counts", "cid": msg["cid"], "counts": server._runtime.metrics.counts()})
 
     reader, writer = await asyncio.open_unix_connection(sock=sock)
     channel = _Channel(reader, writer, on_message)
@@ -220,6 +228,9 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
     summaries: list[dict[str, Any]] = []
     ready = 0
     writers: list[asyncio.StreamWriter] = []
+    # /metrics on one worker: every worker's counts, gathered by collect id, then added up.
+    collects: dict[int, tuple[list[dict[str, Any]], int, asyncio.StreamWriter, int]] = {}
+    next_collect = 0
 
     def answer(msg: dict[str, Any]) -> dict[str, Any]:
         d = router.route(msg["session"], _view_from_json(msg["view"]))
@@ -231,7 +242,7 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
         return {"id": msg["id"], **decision_to_json(d, index_of, repeat)}
 
     async def serve(index: int, sock: socket.socket) -> None:
-        nonlocal ready
+        nonlocal ready, next_collect
         reader, writer = await asyncio.open_unix_connection(sock=sock)
         writers.append(writer)
         while line := await reader.readline():
@@ -239,6 +250,18 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
             op = msg.get("op")
             if op == "route":
                 writer.write(json.dumps(answer(msg)).encode() + b"\n")
+            elif op == "metrics":
+                next_collect += 1
+                live = [w for w in writers if not w.is_closing()]
+                collects[next_collect] = ([], len(live), writer, msg["id"])
+                for w in live:
+                    w.write(json.dumps({"op": "collect", "cid": next_collect}).encode() + b"\n")
+            elif op == "counts" and msg["cid"] in collects:
+                got, expected, target, rid = collects[msg["cid"]]
+                got.append(msg["counts"])
+                if len(got) == expected:
+                    del collects[msg["cid"]]
+                    target.write(json.dumps({"id": rid, "counts": add_counts(got)}).encode() + b"\n")
             elif op == "ready":
                 ready += 1
                 if ready == len(workers):
