@@ -192,5 +192,5 @@ def render_counts(counts: dict[str, Any]) -> tuple[bytes, str]:
             return families()
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector())  # type: ignore[arg-type]
+    registry.register(_Collector())
     return generate_latest(registry), CONTENT_TYPE_LATEST
