@@ -1,6 +1,6 @@
 """How soon `dshkit serve` is ready: from process start to its `ready` line on stdout.
 
-Starts `python -m dshkit.mock_server serve` (what the `dshkit serve` entry point runs) in a fresh
+Starts `python -m dshkit serve` (what the `dshkit serve` entry point runs) in a fresh
 interpreter `--runs` times, reads the first stdout line (the `ready` JSON line, printed once the
 port is bound and the server accepts connections), and stops it with SIGINT. At the moment the
 line arrives it reads the child's CPU time (user + system, `/proc/PID/stat`): on a shared
@@ -39,7 +39,7 @@ def cpu_ms(pid: int) -> float:
 def once(extra: list[str]) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "dshkit.mock_server", "serve", *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "dshkit", "serve", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
         assert proc.stdout is not None
