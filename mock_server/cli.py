@@ -140,7 +140,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="run the mock DeepSeek server",
         description="Serve DeepSeek's /chat/completions on loopback with scripted or generated "
         "streams and faults. Prints a `ready` JSON line, then `request`/`result` lines, and a "
-        "`summary` line when stopped. Exit status: 130 on Ctrl-C, 143 on SIGTERM, 2 for bad "
+        "`summary` line when stopped; GET /metrics answers in the Prometheus text format. Exit status: 130 on Ctrl-C, 143 on SIGTERM, 2 for bad "
         "options or scripts, 1 when the port cannot be bound.",
         epilog=serve_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
