@@ -8,8 +8,8 @@ import httpx
 
 from dshkit.mock_server import MockServer
 from dshkit.view import render_paths
-from dshkit_view.load import merge_journals
-from dshkit_view.wire import load_journal
+from dshkit.view.load import merge_journals
+from dshkit.view.wire import load_journal
 
 
 async def test_two_instances_journals_merge_in_arrival_order(tmp_path: Path) -> None:
