@@ -51,6 +51,7 @@ __all__ = [
     "balance",
     "decode_body",
     "list_models",
+    "metrics_page",
     "model_call",
     "not_found",
     "step_seed",
@@ -213,6 +214,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
     )
+    rt.metrics.arrived(surface.name)
     trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
     call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
     x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
@@ -238,6 +240,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
             rt.journal.close_entry(entry)
         except (OSError, ValueError) as e:  # a full disk must not cost the `result` event
             log.error("mock server could not write journal entry %d: %s", entry.seq, e)
+        rt.metrics.finished(surface.name, entry)
         _emit_result(rt, entry)
     if x.resp is None:
         # The connection was reset before any header: nothing can be sent any more.
@@ -271,6 +274,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
         except Rejection as rejection:
             return await _reject(rt, entry, r, rejection)
+        entry.request_bytes = len(raw)
         try:
             chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
         except Rejection as rejection:
@@ -286,7 +290,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
                     f"{', '.join(sorted(FAULTS))}", code="mock_unknown_fault"))
             decision = Decision(kind="step", session=session, step=FaultStep(fault=override))  # type: ignore[arg-type]
         else:
-            decision = request.app[ROUTER_KEY].route(session, chat.view)
+            decision = await request.app[ROUTER_KEY].decide(session, chat.view)
         entry.script = decision.script.name if decision.script else None
         if decision.kind in _ROUTING_CODES:
             _begin(rt, entry, decision.kind)
@@ -294,6 +298,8 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             return "rejected"
         entry.step = decision.index
         step = decision.step
+        if decision.script is not None:
+            rt.metrics.step(decision.script.name)
         if isinstance(step, CallbackStep):
             try:
                 step = step.resolve(chat.view)
@@ -310,7 +316,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             trace_id=r.call.trace_id,
             request=chat,
             seed=step_seed(cfg.seed, session, decision.index),
-            repeat=rt.repeat_of(session, decision.index),
+            repeat=decision.repeat if decision.repeat is not None else rt.repeat_of(session, decision.index),
             quirks=frozenset(step.stream.quirks) if isinstance(step, ReplyStep | FaultStep) else frozenset(),
             created=int(time.time()),
         )
@@ -379,6 +385,15 @@ balance = _static_json(
         ],
     },
 )
+
+
+async def metrics_page(request: web.Request) -> web.StreamResponse:
+    """`GET /metrics`: the server's counts in the Prometheus text format (not journaled)."""
+    from dshkit.mock_server.metrics import render_counts
+
+    counts = await request.app[ROUTER_KEY].gather(request.app[RUNTIME_KEY].metrics)
+    body, content_type = render_counts(counts)
+    return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.mock_server.anthropic import render
-from dshkit.mock_server.anthropic.replay import chunk_replay
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
 from dshkit.mock_server.chat import deepseek_headers
 from dshkit.mock_server.generate.encode import Framing
@@ -232,6 +231,10 @@ class AnthropicSurface(Surface):
         self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None, spec: ChunksSpec
     ) -> Replay:
         """The same reply, in this protocol's events."""
+        # Imported here: it pulls in the harness's replay and session code, which a server that
+        # never replays a logged call does not need to load before it is ready.
+        from dshkit.mock_server.anthropic.replay import chunk_replay
+
         plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
         if plan.end == "http":
             error = self.error(call, plan.status, plan.message, plan.error_type or "server_error", _CODE, None)
