@@ -4,7 +4,9 @@ Pure functions from the request bytes to a :class:`ChatRequest`, or a :class:`Re
 carrying the status and the error envelope DeepSeek would send. The messages follow the
 observed patterns in `wire.md` §11 ("Failed to deserialize the JSON body into the target type:
 <path>: <reason>", "Model Not Exist", the max_tokens range, the reasoning passback text).
-A rejected request never reaches the router, so it never consumes a script step.
+A rejected request never reaches the router, so it never consumes a script step, except when
+the step that would answer it serves a recorded exchange: :func:`recorded_request` then stands in
+for the validated request (a recording is served as recorded).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "error_body",
     "parse_body",
     "parse_json",
+    "recorded_request",
     "resolve_model",
     "validate_chat",
 ]
@@ -791,5 +794,73 @@ def _chat_request(
             model=d.model,
             headers=redact_headers(headers),
             body=d.body,
+        ),
+    )
+
+
+def _loose_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def recorded_request(raw: bytes, *, path: str, headers: Mapping[str, str]) -> ChatRequest:
+    """A request the mock's own rules reject, as far as routing to a recorded exchange needs it.
+
+    A cassette holds what the upstream it was recorded against accepted (a newer model name, a
+    larger `max_tokens`); serving it must not apply the mock's idea of DeepSeek's rules. Whatever
+    parses is kept (the body for `match.body`, the model, the last user text, the answered tool
+    calls); what does not parse becomes empty. Never raises.
+    """
+    try:
+        body: Any = json.loads(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+    except (ValueError, RecursionError):
+        body = None
+    try:
+        redacted = redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
+        body = redacted = None
+    obj: dict[str, Any] = body if isinstance(body, dict) else {}
+    model = obj.get("model") if isinstance(obj.get("model"), str) else ""
+    messages = [m for m in obj.get("messages") or [] if isinstance(m, dict)] \
+        if isinstance(obj.get("messages"), list) else []
+    last_user = ""
+    answered: set[str] = set()
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+            answered.add(m["tool_call_id"])
+        blocks = content if isinstance(content, list) else []
+        ids = {b["tool_use_id"] for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"
+               and isinstance(b.get("tool_use_id"), str)}
+        answered |= ids
+        if m.get("role") == "user" and not ids:
+            last_user = _loose_text(content)
+    max_tokens = obj.get("max_tokens")
+    return ChatRequest(
+        body=obj,
+        redacted=redacted,
+        model=str(model),
+        response_model=str(model),
+        thinking=False,
+        stream=obj.get("stream") is True,
+        beta=path.startswith("/beta/"),
+        max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None,
+        logprobs=None,
+        stop=(),
+        tools=(),
+        forced_tool=None,
+        json_mode=False,
+        prefix=None,
+        prompt_tokens=1,
+        view=RequestView(
+            last_user=last_user,
+            tool_results=frozenset(answered),
+            model=str(model),
+            headers=redact_headers(headers),
+            body=body,
         ),
     )
