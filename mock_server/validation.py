@@ -25,6 +25,7 @@ __all__ = [
     "MAX_DEPTH",
     "MODELS",
     "RULES",
+    "bearer_key",
     "ChatRequest",
     "Rejection",
     "check_auth",
@@ -187,12 +188,26 @@ def check_headers(headers: Mapping[str, str]) -> None:
                             "id as ASCII or UTF-8")
 
 
+def bearer_key(auth: str | None) -> str | None:
+    """The credential of an `Authorization: Bearer <key>` header, or None for any other form.
+
+    RFC 7235 makes the scheme case-insensitive (`bearer`, `BEARER`) and allows more than one
+    space before the credential; the key itself is compared exactly."""
+    if auth is None:
+        return None
+    scheme, sep, rest = auth.strip().partition(" ")
+    if not sep or scheme.lower() != "bearer":
+        return None
+    return rest.strip(" ")
+
+
 def check_auth(headers: Mapping[str, str], api_key: str | None) -> None:
-    """S2: with an API key configured, `Authorization` must be exactly `Bearer <key>`."""
+    """S2: with an API key configured, `Authorization` must be `Bearer <key>` (the scheme in any
+    case)."""
     if api_key is None:
         return
     auth = headers.get("Authorization")
-    if auth == f"Bearer {api_key}":
+    if bearer_key(auth) == api_key:
         return
     # DeepSeek echoes the last key characters; we never echo any part of a key.
     reason = "no api key was sent" if not auth else "the api key is invalid"
@@ -308,6 +323,14 @@ _TYPED_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
 )
 
 
+#: Integer fields and the range of the integer type they deserialize into (`n`: u32, `seed`:
+#: i64): a value outside is serde's "invalid value" 400, never silently taken.
+_INT_RANGES: tuple[tuple[str, int, int], ...] = (
+    ("n", 0, 2**32 - 1),
+    ("seed", -(2**63), 2**63 - 1),
+)
+
+
 def _check_types(body: Mapping[str, Any]) -> None:
     """Wrong JSON types for the optional scalar fields: 400 naming the field, as serde does.
 
@@ -320,6 +343,11 @@ def _check_types(body: Mapping[str, Any]) -> None:
         wrong_bool = isinstance(v, bool) and bool not in types
         if wrong_bool or not isinstance(v, types):
             raise _bad(name, f"invalid type: {_kind(v)}, expected {expected}")
+    for name, lo, hi in _INT_RANGES:
+        v = body.get(name)
+        if isinstance(v, int) and not lo <= v <= hi:
+            shown = str(v) if len(str(v)) <= 40 else f"{str(v)[:37]}..."
+            raise _bad(name, f"invalid value: integer `{shown}`, expected an integer in [{lo}, {hi}]")
     options = body.get("stream_options")
     if options is not None:
         usage = options.get("include_usage")
@@ -375,10 +403,13 @@ def _check_strict_schema(schema: Any, where: str) -> str | None:
 
 
 def _check_strict_object(schema: dict[str, Any], where: str) -> str | None:
-    props = schema.get("properties") or {}
+    # `[]` or `""` are not "absent": only a missing key (or null) means none.
+    props = schema.get("properties")
+    props = {} if props is None else props
     if not isinstance(props, dict):
         return f"{where}.properties must be an object"
-    required = schema.get("required") or []
+    required = schema.get("required")
+    required = [] if required is None else required
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return f"{where}.required must be an array of property names"
     missing = sorted(set(props) - set(required))
@@ -502,8 +533,15 @@ def _assistant_turn(
     d: _Draft, msg: dict[str, Any], i: int, call_ids: set[str], pending: list[str]
 ) -> None:
     where = f"messages[{i}]"
-    d.text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=True))
     calls = msg.get("tool_calls")
+    # `content` may be null (or absent) only beside tool calls: a turn with neither text nor
+    # tool calls must carry a string, as DeepSeek answers 400 to `null` there.
+    if not calls and "content" not in msg:
+        raise _bad(where, "missing field `content` (an assistant turn without tool calls needs its text)")
+    d.text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=bool(calls)))
+    reasoning = msg.get("reasoning_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise _bad(f"{where}.reasoning_content", f"invalid type: {_kind(reasoning)}, expected a string")
     if calls is None:
         return
     if not isinstance(calls, list):
