@@ -160,7 +160,15 @@ def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], 
                 source=where,
                 hint="pass a file path, Script.of(...), a list of steps or a mapping with steps",
             )
-    return sources, dict(marker.kwargs)
+    options = dict(marker.kwargs)
+    known = {*inspect.signature(MockServer.__init__).parameters} - {"self", "scripts"} | {"check_consumed"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(
+            f"@pytest.mark.{MARKER} of {request.node.nodeid}: unknown option(s) {', '.join(unknown)}; "
+            f"it takes scripts, check_consumed= and MockServer's options: {', '.join(sorted(known - {'check_consumed'}))}"
+        )
+    return sources, options
 
 
 def _check_after_pass(request: pytest.FixtureRequest, server: MockServer, check: bool) -> None:
@@ -274,6 +282,11 @@ def dshkit_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     marker = request.node.get_closest_marker(CASSETTE_MARKER)
     test_file = Path(str(request.node.fspath))
     name = (marker.args[0] if marker and marker.args else None) or (marker.kwargs.get("name") if marker else None)
+    if name is not None and not isinstance(name, str | os.PathLike):
+        raise TypeError(
+            f"@pytest.mark.{CASSETTE_MARKER} of {request.node.nodeid}: the cassette name must be a str or "
+            f"path relative to the test file, got {name!r} ({type(name).__name__})"
+        )
     path = (test_file.parent / name if name else
             default_cassette_path(test_file, request.node.nodeid, str(config.getini("dshkit_cassette_dir"))))
     upstream = ((marker.kwargs.get("upstream") if marker else None)
