@@ -215,7 +215,7 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
             return _fail(str(exc)), []
         progress = Progress()
         if anthropic:
-            run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress)
+            run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress, timeout_s=args.timeout)
         else:
             run = run_server_checks(args.server, args.api_key, ids=ids, on_result=progress, timeout_s=args.timeout)
         results = _run_to_end(run)
