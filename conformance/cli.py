@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -163,6 +164,26 @@ def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]
     return sorted(out, key=lambda s: order[s.id])
 
 
+_OUTPUTS = (("--json", "json"), ("--junit", "junit"), ("--matrix-md", "matrix_md"))
+
+
+def _prepare_outputs(args: argparse.Namespace) -> str | None:
+    """Make the folders of the report files now, before anything runs: a report path that
+    cannot be written must not be found out after the whole catalogue. The problem, or None."""
+    for option, attr in _OUTPUTS:
+        path = getattr(args, attr, None)
+        if not path:
+            continue
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return (f"{option} {path}: cannot create its folder ({exc.strerror or exc}); give a "
+                    "writable file path")
+        if Path(path).is_dir():
+            return f"{option} {path}: is a directory; give the path of a file to write"
+    return None
+
+
 def _write_reports(args: argparse.Namespace, results: Sequence[ScenarioResult], *, adapter: str | None,
                    server: str | None, name: str) -> int | None:
     """Write the --json and --junit reports; a located usage error (exit 2) when one cannot be
@@ -194,6 +215,9 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
 
 def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """Run what `args` ask for; returns the exit status and the results."""
+    problem = _prepare_outputs(args)
+    if problem is not None:
+        return _fail(problem), []
     if getattr(args, "client", None) or (getattr(args, "matrix_md", None) and not args.adapter and not args.server):
         from .client_cli import run_clients
 

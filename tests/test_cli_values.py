@@ -4,6 +4,7 @@ the pytest plugin's markers and factories (a TypeError/ValueError with a sentenc
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,7 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["conformance", "--json", "{dir}"], ("--json", "is a directory")),
     (["conformance", "--junit", "{dir}/a_file/r.xml"], ("--junit", "not a directory")),
     (["conformance", "--scenarios", "{dir}/empty"], ("--scenarios", "no scenario found")),
+    (["conformance", "--only", "sse-crlf", "--json", "/proc/dshkit-no-such/r.json"], ("--json", "cannot create its folder")),
     (["conformance", "--server", "http://127.0.0.1:9", "--timeout", "0"], ("--timeout", "above 0")),
     (["conformance", "--concurrency", "0"], ("--concurrency", "at least 1")),
 ]
@@ -61,11 +63,10 @@ def test_bad_value_is_a_usage_error(argv: list[str], words: tuple[str, ...], a_d
         assert word in err, (word, err)
 
 
-def test_conformance_report_is_not_written_over_a_directory_after_the_run(
+def test_conformance_report_over_a_directory_is_refused_before_the_run(
     a_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Run programmatically (no argparse type in between): the run's results are printed, then the
-    # report that cannot be written is a located exit 2, not a traceback after the whole catalogue.
+    # Run programmatically (no argparse type in between): still refused before any scenario runs.
     import argparse
 
     from dshkit.conformance.cli import run_conformance
@@ -75,8 +76,15 @@ def test_conformance_report_is_not_written_over_a_directory_after_the_run(
                               verbose=False)
     code, results = run_conformance(args)
     err = capsys.readouterr().err
-    assert code == 2 and results
-    assert f"--json {a_dir}: cannot write the report" in err
+    assert code == 2 and not results  # found before the run
+    assert f"--json {a_dir}: is a directory" in err
+
+
+def test_conformance_makes_the_report_folder_before_the_run(tmp_path: Path) -> None:
+    report = tmp_path / "new" / "folder" / "r.json"
+    code, err = _run(["conformance", "--only", "sse-crlf", "--json", str(report)])
+    assert code == 0, err
+    assert json.loads(report.read_text())["scenarios"]
 
 
 PLUGIN_CASES = {
