@@ -3,7 +3,10 @@
 :func:`model_call` makes the handler of one wire's model calls (one per registered
 :class:`~dshkit.mock_server.surface.Surface`); these are the only handlers that consume script
 steps. The order is fixed: auth (401), body size (413), body validation (400/422), then
-routing; a request rejected on the way never consumes a step. Routing failures answer 418
+routing; a request rejected on the way never consumes a step. The one exception to body
+validation: when the session's script serves recorded exchanges (a replayed cassette,
+`Script.recorded`), a body the mock's rules reject is routed anyway, since the upstream it was
+recorded against accepted it. Routing failures answer 418
 (`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries. Once
 a step answers, the handler fixes the request's :class:`~dshkit.mock_server.surface.Call` and
 hands it to a :class:`~dshkit.mock_server.respond.Responder`. Every request gets a journal entry
