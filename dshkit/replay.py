@@ -149,7 +149,7 @@ examples:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `dshkit replay`."""
-    from dshkit.args import positive_float
+    from dshkit.args import output_file, positive_float
 
     p = sub.add_parser(
         "replay",
@@ -174,6 +174,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
                    help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
                    "abandoned with a TIMEOUT error (default: 30)")
-    p.add_argument("--out", help="write the replayed session JSONL here")
+    p.add_argument("--out", type=output_file, help="write the replayed session JSONL here")
     p.set_defaults(func=_replay_command)
 

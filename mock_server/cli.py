@@ -20,8 +20,17 @@ import signal
 import sys
 import textwrap
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from dshkit.args import (
+    backlog,
+    byte_limit,
+    non_negative_int,
+    output_file,
+    port_number,
+    positive_float,
+)
 from dshkit.harness.llm import HarnessError
 from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
 from dshkit.mock_server.scripts import ScriptError, load_scripts
@@ -46,17 +55,6 @@ def _weights(text: str) -> dict[str, float]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"weight for {name!r} is not a number: {value!r}") from None
     return out
-
-
-def _port(text: str) -> int:
-    """A TCP port, 0 (any free port) to 65535, checked before the server tries to bind."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is out of range; use 0-65535 (0: any free port)")
-    return value
 
 
 def _workers(text: str) -> int:
@@ -160,10 +158,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--weights", type=_weights, default=None, metavar="name=w,...",
                    help="weights for `random` steps")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=port_number, default=0, help="port (default 0: any free port)")
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
-    p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
+    p.add_argument("--journal", type=output_file, metavar="FILE", help="append every exchange to this JSONL file")
     p.add_argument("--journal-keep", type=_keep, default=DEFAULT_KEEP, metavar="N|all",
                    help="keep the bytes, headers and body of only the last N exchanges in memory "
                    f"(default {DEFAULT_KEEP}; older ones keep counts and timings; `all` keeps "
@@ -176,10 +174,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="serve from N processes on one port (SO_REUSEPORT; default 1); scripted "
                    "sessions still get their steps in order, whichever process a request reaches "
                    "(see docs/mock_server.md, \"Workers\")")
-    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--idle-timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="close a connection that sends no complete request head within this "
                    "time of opening or of its last response; 408 for a body this slow (default 60)")
-    p.add_argument("--backlog", type=int, default=1024,
+    p.add_argument("--backlog", type=backlog, default=1024,
                    help="listen backlog: connections queued before they are accepted (default 1024)")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
     p.add_argument("--anthropic-envelope", choices=("evidence", "deepseek", "anthropic"),
@@ -195,9 +193,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="serve generated streams through the plain reference path (rendered "
                    "afresh, one write per event) instead of the fast path; clients get the same "
                    "bytes either way")
-    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
-                   help="larger request bodies get 413")
-    p.add_argument("--listen-delay-ms", type=int, default=None,
+    p.add_argument("--max-body-bytes", type=byte_limit, default=16 * 1024 * 1024,
+                   help="larger request bodies get 413 (at least 1; default 16 MiB)")
+    p.add_argument("--listen-delay-ms", type=non_negative_int, default=None,
                    help="with `connection_refused`: how long to refuse (default 750)")
     p.add_argument("--replay", action="append", default=[], metavar="recordings/NAME",
                    help="serve a cassette byte for byte (or a session JSONL as SSE); repeatable")
@@ -346,6 +344,13 @@ def run_serve(args: argparse.Namespace) -> int:
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
+    except OSError as e:  # a file cannot be read (--replay) or created (--journal)
+        name = str(e.filename) if e.filename is not None else "?"
+        journal = Path(args.journal) if args.journal else None
+        if journal is not None and Path(name) in (journal, *journal.parents):
+            return _fail(f"--journal {args.journal}: cannot create or open it for writing ({name}: "
+                         f"{e.strerror or e}); give a writable file path")
+        return _fail(f"cannot open {name}: {e.strerror or e}")
     delay = (args.listen_delay_ms if args.listen_delay_ms is not None else 750) if refuse else 0
     if args.workers > 1:
         if refuse:

@@ -3,7 +3,10 @@
 :func:`model_call` makes the handler of one wire's model calls (one per registered
 :class:`~dshkit.mock_server.surface.Surface`); these are the only handlers that consume script
 steps. The order is fixed: auth (401), body size (413), body validation (400/422), then
-routing; a request rejected on the way never consumes a step. Routing failures answer 418
+routing; a request rejected on the way never consumes a step. The one exception to body
+validation: when the session's script serves recorded exchanges (a replayed cassette,
+`Script.recorded`), a body the mock's rules reject is routed anyway, since the upstream it was
+recorded against accepted it. Routing failures answer 418
 (`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries; so does a
 reply callback that fails (`mock_callback_error`). Once
 a step answers, the handler fixes the request's :class:`~dshkit.mock_server.surface.Call` and
@@ -41,7 +44,13 @@ from dshkit.mock_server.scripts import (
     Timing,
 )
 from dshkit.mock_server.surface import Call, Surface
-from dshkit.mock_server.validation import MAX_DEPTH, MODELS, Rejection, check_headers
+from dshkit.mock_server.validation import (
+    MAX_DEPTH,
+    MODELS,
+    Rejection,
+    check_headers,
+    recorded_request,
+)
 
 __all__ = [
     "BEHAVIOR_HEADER",
@@ -275,14 +284,19 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         except Rejection as rejection:
             return await _reject(rt, entry, r, rejection)
         entry.request_bytes = len(raw)
+        override = request.headers.get(BEHAVIOR_HEADER)
         try:
             chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
         except Rejection as rejection:
-            entry.body = _parsed_or_none(raw)
-            return await _reject(rt, entry, r, rejection)
+            if override is not None or not request.app[ROUTER_KEY].serves_recorded(session):
+                entry.body = _parsed_or_none(raw)
+                return await _reject(rt, entry, r, rejection)
+            # A replayed cassette answers: the upstream it was recorded against accepted this
+            # request, so the mock's own rules do not stand between it and its recording.
+            log.debug("serving a recorded exchange to a request the mock would reject: %s", rejection.message)
+            chat = recorded_request(raw, path=request.path, headers=request.headers)
         entry.body = chat.redacted  # parsed and redacted once, by the validator
         # -- route
-        override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
             if override not in FAULTS:
                 return await _reject(rt, entry, r, Rejection(

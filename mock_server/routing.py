@@ -375,6 +375,16 @@ class Router:
         router (`dshkit serve --workers`) asks the state owner, which adds up every worker's."""
         return metrics.counts()
 
+    def serves_recorded(self, session: str) -> bool:
+        """Whether the script that would answer `session` next (the one it claimed, else the one
+        it would claim) serves recorded exchanges (`Script.recorded`). Claims nothing."""
+        with self._lock:
+            cursor = self._claims.get(session)
+            if cursor is not None:
+                return cursor.script.recorded
+            script = self._reserved.get(session) or (self._unclaimed[0] if self._unclaimed else None)
+            return script is not None and script.recorded
+
     def route(self, session: str, req: RequestView) -> Decision:
         """Pick (and consume) the step that answers this request."""
         with self._lock:

@@ -622,6 +622,12 @@ class Script(_Model):
         description="The reply to a `session-title` request no auxiliary step answers; null "
         "lets such a request consume `steps` like any other.",
     )
+    recorded: bool = Field(
+        default=False,
+        description="The steps serve recorded exchanges (a replayed cassette sets it): a request "
+        "for this script's session is served even when the mock's own validation would reject "
+        "it, since the upstream it was recorded against accepted it.",
+    )
 
     @model_validator(mode="before")
     @classmethod

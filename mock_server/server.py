@@ -171,8 +171,12 @@ class MockServer:
         self.router = router if router is not None else Router(loaded, unscripted=unscripted)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
-        if backlog < 1:
-            raise ValueError(f"backlog must be >= 1, got {backlog}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an integer 0-65535 (0: any free port), got {port!r}")
+        if not 1 <= backlog <= 2**31 - 1:
+            raise ValueError(f"backlog must be 1-2147483647, got {backlog}")
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be an integer >= 1, got {max_body_bytes!r}")
         self.backlog = backlog
         self.reuse_port = reuse_port
         self.journal = Journal(

@@ -25,7 +25,7 @@ from dshkit.mock_server.generate.reply import Reply, tool_call_id
 from dshkit.mock_server.output import Rendering
 from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
 from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
-from dshkit.mock_server.validation import ChatRequest, Rejection, error_body
+from dshkit.mock_server.validation import ChatRequest, Rejection, bearer_key, error_body
 
 if TYPE_CHECKING:
     from dshkit.harness.llm import LlmFailure, StreamChunk
@@ -69,7 +69,7 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
         return
     auth = headers.get("Authorization")
     if auth is not None:
-        if auth == f"Bearer {api_key}":
+        if bearer_key(auth) == api_key:  # the scheme in any case (RFC 7235)
             return
         reason = "the api key in `Authorization` is invalid"
     else:
