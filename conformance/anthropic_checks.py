@@ -7,6 +7,11 @@ DeepSeek's `/anthropic` route and judge it against anthropic.md (AN items).
 so it works on DeepSeek itself, a gateway or our mock. Items that cannot be seen from a given
 server (a key check on a server that takes any key, the official SDK when it is not installed)
 are `n/a`. Results have the shape of adapter results, so the same reports print them.
+
+As for the chat checks, a check passes only on what it saw: a 200 that holds no Message (or a
+stream without a content block) fails as "could not observe", a check that only expects
+rejections first sees a plain request accepted, every request has `timeout_s` (the SDK check
+too) and every check a budget, so a server that accepts and never answers still gets a report.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dshkit.harness.providers.sse import SSEDecoder
 
 from .checks import unified
 from .runner import ScenarioResult
-from .server_checks import Verdict, na, need
+from .server_checks import UNOBSERVED, Verdict, na, need, unobserved
 
 __all__ = ["ANTHROPIC_SERVER_CHECKS", "run_anthropic_checks", "select_anthropic_checks"]
 
@@ -39,10 +44,11 @@ _GRAMMAR_END = ("message_delta", "message_stop")
 class AnthropicProbe:
     """An HTTP client for one Anthropic-format endpoint; each request gets its own session."""
 
-    def __init__(self, base_url: str, api_key: str | None) -> None:
+    def __init__(self, base_url: str, api_key: str | None, *, timeout_s: float = 30.0) -> None:
         self.base = base_url.rstrip("/")
         self.key = api_key or "sk-dshkit-conformance"
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0))
+        self.timeout_s = timeout_s
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(5.0, timeout_s)))
 
     def headers(self, extra: dict[str, str] | None = None, *, auth: str | None = "x-api-key") -> dict[str, str]:
         h = {"content-type": "application/json", "anthropic-version": "2023-06-01",
@@ -94,16 +100,39 @@ def _error(r: httpx.Response) -> dict[str, Any]:
     return err if isinstance(err, dict) else {}
 
 
+def answered(r: httpx.Response, label: str) -> dict[str, Any]:
+    """The Message a request that must succeed got: another status is a failure the check saw,
+    a 200 that holds no Message (empty, `{}`, not JSON) is nothing to judge."""
+    need(r.status_code == 200, {label: 200}, {label: r.status_code})
+    body = _json(r)
+    if body.get("type") != "message" or not isinstance(body.get("content"), list):
+        got = "an empty body" if not r.content.strip() else f"{len(r.content)} bytes that are no Message"
+        unobserved(f"a Message for {label}", f"HTTP 200 with {got}")
+    return body
+
+
+_PLAIN = {"model": "deepseek-v4-flash", "max_tokens": 64, "messages": U, **THINK_OFF}
+
+
+async def control(p: AnthropicProbe) -> None:
+    """Before a check that only expects rejections: a plain request is accepted (a server that
+    refuses everything proves nothing by refusing these)."""
+    r = await p.post(_PLAIN)
+    if r.status_code != 200:
+        unobserved("a rejection that means something", f"a plain request got HTTP {r.status_code} too")
+    answered(r, "a plain request")
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 
 async def an1(p: AnthropicProbe) -> None:
     """AN1–AN3: `/v1/messages`, the `/messages` alias, and a query string ignored."""
-    got = {}
-    for path in ("/v1/messages", "/messages", "/v1/messages?beta=true"):
-        r = await p.post({"model": "deepseek-v4-flash", "max_tokens": 64, "messages": U, **THINK_OFF}, path=path)
-        got[path] = r.status_code
+    answers = {path: await p.post(_PLAIN, path=path) for path in ("/v1/messages", "/messages", "/v1/messages?beta=true")}
+    got = {path: r.status_code for path, r in answers.items()}
     need(all(v == 200 for v in got.values()), {k: 200 for k in got}, got)
+    for path, r in answers.items():  # a Message on every path, not just a status
+        answered(r, path)
 
 
 async def an9(p: AnthropicProbe) -> None:
@@ -113,11 +142,14 @@ async def an9(p: AnthropicProbe) -> None:
     b = await p.post(body, auth="bearer")
     need(a.status_code == b.status_code == 200, {"x-api-key": 200, "bearer": 200},
          {"x-api-key": a.status_code, "bearer": b.status_code})
+    answered(a, "x-api-key")
+    answered(b, "bearer")
 
 
 async def an14(p: AnthropicProbe) -> None:
     """AN14: no key, or a wrong one, is 401."""
     body = {"model": "deepseek-v4-flash", "max_tokens": 64, "messages": U, **THINK_OFF}
+    await control(p)  # the right key is accepted
     wrong = await p.post(body, headers={"x-api-key": "sk-dshkit-surely-wrong-0000"})
     none = await p.post(body, auth=None)
     if wrong.status_code == 200 and none.status_code == 200:
@@ -131,7 +163,7 @@ async def an12(p: AnthropicProbe) -> None:
     body = {"model": "deepseek-v4-flash", "max_tokens": 64, "messages": U, **THINK_OFF}
     r = await p.post(body, headers={"anthropic-version": "1999-01-01",
                                     "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14"})
-    need(r.status_code == 200, 200, r.status_code)
+    answered(r, "odd anthropic-version and anthropic-beta")
 
 
 async def an16(p: AnthropicProbe) -> None:
@@ -146,12 +178,14 @@ async def an16(p: AnthropicProbe) -> None:
 
 async def an17(p: AnthropicProbe) -> None:
     """AN17: a name that is neither DeepSeek's nor `claude*` is 400."""
+    await control(p)
     r, _ = await p.message(model="gpt-4o")
     need(r.status_code == 400, 400, r.status_code)
 
 
 async def an6(p: AnthropicProbe) -> None:
     """AN6: `max_tokens` is required."""
+    await control(p)
     r = await p.post({"model": "deepseek-v4-flash", "messages": U})
     need(r.status_code == 400, {"status": 400}, {"status": r.status_code})
 
@@ -160,7 +194,7 @@ async def an20(p: AnthropicProbe) -> None:
     """AN20/AN21: ignored and unknown fields are accepted."""
     r, _ = await p.message(top_k=5, service_tier="auto", metadata={"user_id": "u_1"},
                            x_dshkit_unknown_field=True, **THINK_OFF)
-    need(r.status_code == 200, 200, r.status_code)
+    answered(r, "ignored and unknown fields")
 
 
 async def an40(p: AnthropicProbe) -> None:
@@ -191,7 +225,11 @@ async def an43(p: AnthropicProbe) -> None:
 async def an48(p: AnthropicProbe) -> None:
     """AN48/AN58: block indices start at 0, rise by one, never interleave; a thinking block
     ends with a signature."""
-    _, events = await p.events()
+    r, events = await p.events()
+    if r.status_code != 200:
+        unobserved("a streamed answer", f"HTTP {r.status_code}")
+    if not any(n == "content_block_start" for n, _ in events):
+        unobserved("a streamed answer", "no content_block_start in the stream" if r.content.strip() else "an empty body")
     order: list[int] = []
     current: int | None = None
     interleaved = False
@@ -222,12 +260,15 @@ async def an27(p: AnthropicProbe) -> None:
     """AN27/AN28: with thinking on, a tool-use turn without its thinking block is 400; with it, 200."""
     without, _ = await p.message(messages=_tool_turn(False), tools=[TOOL])
     with_, _ = await p.message(messages=_tool_turn(True), tools=[TOOL])
+    if with_.status_code == 200:
+        answered(with_, "with thinking")
     need(without.status_code == 400 and with_.status_code == 200, {"without thinking": 400, "with thinking": 200},
          {"without thinking": without.status_code, "with thinking": with_.status_code})
 
 
 async def an36(p: AnthropicProbe) -> None:
     """AN36: a forced `tool_choice` with thinking on is 400."""
+    await control(p)
     r, _ = await p.message(tools=[TOOL], tool_choice={"type": "tool", "name": "get_weather"})
     need(r.status_code == 400, 400, r.status_code)
 
@@ -247,7 +288,7 @@ async def an75(p: AnthropicProbe) -> None:
         import anthropic
     except ImportError:
         na("the anthropic SDK is not installed (pip install 'dshkit[anthropic]')")
-    client = anthropic.AsyncAnthropic(base_url=p.base, api_key=p.key, max_retries=0,
+    client = anthropic.AsyncAnthropic(base_url=p.base, api_key=p.key, max_retries=0, timeout=p.timeout_s,
                                       default_headers={"x-mock-session": f"an-{uuid.uuid4().hex[:10]}"})
     try:
         async with client.messages.stream(model="deepseek-v4-flash", max_tokens=256, messages=U) as stream:  # type: ignore[arg-type]
@@ -285,16 +326,25 @@ def select_anthropic_checks(only: Sequence[str]) -> list[str]:
     return [k for k in ANTHROPIC_SERVER_CHECKS if k in out]
 
 
-async def _one(p: AnthropicProbe, item: str) -> ScenarioResult:
+async def _one(p: AnthropicProbe, item: str, budget_s: float) -> ScenarioResult:
     started = time.monotonic()
     tags = [item, f"area:{_AREAS[item]}"]
     try:
-        await ANTHROPIC_SERVER_CHECKS[item](p)
+        async with asyncio.timeout(budget_s):
+            await ANTHROPIC_SERVER_CHECKS[item](p)
         res = ScenarioResult(id=item, tags=tags, status="pass")
+    except TimeoutError:
+        note = f"{UNOBSERVED} an answer: the check took longer than its {budget_s:g} s budget"
+        res = ScenarioResult(id=item, tags=tags, status="fail", reason=note,
+                             diff=unified({item: f"answers within {budget_s:g} s"}, {item: "timeout"}, item))
+    except httpx.TransportError as exc:  # refused, reset, timed out: no answer to judge
+        note = f"{UNOBSERVED} an answer: {type(exc).__name__}: {exc}".rstrip(": ")
+        res = ScenarioResult(id=item, tags=tags, status="fail", reason=note,
+                             diff=unified({item: "an answer"}, {item: f"{type(exc).__name__}: {exc}"}, item))
     except Verdict as v:
         res = ScenarioResult(id=item, tags=tags, status=v.status, reason=v.note)
         if v.status == "fail":
-            res.reason = "response differs"
+            res.reason = v.note or "response differs"
             res.diff = unified(v.expected, v.actual, item)
     except Exception as exc:  # noqa: BLE001 - any surprise from the server is this check's failure
         res = ScenarioResult(id=item, tags=tags, status="fail", reason=f"{type(exc).__name__}: {exc}",
@@ -306,9 +356,15 @@ async def _one(p: AnthropicProbe, item: str) -> ScenarioResult:
 async def run_anthropic_checks(
     base_url: str, api_key: str | None = None, *, ids: Sequence[str] | None = None,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
+    timeout_s: float = 30.0, budget_s: float | None = None,
 ) -> list[ScenarioResult]:
-    """Run the Anthropic server checks (all, or `ids`) against `base_url`, up to six at a time."""
-    probe = AnthropicProbe(base_url, api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"))
+    """Run the Anthropic server checks (all, or `ids`) against `base_url`, up to six at a time.
+
+    `timeout_s` bounds each request (connect, each read; the SDK check's too); `budget_s`
+    (default 4 × `timeout_s`) bounds each check."""
+    probe = AnthropicProbe(base_url, api_key if api_key is not None else os.environ.get("DEEPSEEK_API_KEY"),
+                           timeout_s=timeout_s)
+    budget = budget_s if budget_s is not None else 4 * timeout_s
     items = list(ids or ANTHROPIC_SERVER_CHECKS)
     done = 0
     gate = asyncio.Semaphore(6)
@@ -316,7 +372,7 @@ async def run_anthropic_checks(
     async def one(item: str) -> ScenarioResult:
         nonlocal done
         async with gate:
-            res = await _one(probe, item)
+            res = await _one(probe, item, budget)
         done += 1
         if on_result is not None:
             on_result(res, done, len(items))

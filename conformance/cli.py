@@ -11,8 +11,11 @@ import asyncio
 import difflib
 import sys
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+
+from dshkit.args import output_file, positive_float, positive_int
 
 from .client_runner import BUNDLED_CLIENTS
 from .report import Progress, render_table, write_json, write_junit
@@ -76,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         "(docs/client_protocol.md); repeat for several")
     p.add_argument("--client-option", action="append", default=[], metavar="KEY=VALUE",
                    help="--client: an option the driver documents (e.g. max_retries=0); repeatable")
-    p.add_argument("--matrix-md", metavar="FILE",
+    p.add_argument("--matrix-md", type=output_file, metavar="FILE",
                    help="--client: also rerun failing behaviours with each option set the drivers offer "
                         "and write the client x behaviour matrix as Markdown (docs/clients.md); without "
                         "--client, write it from the reports in --json-dir")
@@ -91,16 +94,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--only", action="append", default=[], metavar="TAG",
                    help="run only scenarios with this tag, id or area (A5, dsh-exact, area:tools, "
                         "tool-split-arguments); repeat to widen")
-    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
-    p.add_argument("--json", metavar="FILE", help="write the JSON report")
+    p.add_argument("--junit", type=output_file, metavar="FILE", help="write a JUnit XML report")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the JSON report")
     p.add_argument("--scenarios", action="append", metavar="PATH",
                    help="scenario file or folder instead of the bundled catalogue (repeatable)")
     p.add_argument("--server", metavar="URL", help="check this endpoint against the server checklist "
                    "(S1-S41; with --protocol anthropic the AN checks, given the Anthropic base URL) instead")
     p.add_argument("--api-key", metavar="K", help="API key for --server (default: $DEEPSEEK_API_KEY)")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    p.add_argument("--timeout", type=positive_float, default=30.0, metavar="S",
                    help="--server: seconds to wait for each answer (default: 30); each check gets 4x that")
-    p.add_argument("--concurrency", type=int, default=None,
+    p.add_argument("--concurrency", type=positive_int, default=None,
                    help="scenarios in flight at once (default: 16; with --client 4, one driver process each)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failure's diff and the information notes")
     p.set_defaults(func=_main)
@@ -191,6 +194,44 @@ def select(scenarios: Sequence[Scenario], only: Sequence[str]) -> list[Scenario]
     return sorted(out, key=lambda s: order[s.id])
 
 
+_OUTPUTS = (("--json", "json"), ("--junit", "junit"), ("--matrix-md", "matrix_md"))
+
+
+def _prepare_outputs(args: argparse.Namespace) -> str | None:
+    """Make the folders of the report files now, before anything runs: a report path that
+    cannot be written must not be found out after the whole catalogue. The problem, or None."""
+    for option, attr in _OUTPUTS:
+        path = getattr(args, attr, None)
+        if not path:
+            continue
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return (f"{option} {path}: cannot create its folder ({exc.strerror or exc}); give a "
+                    "writable file path")
+        if Path(path).is_dir():
+            return f"{option} {path}: is a directory; give the path of a file to write"
+    return None
+
+
+def _write_reports(args: argparse.Namespace, results: Sequence[ScenarioResult], *, adapter: str | None,
+                   server: str | None, name: str) -> int | None:
+    """Write the --json and --junit reports; a located usage error (exit 2) when one cannot be
+    written (the results were printed already)."""
+    for option, path in (("--json", getattr(args, "json", None)), ("--junit", getattr(args, "junit", None))):
+        if not path:
+            continue
+        try:
+            if option == "--json":
+                write_json(path, results, adapter=adapter, server=server)
+            else:
+                write_junit(path, results, name=name)
+        except OSError as exc:
+            return _fail(f"{option} {path}: cannot write the report ({exc.strerror or exc}); give a "
+                         "writable file path")
+    return None
+
+
 def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool) -> None:
     if verbose:
         for r in results:
@@ -204,6 +245,9 @@ def _print_results(results: Sequence[ScenarioResult], title: str, verbose: bool)
 
 def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     """Run what `args` ask for; returns the exit status and the results."""
+    problem = _prepare_outputs(args)
+    if problem is not None:
+        return _fail(problem), []
     if getattr(args, "client", None) or (getattr(args, "matrix_md", None) and not args.adapter and not args.server):
         from .client_cli import run_clients
 
@@ -225,24 +269,32 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
             return _fail(_with_suggestion(str(exc), args.only, anthropic)), []
         progress = Progress()
         if anthropic:
-            run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress)
+            run = run_anthropic_checks(args.server, args.api_key, ids=ids, on_result=progress, timeout_s=args.timeout)
         else:
             run = run_server_checks(args.server, args.api_key, ids=ids, on_result=progress, timeout_s=args.timeout)
         results = _run_to_end(run)
         progress.close()
         _print_results(results, f"server checks: {args.server}", args.verbose)
-        if args.json:
-            write_json(args.json, results, adapter=None, server=args.server)
-        if args.junit:
-            write_junit(args.junit, results, name=f"dshkit server conformance: {args.server}")
+        failed = _write_reports(args, results, adapter=None, server=args.server,
+                                name=f"dshkit server conformance: {args.server}")
+        if failed is not None:
+            return failed, results
         return (1 if summarize(results)["fail"] else 0), results
     adapter = args.adapter or (DEFAULT_ANTHROPIC_ADAPTER if protocol == "anthropic" else DEFAULT_ADAPTER)
     args.adapter = adapter
     try:
         factory = load_factory(adapter)
-        scenarios = select(for_protocol(load_catalogue(args.scenarios), protocol), args.only)
+        catalogue = load_catalogue(args.scenarios)
+        written = for_protocol(catalogue, protocol)
+        scenarios = select(written, args.only)
     except (FactoryError, ScenarioError, ValueError) as exc:
         return _fail(str(exc)), []
+    if not catalogue:
+        return _fail(f"--scenarios {', '.join(args.scenarios or [])}: no scenario found (a folder is searched "
+                     "for *.yaml, *.yml and *.json files); give scenario files or drop --scenarios"), []
+    if not written:
+        return _fail(f"none of the {len(catalogue)} scenario(s) is written for --protocol {protocol}; "
+                     "pick the protocol their `protocols` lists"), []
     concurrency = 16 if args.concurrency is None else args.concurrency
     if concurrency < 1:
         return _fail("--concurrency must be at least 1"), []
@@ -252,10 +304,10 @@ def run_conformance(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]
     )
     progress.close()
     _print_results(results, f"adapter conformance: {args.adapter}", args.verbose)
-    if args.json:
-        write_json(args.json, results, adapter=args.adapter)
-    if args.junit:
-        write_junit(args.junit, results, name=f"dshkit adapter conformance: {args.adapter}")
+    failed = _write_reports(args, results, adapter=args.adapter, server=None,
+                            name=f"dshkit adapter conformance: {args.adapter}")
+    if failed is not None:
+        return failed, results
     return (1 if summarize(results)["fail"] else 0), results
 
 

@@ -213,7 +213,24 @@ class _StepRun:
     """The consumer task was cancelled and had not ended `CANCEL_GRACE_S` later."""
 
 
+class _AdapterExit(Exception):
+    """An adapter raised `SystemExit` (it called `sys.exit()`): judged as that scenario's
+    failure. Raised on, it would end the whole run (asyncio re-raises it out of the event loop)
+    with the exit status the adapter chose and no report."""
+
+    def __init__(self, exc: SystemExit, where: str) -> None:
+        super().__init__(f"{where} raised SystemExit({exc.code!r}) (it called sys.exit()); an adapter must "
+                         "report failures as error finishes or exceptions, never end the process")
+
+
 async def _consume(adapter: Any, options: Any, step: Step, run: _StepRun, ready: asyncio.Event) -> None:
+    try:
+        await _consume_stream(adapter, options, step, run, ready)
+    except SystemExit as exc:
+        raise _AdapterExit(exc, "adapter.stream()") from exc
+
+
+async def _consume_stream(adapter: Any, options: Any, step: Step, run: _StepRun, ready: asyncio.Event) -> None:
     agen = adapter.stream(options)
     try:
         async for chunk in agen:
@@ -284,9 +301,12 @@ async def _close(adapter: Any, timeout: float) -> str | None:
         return None
 
     async def call() -> None:
-        result = closer()
-        if inspect.isawaitable(result):
-            await result
+        try:
+            result = closer()
+            if inspect.isawaitable(result):
+                await result
+        except SystemExit as exc:
+            raise _AdapterExit(exc, "adapter.aclose()") from exc
 
     task = asyncio.ensure_future(call())
     done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -355,7 +375,7 @@ async def _run_scenario(
     played = [s.for_protocol(protocol) for s in sc.steps]
     try:
         adapter = factory(base_url, key, connect_timeout_s=sc.connect_timeout_s, idle_timeout_s=sc.idle_timeout_s)
-    except Exception as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a factory failure is this scenario's verdict
         result.status = "fail"
         result.reason = f"the adapter factory raised {type(exc).__name__}: {exc}"
         result.failed = ["factory"]
@@ -366,7 +386,15 @@ async def _run_scenario(
     async def close() -> str | None:
         return await _close(adapter, max(deadline - time.monotonic(), CLOSE_GRACE_S))
 
-    missing = missing_capabilities(adapter, sc)
+    try:
+        missing = missing_capabilities(adapter, sc)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a `capabilities` property that raises
+        await close()
+        result.status = "fail"
+        result.reason = f"reading adapter.capabilities raised {type(exc).__name__}: {exc}"
+        result.failed = ["capabilities"]
+        result.diff = unified({"capabilities": "readable"}, {"capabilities": result.reason}, "capabilities")
+        return result
     if missing:
         await close()
         result.status = "n/a"

@@ -149,11 +149,44 @@ class Probe:
         if observe and r.status_code != 200:
             unobserved("a streamed answer", f"HTTP {r.status_code}")
         if observe and not any(c.get("choices") for c in chunks):
-            unobserved("a streamed answer", "no chunk with choices in the body")
+            unobserved("a streamed answer", _describe(r) if not r.content.strip() else "no chunk with choices in the body")
         return Streamed(r.status_code, r.headers, r.content, events, chunks, done)
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _describe(r: httpx.Response) -> str:
+    """What a 200 without a usable answer held, for the "could not observe" reason."""
+    body = r.content.strip()
+    if not body:
+        return f"HTTP {r.status_code} with an empty body"
+    return f"HTTP {r.status_code} with {len(r.content)} bytes that are no chat completion"
+
+
+def answered(r: httpx.Response, label: str) -> dict[str, Any]:
+    """The completion a request that must succeed got. Another status is a failure the check
+    saw; a 200 without a completion (an empty body, `{}`, an event stream where JSON was asked
+    for) is nothing to judge, so it fails as unobserved instead of passing on the status alone."""
+    need(r.status_code == 200, {label: 200}, {label: r.status_code})
+    try:
+        data = json.loads(r.content.lstrip(b"\n")) if r.content.strip() else None
+    except ValueError:
+        data = None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not (isinstance(choices, list) and choices and all(isinstance(c, dict) for c in choices)):
+        unobserved(f"a chat completion for {label}", _describe(r))
+    assert isinstance(data, dict)
+    return data
+
+
+async def control(p: Probe) -> None:
+    """A check that only expects rejections first sees the server accept a plain request: a
+    server that refuses everything (always 400, 401 or 500) proves nothing by refusing these."""
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U, **THINK_OFF})
+    if r.status_code != 200:
+        unobserved("a rejection that means something", f"a plain request got HTTP {r.status_code} too")
+    answered(r, "a plain request")
 
 
 def _err(r: httpx.Response) -> dict[str, Any]:
@@ -186,12 +219,13 @@ THINK_OFF: dict[str, Any] = {"thinking": {"type": "disabled"}}
 async def s1(p: Probe) -> None:
     for path in ("/chat/completions", "/v1/chat/completions", "/beta/chat/completions"):
         r = await p.post({"model": "deepseek-v4-flash", "messages": U, **THINK_OFF}, path=path)
-        need(r.status_code == 200, {path: 200}, {path: r.status_code})
+        answered(r, path)
 
 
 async def s2(p: Probe) -> None:
     if not p.key:
         na("needs --api-key to tell a wrong key from the right one")
+    await control(p)  # the right key is accepted
     none = await p.post({"model": "deepseek-v4-flash", "messages": U}, auth=False)
     wrong = await p.post({"model": "deepseek-v4-flash", "messages": U}, headers={"Authorization": "Bearer sk-wrong-0000"})
     if none.status_code == 200 and wrong.status_code == 200:
@@ -209,7 +243,7 @@ async def s3(p: Probe) -> None:
          {"status": 400, "message": "Model Not Exist"}, {"status": r.status_code, "message": _err(r).get("message")})
     for model in ("deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-v4-pro", "deepseek-flash"):
         r, _ = await p.chat(model=model, max_tokens=16)
-        need(r.status_code == 200, {model: 200}, {model: r.status_code})
+        answered(r, model)
 
 
 async def s4(p: Probe) -> None:
@@ -221,12 +255,14 @@ async def s4(p: Probe) -> None:
         "unknown role": {"model": "deepseek-v4-flash", "messages": [{"role": "robot", "content": "hi"}]},
         "unknown part": {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {}}]}]},
     }
+    await control(p)
     for name, body in cases.items():
         r = await p.post(body, raw=body if isinstance(body, bytes) else None)
         need(r.status_code == 400, {name: 400}, {name: r.status_code})
 
 
 async def s5(p: Probe) -> None:
+    await control(p)
     r, _ = await p.chat(max_tokens=0)
     msg = _err(r).get("message") or ""
     need(r.status_code == 400 and "max_tokens" in msg, {"max_tokens 0": "400 Invalid max_tokens value…"}, {"max_tokens 0": [r.status_code, msg]})
@@ -235,6 +271,7 @@ async def s5(p: Probe) -> None:
 
 
 async def s6(p: Probe) -> None:
+    await control(p)
     r, _ = await p.chat(messages=[*U, {"role": "tool", "tool_call_id": "call_nowhere", "content": "x"}], **THINK_OFF)
     need(r.status_code == 400, {"orphan tool message": 400}, {"orphan tool message": r.status_code})
 
@@ -252,26 +289,26 @@ async def s7(p: Probe) -> None:
     need(r.status_code == 400 and _err(r).get("message") == PASSBACK,
          {"missing passback": [400, PASSBACK]}, {"missing passback": [r.status_code, _err(r).get("message")]})
     r, _ = await p.chat(messages=_tool_history(""), tools=[TOOL])
-    need(r.status_code == 200, {'reasoning_content ""': 200}, {'reasoning_content ""': r.status_code})
+    answered(r, 'reasoning_content ""')
 
 
 async def s8(p: Probe) -> None:
     msgs = [*U, {"role": "assistant", "content": "Hello there friend, hi!", "reasoning_content": "greet"}, {"role": "user", "content": "again"}]
     r, _ = await p.chat(messages=msgs)
-    need(r.status_code == 200, {"reasoning on plain turn": 200}, {"reasoning on plain turn": r.status_code})
+    answered(r, "reasoning on plain turn")
 
 
 async def s9(p: Probe) -> None:
     r, _ = await p.chat(tools=[TOOL], tool_choice="required", **THINK_OFF)
-    calls = ((r.json().get("choices") or [{}])[0].get("message") or {}).get("tool_calls") if r.status_code == 200 else None
-    need(r.status_code == 200 and bool(calls), {"required, thinking off": "200 with tool_calls"}, {"required, thinking off": r.status_code})
+    calls = _message(answered(r, "required, thinking off")).get("tool_calls")
+    need(bool(calls), {"required, thinking off": "200 with tool_calls"}, {"required, thinking off": r.status_code})
     r, _ = await p.chat(tools=[TOOL], tool_choice="required", thinking={"type": "enabled"})
     need(r.status_code == 400, {"required, thinking on": 400}, {"required, thinking on": r.status_code})
 
 
 async def s10(p: Probe) -> None:
     r, _ = await p.chat(thinking={"type": "enabled"}, temperature=9, top_p=0, presence_penalty=7, frequency_penalty=-9)
-    need(r.status_code == 200, {"ignored sampling params": 200}, {"ignored sampling params": r.status_code})
+    answered(r, "ignored sampling params")
 
 
 def _message(data: dict[str, Any]) -> dict[str, Any]:
@@ -292,7 +329,7 @@ async def s11(p: Probe) -> None:
 
 async def s12(p: Probe) -> None:
     r, _ = await p.chat(user_id="user_123", n=1, some_future_field={"x": 1})
-    need(r.status_code == 200, {"unknown fields": 200}, {"unknown fields": r.status_code})
+    answered(r, "unknown fields")
 
 
 async def _switch(p: Probe, behavior: str) -> httpx.Response:
@@ -354,17 +391,21 @@ async def s17(p: Probe) -> None:
     r, _ = await p.chat(**THINK_OFF)
     if r.status_code != 200:
         unobserved("a JSON answer", f"HTTP {r.status_code}")  # an error envelope is JSON too
+    if not r.content.strip():
+        unobserved("a JSON answer", _describe(r))
     try:
-        json.loads(r.content.lstrip(b"\n"))
+        data = json.loads(r.content.lstrip(b"\n"))
     except ValueError:
         need(False, {"body": "JSON after optional blank lines"}, {"body": r.content[:80].decode("utf-8", "replace")})
+    if not (isinstance(data, dict) and data.get("choices")):
+        unobserved("a JSON answer", _describe(r))
 
 
 # --- streaming (S18–S36) ------------------------------------------------------------------------
 
 
 async def s18(p: Probe) -> None:
-    s = await p.stream(observe=False)  # judges the status and content type themselves
+    s = await p.stream()  # a 200 without a chunk is nothing to judge the content type of
     ct = s.headers.get("content-type", "")
     need(s.status == 200 and ct.startswith("text/event-stream"), {"status": 200, "content-type": "text/event-stream"},
          {"status": s.status, "content-type": ct})
@@ -592,8 +633,10 @@ async def s38(p: Probe) -> None:
 async def s39(p: Probe) -> None:
     msgs = [*U, {"role": "assistant", "content": "Hello", "prefix": True}]
     r = await p.post({"model": "deepseek-v4-flash", "messages": msgs, **THINK_OFF}, path="/beta/chat/completions")
-    content = _message(r.json() if r.status_code == 200 else {}).get("content") or ""
-    need(r.status_code == 200 and not content.startswith("Hello"), {"prefix": "continued, not repeated"},
+    content = _message(answered(r, "prefix")).get("content")
+    if not isinstance(content, str) or not content:
+        unobserved("a continued prefix", "a completion without content")
+    need(not content.startswith("Hello"), {"prefix": "continued, not repeated"},
          {"status": r.status_code, "content": content[:80]})
 
 
@@ -611,8 +654,9 @@ async def s41(p: Probe) -> None:
     bad = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}
     r1, _ = await p.chat(tools=[good], **THINK_OFF)
+    answered(r1, "valid strict")
     r2, _ = await p.chat(tools=[bad], **THINK_OFF)
-    need(r1.status_code == 200 and r2.status_code == 400, {"valid strict": 200, "invalid strict": 400},
+    need(r2.status_code == 400, {"valid strict": 200, "invalid strict": 400},
          {"valid strict": r1.status_code, "invalid strict": r2.status_code})
 
 
@@ -654,6 +698,10 @@ async def _one(p: Probe, item: str, budget_s: float) -> ScenarioResult:
         note = f"{UNOBSERVED} an answer: the check took longer than its {budget_s:g} s budget"
         res = ScenarioResult(id=item, tags=tags, status="fail", reason=note,
                              diff=unified({item: f"answers within {budget_s:g} s"}, {item: "timeout"}, item))
+    except httpx.TransportError as exc:  # refused, reset, timed out: no answer to judge
+        note = f"{UNOBSERVED} an answer: {type(exc).__name__}: {exc}".rstrip(": ")
+        res = ScenarioResult(id=item, tags=tags, status="fail", reason=note,
+                             diff=unified({item: "an answer"}, {item: f"{type(exc).__name__}: {exc}"}, item))
     except Verdict as v:
         res = ScenarioResult(id=item, tags=tags, status=v.status, reason=v.note)
         if v.status == "fail":

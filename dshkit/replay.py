@@ -146,9 +146,7 @@ def _out_refusal(session: str, out: str | None, *, overwrite: bool) -> str | Non
     """Why `--out` cannot be written, checked before anything runs; None when it can."""
     if out is None:
         return None
-    target = Path(out)
-    if target.is_dir():
-        return f"--out {out} is a directory; give the file to write the replayed session to"
+    target = Path(out)  # a directory is refused by the option's type already
     try:
         same = target.exists() and os.path.samefile(session, target)
     except OSError:
@@ -173,7 +171,7 @@ examples:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `dshkit replay`."""
-    from dshkit.args import positive_float
+    from dshkit.args import output_file, positive_float
 
     p = sub.add_parser(
         "replay",
@@ -198,8 +196,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--tool-timeout", type=positive_float, default=None, metavar="S",
                    help="with --tools builtin: seconds (> 0) before a read/write/list/grep call is "
                    "abandoned with a TIMEOUT error (default: 30)")
-    p.add_argument("--out", help="write the replayed session JSONL here (never the replayed log "
-                   "itself, by any path or link, unless --overwrite)")
+    p.add_argument("--out", type=output_file, help="write the replayed session JSONL here (never the "
+                   "replayed log itself, by any path or link, unless --overwrite)")
     p.add_argument("--overwrite", action="store_true",
                    help="allow --out to be the replayed session log itself (replaces the original)")
     p.set_defaults(func=_replay_command)

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 
 import dshkit.harness
-from dshkit.args import http_url, non_negative_int, positive_float, positive_int
+from dshkit.args import http_url, non_empty, non_negative_int, positive_float, positive_int
 from dshkit.harness.llm import Adapter, HarnessError, RetryPolicy, SessionError, jsonio
 from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
@@ -445,7 +445,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--protocol", choices=["chat", "anthropic"], default="chat",
                    help="the wire: Chat Completions (default) or DeepSeek's Anthropic Messages surface")
     p.add_argument("--api-key", help="API key (default: $DEEPSEEK_API_KEY)")
-    p.add_argument("--model", default="deepseek-v4-flash", help="model id (default: deepseek-v4-flash)")
+    p.add_argument("--model", type=non_empty, default="deepseek-v4-flash", help="model id (default: deepseek-v4-flash)")
     p.add_argument("--workspace", default=".", help="root the file tools are confined to (default: .)")
     p.add_argument("--session", help="session JSONL to write, or to resume if it exists (default: ./.dshkit/sessions/<id>.jsonl)")
     p.add_argument("--tools", help=f"comma-separated built-in tools to offer (default: {','.join(BUILTIN_TOOLS)})")
@@ -464,7 +464,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    f"error (default: {TOOL_TIMEOUT:g}; bash has its own timeout argument)")
     p.add_argument("--idle-timeout", type=positive_float, default=300.0,
                    help="seconds (> 0) without bytes before a call times out (default: 300)")
-    p.add_argument("--pace", type=int, metavar="MS",
+    p.add_argument("--pace", type=non_negative_int, metavar="MS",
                    help=f"ms between the embedded mock server's writes, so the stream is seen arriving "
                    f"(default: {DEFAULT_PACE_MS} on a terminal, 0 otherwise)")
     p.set_defaults(func=_run)

@@ -23,6 +23,8 @@ examples:
   dshkit view .dshkit/sessions/ID.jsonl --journal j.jsonl   …and diff each rebuilt request against
                                                         what `dshkit serve --journal j.jsonl` received
   dshkit view recordings/readme-walk.cassette.jsonl     every recorded read of a cassette, over time
+  dshkit view j1.jsonl j2.jsonl                         journals of several `dshkit serve` instances,
+                                                        merged into one page in arrival order
   dshkit view a.json b.json                             scenario × report matrix of conformance
                                                         reports (`dshkit conformance --json a.json`)
   dshkit view --open -o /tmp/walk.html SESSION.jsonl    write to a chosen file and open a browser
@@ -87,7 +89,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a session log, cassette, journal, or one or more conformance JSON reports")
+                   help="a session log, cassette, journal, several journals (merged into one page), or "
+                   "one or more conformance JSON reports")
     p.add_argument("--journal", metavar="FILE",
                    help="a mock-server journal (dshkit serve --journal FILE) to diff each rebuilt request against")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write the page (default: .dshkit/views/NAME.html)")

@@ -9,6 +9,7 @@ its bytes too.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,9 +23,9 @@ from dshkit.mock_server import CassetteError
 from .errors import ViewError
 from .pages import matrix_page, session_page, wire_page
 from .sessions import SentRequest, build_session_view
-from .wire import load_cassette_exchanges, load_journal
+from .wire import WireExchange, load_cassette_exchanges, load_journal
 
-__all__ = ["KINDS", "detect_kind", "render_paths"]
+__all__ = ["KINDS", "detect_kind", "merge_journals", "render_paths"]
 
 KINDS = ("session", "cassette", "journal", "conformance")
 
@@ -111,11 +112,29 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+def merge_journals(journals: Sequence[tuple[Path, Sequence[WireExchange]]]) -> list[WireExchange]:
+    """The exchanges of several journals (`dshkit serve` instances behind a load balancer) as one
+    list: ordered by arrival on the servers' monotonic clocks (one clock for every instance on one
+    machine; across machines the order within each journal is kept and the interleaving is only
+    approximate), numbered 1… again, each noting the journal and the number it had there."""
+    tagged = [
+        (x.started_s if x.started_s is not None else 0.0, n, i, path, x)
+        for n, (path, exchanges) in enumerate(journals)
+        for i, x in enumerate(exchanges)
+    ]
+    tagged.sort(key=lambda t: (t[0], t[1], t[2]))
+    out = []
+    for number, (_, _, _, path, x) in enumerate(tagged, 1):
+        where = f"{path.name} #{x.number}"
+        out.append(dataclasses.replace(x, number=number, note=f"{where} · {x.note}" if x.note else where))
+    return out
+
+
 def render_paths(paths: Sequence[Path], *, journal: Path | None = None, plain: bool = False) -> tuple[str, str]:
-    """The page for `paths` and its kind. Several paths are allowed only for conformance reports
-    (one column each); `journal` only for a session log. `plain` rebuilds a session log's
-    requests by replaying it event by event (the reference path, for comparison): the same
-    page, more slowly."""
+    """The page for `paths` and its kind. Several paths are allowed for conformance reports (one
+    column each) and for mock-server journals (merged into one page, `merge_journals`); `journal`
+    only for a session log. `plain` rebuilds a session log's requests by replaying it event by
+    event (the reference path, for comparison): the same page, more slowly."""
     with _no_cycle_collection():
         return _render(paths, journal, plain)
 
@@ -126,8 +145,12 @@ def _render(paths: Sequence[Path], journal: Path | None, plain: bool = False) ->
     contents = [_read(p) for p in paths]
     kinds = [_kind_of(p, data) for p, data in zip(paths, contents, strict=True)]
     kind = kinds[0]
+    if len(paths) > 1 and set(kinds) == {"journal"}:
+        merged = merge_journals([(p, load_journal(p, data.decode("utf-8"))) for p, data in zip(paths, contents, strict=True)])
+        return wire_page("journal", ", ".join(str(p) for p in paths), merged), "journal"
     if len(paths) > 1 and set(kinds) != {"conformance"}:
         raise ViewError("several files can be shown together only when all are conformance reports "
+                        "(one column each) or all mock-server journals (merged into one page) "
                         f"(got {', '.join(f'{p}: {k}' for p, k in zip(paths, kinds, strict=True))})")
     if journal is not None and kind != "session":
         raise ViewError(f"--journal compares a session log's requests with what was sent; {paths[0]} is a {kind}")

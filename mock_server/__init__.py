@@ -7,24 +7,9 @@ generator other components reuse; `FAULTS` is the fault catalogue; the `Journal`
 exchange. `dshkit serve` and the pytest plugin (`mock_deepseek`, `dshkit_mock_server`) wrap it.
 """
 
-from dshkit.mock_server.cassette import (
-    Cassette,
-    CassetteAppender,
-    CassetteError,
-    Read,
-    RecordedExchange,
-    RecordedRequest,
-    cassette_path,
-    load_cassette,
-    save_cassette,
-    script_to_cassette,
-)
-from dshkit.mock_server.factories import (
-    AwaitableMockServer,
-    MockServerFactory,
-    ReplayServerFactory,
-    SyncMockServerFactory,
-)
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from dshkit.mock_server.faults import FAULTS, FaultInfo
 from dshkit.mock_server.generate.chunks import QUIRKS, generate_chunks
 from dshkit.mock_server.generate.completion import build_completion
@@ -33,13 +18,6 @@ from dshkit.mock_server.generate.reply import Reply, StreamMeta, ToolCall, compu
 from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 from dshkit.mock_server.journal import Journal, JournalEntry, UnconsumedStepsError, Write
-from dshkit.mock_server.record import Recorder
-from dshkit.mock_server.replay import (
-    cassette_to_scripts,
-    replay_scripts,
-    session_log_scripts,
-    session_scripts_to_mock,
-)
 from dshkit.mock_server.routing import SESSION_HEADER, RequestView, session_of
 from dshkit.mock_server.scripts import (
     CallbackStep,
@@ -66,6 +44,70 @@ from dshkit.mock_server.scripts import (
 )
 from dshkit.mock_server.server import MockServer, sequence_script
 from dshkit.mock_server.validation import MODELS, ChatRequest, Rejection, validate_chat
+
+if _TYPE_CHECKING:
+    from dshkit.mock_server.cassette import (
+        Cassette,
+        CassetteAppender,
+        CassetteError,
+        Read,
+        RecordedExchange,
+        RecordedRequest,
+        cassette_path,
+        load_cassette,
+        save_cassette,
+        script_to_cassette,
+    )
+    from dshkit.mock_server.factories import (
+        AwaitableMockServer,
+        MockServerFactory,
+        ReplayServerFactory,
+        SyncMockServerFactory,
+    )
+    from dshkit.mock_server.record import Recorder
+    from dshkit.mock_server.replay import (
+        cassette_to_scripts,
+        replay_scripts,
+        session_log_scripts,
+        session_scripts_to_mock,
+    )
+
+# What `dshkit serve` does not need is imported on first use (PEP 562), so the server is ready
+# sooner: cassettes, the recorder, replay and the pytest factories pull in the harness's session
+# and replay code.
+_LAZY: dict[str, str] = {
+    "AwaitableMockServer": "dshkit.mock_server.factories",
+    "Cassette": "dshkit.mock_server.cassette",
+    "CassetteAppender": "dshkit.mock_server.cassette",
+    "CassetteError": "dshkit.mock_server.cassette",
+    "MockServerFactory": "dshkit.mock_server.factories",
+    "Read": "dshkit.mock_server.cassette",
+    "RecordedExchange": "dshkit.mock_server.cassette",
+    "RecordedRequest": "dshkit.mock_server.cassette",
+    "Recorder": "dshkit.mock_server.record",
+    "ReplayServerFactory": "dshkit.mock_server.factories",
+    "SyncMockServerFactory": "dshkit.mock_server.factories",
+    "cassette_path": "dshkit.mock_server.cassette",
+    "cassette_to_scripts": "dshkit.mock_server.replay",
+    "load_cassette": "dshkit.mock_server.cassette",
+    "replay_scripts": "dshkit.mock_server.replay",
+    "save_cassette": "dshkit.mock_server.cassette",
+    "script_to_cassette": "dshkit.mock_server.cassette",
+    "session_log_scripts": "dshkit.mock_server.replay",
+    "session_scripts_to_mock": "dshkit.mock_server.replay",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 #: Items of the server checklist (`wire.md` §13) this server implements; each is checked by
 #: tests/mock_server/test_claims.py against a server started with `--api-key`. S40 (FIM) is not.

@@ -22,6 +22,7 @@ from dshkit.mock_server.handlers import (
     SURFACES_KEY,
     balance,
     list_models,
+    metrics_page,
     model_call,
     not_found,
 )
@@ -57,5 +58,6 @@ def make_app(
         from dshkit.mock_server.admin import add_admin_routes
 
         add_admin_routes(app, router, runtime)
+    app.router.add_get("/metrics", metrics_page)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -558,9 +558,14 @@ class Scrubber:
             if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+", label):
                 label, regex = "pattern", item
             try:
-                self.patterns.append((label, re.compile(regex)))
+                compiled = re.compile(regex)
             except re.error as e:
                 raise ValueError(f"--scrub {item!r}: invalid regex: {e}") from None
+            if compiled.search("") is not None:
+                raise ValueError(f"--scrub {item!r}: the regex matches the empty string, so it would "
+                                 "scrub between every character; give one that matches at least one "
+                                 "character")
+            self.patterns.append((label, compiled))
         self.secrets = KnownSecrets()
         """The values learned so far, replaced wherever they appear whole."""
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dshkit.harness.llm import LlmFailure, StreamChunk, TokenUsage
-from dshkit.harness.replay import plan_call
 from dshkit.mock_server.generate.encode import Framing, encode_events
 from dshkit.mock_server.generate.reply import StreamMeta
 
@@ -106,6 +105,10 @@ def wire_plan(
     `failure` ends the call with that error even without an error `finish` among `chunks` (an
     override's `throw` entry); `hang` holds the stream open after the chunks (a `hang` entry).
     """
+    # Imported here: the harness's replay package (and its session code) is needed only once a
+    # logged call is replayed, not for a server to get ready.
+    from dshkit.harness.replay import plan_call
+
     plan = plan_call(chunks, failure, hang=hang)
     if plan.end == "http-error":
         assert plan.failure is not None and plan.status is not None

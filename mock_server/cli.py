@@ -15,14 +15,24 @@ import argparse
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import sys
 import textwrap
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from dshkit.args import (
+    backlog,
+    byte_limit,
+    non_negative_int,
+    output_file,
+    port_number,
+    positive_float,
+)
 from dshkit.harness.llm import HarnessError
-from dshkit.mock_server.journal import DEFAULT_KEEP, json_line
+from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
 from dshkit.mock_server.scripts import ScriptError, load_scripts
 from dshkit.mock_server.server import MockServer
 
@@ -47,15 +57,14 @@ def _weights(text: str) -> dict[str, float]:
     return out
 
 
-def _port(text: str) -> int:
-    """A TCP port, 0 (any free port) to 65535, checked before the server tries to bind."""
+def _workers(text: str) -> int:
     try:
-        value = int(text)
+        n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is out of range; use 0-65535 (0: any free port)")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes, got {text!r}") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"expected 1 to 256 worker processes, got {n}")
+    return n
 
 
 def _keep(text: str) -> int | None:
@@ -68,6 +77,27 @@ def _keep(text: str) -> int | None:
     if n < 0:
         raise argparse.ArgumentTypeError(f"expected a count >= 0 or `all`, got {n}")
     return n
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+
+
+def _byte_size(text: str) -> int | None:
+    """A byte count (`67108864`, `64MiB`, `500MB`, `1GiB`) or `all` (None: no budget)."""
+    if text == "all":
+        return None
+    number = text.strip().rstrip("BbIiKkMmGg")
+    unit = text.strip()[len(number):].lower()
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 67108864, 64MiB or 500MB, or `all`, got {text!r}"
+        ) from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a size >= 0 or `all`, got {text!r}")
+    return int(value)
 
 
 _EXAMPLES = """\
@@ -108,7 +138,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="run the mock DeepSeek server",
         description="Serve DeepSeek's /chat/completions on loopback with scripted or generated "
         "streams and faults. Prints a `ready` JSON line, then `request`/`result` lines, and a "
-        "`summary` line when stopped. Exit status: 130 on Ctrl-C, 143 on SIGTERM, 2 for bad "
+        "`summary` line when stopped; GET /metrics answers in the Prometheus text format. Exit status: 130 on Ctrl-C, 143 on SIGTERM, 2 for bad "
         "options or scripts, 1 when the port cannot be bound.",
         epilog=serve_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -128,18 +158,26 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--weights", type=_weights, default=None, metavar="name=w,...",
                    help="weights for `random` steps")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=port_number, default=0, help="port (default 0: any free port)")
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
-    p.add_argument("--journal", metavar="FILE", help="append every exchange to this JSONL file")
+    p.add_argument("--journal", type=output_file, metavar="FILE", help="append every exchange to this JSONL file")
     p.add_argument("--journal-keep", type=_keep, default=DEFAULT_KEEP, metavar="N|all",
                    help="keep the bytes, headers and body of only the last N exchanges in memory "
                    f"(default {DEFAULT_KEEP}; older ones keep counts and timings; `all` keeps "
                    "everything); the --journal file always gets every exchange")
-    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--journal-bytes", type=_byte_size, default=DEFAULT_KEEP_BYTES, metavar="SIZE|all",
+                   help="byte budget of the exchanges kept in memory (bytes written plus request "
+                   "bodies; default 64MiB; units B, KB, KiB, MB, MiB, GB, GiB): the oldest are "
+                   "trimmed until the rest fit, whatever --journal-keep allows; `all`: no budget")
+    p.add_argument("--workers", type=_workers, default=1, metavar="N",
+                   help="serve from N processes on one port (SO_REUSEPORT; default 1); scripted "
+                   "sessions still get their steps in order, whichever process a request reaches "
+                   "(see docs/mock_server.md, \"Workers\")")
+    p.add_argument("--idle-timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="close a connection that sends no complete request head within this "
                    "time of opening or of its last response; 408 for a body this slow (default 60)")
-    p.add_argument("--backlog", type=int, default=1024,
+    p.add_argument("--backlog", type=backlog, default=1024,
                    help="listen backlog: connections queued before they are accepted (default 1024)")
     p.add_argument("--era", choices=("v4", "v3.2"), default="v4", help="stream and limit shapes")
     p.add_argument("--anthropic-envelope", choices=("evidence", "deepseek", "anthropic"),
@@ -155,9 +193,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="serve generated streams through the plain reference path (rendered "
                    "afresh, one write per event) instead of the fast path; clients get the same "
                    "bytes either way")
-    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
-                   help="larger request bodies get 413")
-    p.add_argument("--listen-delay-ms", type=int, default=None,
+    p.add_argument("--max-body-bytes", type=byte_limit, default=16 * 1024 * 1024,
+                   help="larger request bodies get 413 (at least 1; default 16 MiB)")
+    p.add_argument("--listen-delay-ms", type=non_negative_int, default=None,
                    help="with `connection_refused`: how long to refuse (default 750)")
     p.add_argument("--replay", action="append", default=[], metavar="recordings/NAME",
                    help="serve a cassette byte for byte (or a session JSONL as SSE); repeatable")
@@ -168,13 +206,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--match", choices=("sequence", "body"), default="sequence",
                    help="with --replay: answer requests in recorded order (default) or by equal body")
     p.add_argument("--no-admin", action="store_true",
-                   help="turn off the admin HTTP API (under /_dshkit/ on the same port, loopback "
+                   help="turn off the admin HTTP API (off with --workers too; under /_dshkit/ on the same port, loopback "
                    "clients only: load scripts, reset sessions, read the journal and per-step "
                    "counts; see docs/admin_api.md)")
     p.set_defaults(func=run_serve)
 
 
 _pending: list[str] = []
+_atomic_lines = False
+"""Set with --workers: several processes share stdout, so lines go out in writes of at most
+PIPE_BUF bytes that end at a line's end (a pipe never interleaves such writes)."""
 
 
 def _print(obj: dict[str, Any]) -> None:
@@ -203,8 +244,34 @@ def _flush() -> None:
         _pending.clear()
         # OSError: nobody reads stdout any more; serving goes on (as for any telemetry failure).
         with contextlib.suppress(OSError):
-            sys.stdout.write(lines)
-            sys.stdout.flush()
+            if _atomic_lines:
+                _write_whole_lines(lines.encode("utf-8", "surrogateescape"))
+            else:
+                sys.stdout.write(lines)
+                sys.stdout.flush()
+
+
+def _write_whole_lines(data: bytes) -> None:
+    """`data` (whole lines) to stdout in writes of at most PIPE_BUF bytes ending at a newline
+    (a longer line goes in one write of its own)."""
+    sys.stdout.flush()
+    fd = sys.stdout.fileno()
+    limit = select_pipe_buf()
+    start = 0
+    while start < len(data):
+        end = start + limit
+        if end < len(data):
+            cut = data.rfind(b"\n", start, end)
+            end = cut + 1 if cut >= start else data.index(b"\n", end) + 1
+        view = memoryview(data)[start:end]
+        while view:
+            view = view[os.write(fd, view):]
+        start = end
+
+
+def select_pipe_buf() -> int:
+    """The size up to which a pipe write is atomic (PIPE_BUF, 4096 on Linux)."""
+    return int(getattr(select, "PIPE_BUF", 512))
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -234,14 +301,16 @@ def run_serve(args: argparse.Namespace) -> int:
     if not speed >= 0:
         return _fail("--speed must be >= 0")
     try:
-        from dshkit.bundled import resolve
-        from dshkit.mock_server.replay import replay_scripts
+        replayed = []
+        if args.replay:  # imported only when used: replay pulls in the harness's session code
+            from dshkit.bundled import resolve
+            from dshkit.mock_server.replay import replay_scripts
 
-        replayed = [
-            s
-            for path in args.replay
-            for s in replay_scripts(resolve(path), speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
-        ]
+            replayed = [
+                s
+                for path in args.replay
+                for s in replay_scripts(resolve(path), speed=speed, resplit=args.resplit, match=args.match, warn=_warn)
+            ]
         # --repeat-last applies to every --script too (as `repeat_last: true` in the file would).
         scripts: list[Any] = (
             [sc.model_copy(update={"repeat_last": True}) for path in args.script for sc in load_scripts(path)]
@@ -267,13 +336,40 @@ def run_serve(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             backlog=args.backlog,
             journal_keep=args.journal_keep,
+            journal_bytes=args.journal_bytes,
             fast_path=not args.plain_path,
-            admin=not args.no_admin,
+            # With --workers the script state lives in the parent process, which the admin API of
+            # one worker cannot change: the API is off there (docs/admin_api.md).
+            admin=not args.no_admin and args.workers == 1,
         )
     except (ScriptError, ValueError, HarnessError) as e:
         return _fail(str(e))
+    except OSError as e:  # a file cannot be read (--replay) or created (--journal)
+        name = str(e.filename) if e.filename is not None else "?"
+        journal = Path(args.journal) if args.journal else None
+        if journal is not None and Path(name) in (journal, *journal.parents):
+            return _fail(f"--journal {args.journal}: cannot create or open it for writing ({name}: "
+                         f"{e.strerror or e}); give a writable file path")
+        return _fail(f"cannot open {name}: {e.strerror or e}")
     delay = (args.listen_delay_ms if args.listen_delay_ms is not None else 750) if refuse else 0
+    if args.workers > 1:
+        if refuse:
+            return _fail("`connection_refused` cannot be combined with --workers")
+        return _serve_workers(server, args.workers)
     return asyncio.run(_serve(server, delay / 1000))
+
+
+def _serve_workers(server: MockServer, n: int) -> int:
+    global _atomic_lines
+    from dshkit.mock_server.workers import run_workers
+
+    _atomic_lines = True
+    code, summary = run_workers(server, n, emit=_print, summarize=run_summary, exit_on_signals=exit_on_signals)
+    if summary is None:
+        return code
+    _print(summary)
+    sys.stderr.write(_summary_text(summary))
+    return code
 
 
 def exit_on_signals() -> asyncio.Future[int]:
@@ -342,6 +438,7 @@ def run_summary(server: MockServer) -> dict[str, Any]:
         "outcomes": dict(Counter(str(e.outcome) for e in entries)),
         "unused_steps": server.journal.unused_steps(),
         "rejections": rejections,
+        "journal": server.journal.stats(),
     }
 
 
@@ -350,6 +447,11 @@ def _summary_text(summary: dict[str, Any]) -> str:
     lines = [f"dshkit serve: {summary['requests']} request(s)" + (f" ({outcomes})" if outcomes else "")]
     unused = summary["unused_steps"]
     lines.append(f"  unused scripted steps: {len(unused)}" + "".join(f"\n    {u}" for u in unused))
+    journal = summary["journal"]
+    if journal["trimmed"]:
+        lines.append(f"  journal: {journal['trimmed']} older exchange(s) trimmed to counts and timings "
+                     f"({journal['trimmed_for_bytes']} for the byte budget); {journal['kept_bytes']} "
+                     "bytes kept in memory")
     for r in summary["rejections"]:
         lines.append(f"  rejected #{r['seq']} {r['path']} → {r['status']}: {r['reason']}")
     return "\n".join(lines) + "\n"

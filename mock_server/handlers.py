@@ -3,7 +3,10 @@
 :func:`model_call` makes the handler of one wire's model calls (one per registered
 :class:`~dshkit.mock_server.surface.Surface`); these are the only handlers that consume script
 steps. The order is fixed: auth (401), body size (413), body validation (400/422), then
-routing; a request rejected on the way never consumes a step. Routing failures answer 418
+routing; a request rejected on the way never consumes a step. The one exception to body
+validation: when the session's script serves recorded exchanges (a replayed cassette,
+`Script.recorded`), a body the mock's rules reject is routed anyway, since the upstream it was
+recorded against accepted it. Routing failures answer 418
 (`mock_no_match`, `mock_script_exhausted`, `mock_no_script`), a status no client retries; so does a
 reply callback that fails (`mock_callback_error`). Once
 a step answers, the handler fixes the request's :class:`~dshkit.mock_server.surface.Call` and
@@ -41,7 +44,13 @@ from dshkit.mock_server.scripts import (
     Timing,
 )
 from dshkit.mock_server.surface import Call, Surface
-from dshkit.mock_server.validation import MAX_DEPTH, MODELS, Rejection, check_headers
+from dshkit.mock_server.validation import (
+    MAX_DEPTH,
+    MODELS,
+    Rejection,
+    check_headers,
+    recorded_request,
+)
 
 __all__ = [
     "BEHAVIOR_HEADER",
@@ -51,6 +60,7 @@ __all__ = [
     "balance",
     "decode_body",
     "list_models",
+    "metrics_page",
     "model_call",
     "not_found",
     "step_seed",
@@ -213,6 +223,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
     )
+    rt.metrics.arrived(surface.name)
     trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
     call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
     x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
@@ -238,6 +249,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
             rt.journal.close_entry(entry)
         except (OSError, ValueError) as e:  # a full disk must not cost the `result` event
             log.error("mock server could not write journal entry %d: %s", entry.seq, e)
+        rt.metrics.finished(surface.name, entry)
         _emit_result(rt, entry)
     if x.resp is None:
         # The connection was reset before any header: nothing can be sent any more.
@@ -271,14 +283,20 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
         except Rejection as rejection:
             return await _reject(rt, entry, r, rejection)
+        entry.request_bytes = len(raw)
+        override = request.headers.get(BEHAVIOR_HEADER)
         try:
             chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
         except Rejection as rejection:
-            entry.body = _parsed_or_none(raw)
-            return await _reject(rt, entry, r, rejection)
+            if override is not None or not request.app[ROUTER_KEY].serves_recorded(session):
+                entry.body = _parsed_or_none(raw)
+                return await _reject(rt, entry, r, rejection)
+            # A replayed cassette answers: the upstream it was recorded against accepted this
+            # request, so the mock's own rules do not stand between it and its recording.
+            log.debug("serving a recorded exchange to a request the mock would reject: %s", rejection.message)
+            chat = recorded_request(raw, path=request.path, headers=request.headers)
         entry.body = chat.redacted  # parsed and redacted once, by the validator
         # -- route
-        override = request.headers.get(BEHAVIOR_HEADER)
         if override is not None:
             if override not in FAULTS:
                 return await _reject(rt, entry, r, Rejection(
@@ -286,7 +304,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
                     f"{', '.join(sorted(FAULTS))}", code="mock_unknown_fault"))
             decision = Decision(kind="step", session=session, step=FaultStep(fault=override))  # type: ignore[arg-type]
         else:
-            decision = request.app[ROUTER_KEY].route(session, chat.view)
+            decision = await request.app[ROUTER_KEY].decide(session, chat.view)
         entry.script = decision.script.name if decision.script else None
         if decision.kind in _ROUTING_CODES:
             _begin(rt, entry, decision.kind)
@@ -294,6 +312,8 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             return "rejected"
         entry.step = decision.index
         step = decision.step
+        if decision.script is not None:
+            rt.metrics.step(decision.script.name)
         if isinstance(step, CallbackStep):
             try:
                 step = step.resolve(chat.view)
@@ -310,7 +330,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             trace_id=r.call.trace_id,
             request=chat,
             seed=step_seed(cfg.seed, session, decision.index),
-            repeat=rt.repeat_of(session, decision.index),
+            repeat=decision.repeat if decision.repeat is not None else rt.repeat_of(session, decision.index),
             quirks=frozenset(step.stream.quirks) if isinstance(step, ReplyStep | FaultStep) else frozenset(),
             created=int(time.time()),
         )
@@ -379,6 +399,15 @@ balance = _static_json(
         ],
     },
 )
+
+
+async def metrics_page(request: web.Request) -> web.StreamResponse:
+    """`GET /metrics`: the server's counts in the Prometheus text format (not journaled)."""
+    from dshkit.mock_server.metrics import render_counts
+
+    counts = await request.app[ROUTER_KEY].gather(request.app[RUNTIME_KEY].metrics)
+    body, content_type = render_counts(counts)
+    return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:

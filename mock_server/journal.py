@@ -7,8 +7,10 @@ any depth of the body are replaced by `{{scrubbed:NAME}}` before the entry is st
 secrets policy the recorder and the harness use too (`dshkit.harness.secrets`). Each write keeps
 its bytes (the same object the server sent, no copy) and a `time.monotonic()` timestamp. So that
 a long-running server does not grow without bound, only the last `keep` finished exchanges hold
-their bytes, headers and body; older entries are trimmed to counts and timings
-(`Journal(keep=None)` keeps everything).
+their bytes, headers and body, and only as many of them as fit in `keep_bytes` (the bytes
+written plus the request body's size; default 64 MiB): older entries are trimmed to counts and
+timings, oldest first, and `Journal.trimmed` says how many were (`Journal(keep=None,
+keep_bytes=None)` keeps everything).
 Lines are always valid JSON: lone surrogates are escaped and non-finite numbers become strings.
 """
 
@@ -30,6 +32,7 @@ from dshkit.harness.secrets import scrub_headers, scrub_json
 
 __all__ = [
     "DEFAULT_KEEP",
+    "DEFAULT_KEEP_BYTES",
     "Journal",
     "JournalEntry",
     "NestingTooDeep",
@@ -43,6 +46,9 @@ __all__ = [
 #: Finished exchanges whose bytes stay in memory by default: enough for a test's assertions,
 #: small enough that a soak of thousands of streams stays flat (`bench/soak.py`).
 DEFAULT_KEEP = 100
+#: The bytes finished exchanges may hold in memory by default (written bytes plus request
+#: bodies): 100 replies of 50,000 chunks each would otherwise hold about 1.7 GB.
+DEFAULT_KEEP_BYTES = 64 * 1024 * 1024
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -115,7 +121,11 @@ class JournalEntry:
     writes: list[Write] = field(default_factory=list)
     """Every write, with its bytes; emptied when the entry is trimmed."""
     trimmed: bool = False
-    """True once the journal dropped this entry's writes, headers and body (see `Journal.keep`)."""
+    """True once the journal dropped this entry's writes, headers and body (see `Journal.keep`
+    and `Journal.keep_bytes`)."""
+    request_bytes: int = 0
+    """The size of the request body as received (counted against `Journal.keep_bytes`)."""
+    _held: int = 0
     _count: int = 0
     _sent: int = 0
     first_write_t: float | None = None
@@ -129,7 +139,9 @@ class JournalEntry:
         if self.trimmed:
             raise LookupError(
                 f"journal entry {self.seq} was trimmed: only the last `keep` exchanges keep their "
-                "bytes; start the server with journal_keep=None (--journal-keep all) to keep all"
+                "bytes, within the journal's byte budget; start the server with journal_keep=None "
+                "and journal_bytes=None (--journal-keep all --journal-bytes all) to keep all, or "
+                "read every exchange in full from its --journal file"
             )
         return b"".join(w.data for w in self.writes)
 
@@ -220,12 +232,25 @@ class Journal:
         *,
         pending: Callable[[], list[str]] | None = None,
         keep: int | None = DEFAULT_KEEP,
+        keep_bytes: int | None = DEFAULT_KEEP_BYTES,
+        next_seq: Callable[[], int] | None = None,
     ) -> None:
         if keep is not None and keep < 0:
             raise ValueError(f"journal keep must be >= 0 or None (keep all), got {keep}")
+        if keep_bytes is not None and keep_bytes < 0:
+            raise ValueError(f"journal keep_bytes must be >= 0 or None (no budget), got {keep_bytes}")
         self.path = Path(path) if path is not None else None
         self.keep = keep
         """Finished entries that keep their bytes, headers and body; None keeps all."""
+        self.keep_bytes = keep_bytes
+        """The byte budget of the finished entries that keep their bytes (written bytes plus
+        request bodies); the oldest are trimmed until the rest fit. None: no budget."""
+        self.next_seq = next_seq
+        """Hands out `seq` numbers when several processes share one numbering (the workers of
+        `dshkit serve --workers`); None numbers entries 1, 2, 3… in this journal."""
+        self._kept_bytes = 0
+        self._trimmed = 0
+        self._trimmed_for_bytes = 0
         self._finished: deque[JournalEntry] = deque()
         self._entries: list[JournalEntry] = []
         self._pending = pending
@@ -241,7 +266,7 @@ class Journal:
         """Record a new request (headers scrubbed here) and return its entry."""
         with self._lock:
             entry = JournalEntry(
-                seq=len(self._entries) + 1,
+                seq=self.next_seq() if self.next_seq is not None else len(self._entries) + 1,
                 t=t,
                 method=method,
                 path=path,
@@ -257,12 +282,55 @@ class Journal:
             with self._lock:
                 self._file.write(line + "\n")
                 self._file.flush()
-        if self.keep is None:
+        keep, budget = self.keep, self.keep_bytes
+        if keep is None and budget is None:
             return
+        held = entry.request_bytes + sum(len(w.data) for w in entry.writes)
         with self._lock:
+            entry._held = held
             self._finished.append(entry)
-            while len(self._finished) > self.keep:
-                self._finished.popleft().trim()
+            self._kept_bytes += held
+            finished = self._finished
+            while finished:
+                over_count = keep is not None and len(finished) > keep
+                if not over_count and (budget is None or self._kept_bytes <= budget):
+                    break
+                old = finished.popleft()
+                self._kept_bytes -= old._held
+                old.trim()
+                self._trimmed += 1
+                self._trimmed_for_bytes += not over_count
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes the finished, untrimmed entries hold (written bytes plus request bodies, as
+        counted against `keep_bytes`)."""
+        return self._kept_bytes
+
+    @property
+    def trimmed(self) -> int:
+        """How many finished entries were trimmed (their bytes, headers and body dropped)."""
+        return self._trimmed
+
+    @property
+    def trimmed_for_bytes(self) -> int:
+        """How many of `trimmed` were trimmed to stay within `keep_bytes` rather than `keep`."""
+        return self._trimmed_for_bytes
+
+    def stats(self) -> dict[str, Any]:
+        """What the journal holds: entries, trimmed entries (and how many for the byte budget),
+        the bytes kept and both limits."""
+        tracked = (self.keep, self.keep_bytes) != (None, None)
+        with self._lock:
+            return {
+                "entries": len(self._entries),
+                "kept": len(self._finished) if tracked else None,
+                "kept_bytes": self._kept_bytes if tracked else None,
+                "trimmed": self._trimmed,
+                "trimmed_for_bytes": self._trimmed_for_bytes,
+                "keep": self.keep,
+                "keep_bytes": self.keep_bytes,
+            }
 
     def close(self) -> None:
         if self._file is not None:

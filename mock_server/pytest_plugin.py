@@ -257,7 +257,15 @@ def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], 
                 source=where,
                 hint="pass a file path, Script.of(...), a list of steps or a mapping with steps",
             )
-    return sources, dict(marker.kwargs)
+    options = dict(marker.kwargs)
+    known = {*inspect.signature(MockServer.__init__).parameters} - {"self", "scripts"} | {"check_consumed", *PLUGIN_OPTIONS}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(
+            f"@pytest.mark.{MARKER} of {request.node.nodeid}: unknown option(s) {', '.join(unknown)}; "
+            f"it takes scripts, check_consumed= and MockServer's options: {', '.join(sorted(known - {'check_consumed'}))}"
+        )
+    return sources, options
 
 
 # -- the environment an app builds its own client from ----------------------------------------

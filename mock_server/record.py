@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 from aiohttp import web
 
+from dshkit.args import port_number
 from dshkit.harness.llm import jsonio
 from dshkit.harness.secrets import scrub_url
 from dshkit.mock_server.cassette import (
@@ -417,7 +418,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="start a new cassette even if OUT exists (default: append to it)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--port", type=port_number, default=0, help="port (default 0: any free port)")
     p.add_argument("--scrub", action="append", default=[], metavar="[LABEL=]REGEX",
                    help="also replace matches with {{scrubbed:LABEL}} in requests and responses (repeatable)")
     p.add_argument("--no-scrub-secrets", action="store_true",
@@ -453,6 +454,10 @@ async def _record(recorder: Recorder) -> int:
               f"to ({e}); pass --overwrite to replace it, or choose another --out")
         return 2
     except OSError as e:
+        if e.filename is not None:  # the cassette (or its folder), not the port
+            _warn(f"dshkit record: --out {recorder.path}: cannot create or open it for writing "
+                  f"({e.filename}: {e.strerror or e}); give a writable path")
+            return 2
         _warn(_bind_error(recorder, e))
         return 1
     if recorder.appender.set_aside is not None:

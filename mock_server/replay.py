@@ -236,7 +236,7 @@ def cassette_to_scripts(
                 )
             )
         if steps:
-            scripts.append(Script(name=base if len(groups) == 1 else f"{base}#{g}", steps=steps))
+            scripts.append(Script(name=base if len(groups) == 1 else f"{base}#{g}", steps=steps, recorded=True))
     if not scripts:
         raise CassetteError(
             "the cassette holds no POST …/chat/completions or /anthropic/…/messages exchange to replay", source=cassette.source

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import Journal
+from dshkit.mock_server.metrics import Metrics
 from dshkit.mock_server.output import FastOutput, Output, PlainOutput
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class Runtime:
         self.trace_prefix = trace_prefix(config.seed)
         """The first digits of every trace id this server sends."""
         self._served: dict[tuple[str, int | None], int] = {}
+        self.metrics = Metrics(journal.stats)
+        """What `/metrics` reports (counted by the handlers)."""
 
     def repeat_of(self, session: str, step: int | None) -> int:
         """How many times `step` (None: the default reply) already answered `session`; counts

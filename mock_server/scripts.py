@@ -163,7 +163,9 @@ _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validators are built on first use, not at import (a server started
+    # without scripts never builds them, and is ready sooner).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ToolCallSpec(_Model):
@@ -621,6 +623,12 @@ class Script(_Model):
         description="The reply to a `session-title` request no auxiliary step answers; null "
         "lets such a request consume `steps` like any other.",
     )
+    recorded: bool = Field(
+        default=False,
+        description="The steps serve recorded exchanges (a replayed cassette sets it): a request "
+        "for this script's session is served even when the mock's own validation would reject "
+        "it, since the upstream it was recorded against accepted it.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -813,10 +821,35 @@ def parse_script(
     return script
 
 
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader when PyYAML was built with it (about 4x faster than the pure-Python
+one), else None; the loader of scripts either way is safe (plain data, no tags that run code)."""
+
+
+def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """The data of a YAML document and its composed node tree (for line numbers), in one parse.
+
+    Through libyaml when available. libyaml words some syntax errors differently and places
+    some a line later, so a text it refuses is parsed again by the pure-Python loader, whose
+    error (message and line) is the one raised: a bad script is located the same either way."""
+    loaders = [yaml.SafeLoader] if _FAST_LOADER is None else [_FAST_LOADER, yaml.SafeLoader]
+    for n, loader_cls in enumerate(loaders):
+        loader = loader_cls(text)
+        try:
+            node = loader.get_single_node()
+            return (loader.construct_document(node) if node is not None else None), node
+        except yaml.YAMLError:
+            if n == len(loaders) - 1:
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _compose(text: str) -> yaml.Node | None:
     """The YAML node tree of a file (JSON is YAML too), for line numbers; None if unparsable."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return _parse_yaml(text)[1]
     except yaml.YAMLError:
         return None
 
@@ -840,8 +873,11 @@ def parse_scripts_text(
     """The scripts of a file's text (see `load_scripts`), with the same located errors: JSON
     when `is_json`, else YAML; raw files resolve against `base`; unnamed scripts are named
     after `stem`."""
+    root: yaml.Node | None = None
     try:
-        data = parse_document(text, is_json=is_json)
+        # The depth guard first (jsonio's limit); YAML gives its data and node tree in one parse.
+        parsed = parse_document(text, is_json=is_json, load_yaml=_parse_yaml)
+        data, root = (parsed, None) if is_json else parsed
     except JsonTooDeep as e:
         raise ScriptError(e.problem, source=source, line=e.line) from None
     except (json.JSONDecodeError, yaml.YAMLError) as e:
@@ -856,7 +892,8 @@ def parse_scripts_text(
         items = data["scripts"]
         if not isinstance(items, list) or not items:
             raise ScriptError("`scripts` must be a non-empty list", source=source, field="scripts")
-        root = _compose(text)
+        if root is None:
+            root = _compose(text)
         nodes: list[yaml.Node] = []
         if isinstance(root, yaml.MappingNode):
             for key, value in root.value:
@@ -877,7 +914,7 @@ def parse_scripts_text(
                     field=f"scripts[{i}].{e.field or ''}".rstrip("."), hint=e.hint,
                 ) from None
         return out
-    return [parse_script(data, source=source, text=text, base=base, default_name=stem)]
+    return [parse_script(data, source=source, text=text, base=base, default_name=stem, node=root)]
 
 
 def load_script(path: str | Path) -> Script:

@@ -24,7 +24,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from dshkit.mock_server.app import SURFACES, make_app
 from dshkit.mock_server.generate.reply import Era
-from dshkit.mock_server.journal import DEFAULT_KEEP, Journal
+from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, Journal
 from dshkit.mock_server.routing import Router
 from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from dshkit.mock_server.scripts import Script, load_scripts, parse_script
@@ -110,6 +110,9 @@ class MockServer:
         journal_keep: keep the written bytes, headers and body of only the last N exchanges in
             memory (older entries keep counts and timings); None keeps everything. The JSONL
             `journal` file always gets every exchange in full.
+        journal_bytes: the byte budget of those kept exchanges (bytes written plus request
+            bodies; default 64 MiB): the oldest are trimmed until the rest fit, however few the
+            `journal_keep` limit leaves; None: no byte budget.
         fast_path: serve generated streams through the fast path (cached stream templates,
             whole bodies in one response, coalesced writes; the default), or False for the
             plain reference path (rendered afresh, one write per event). A client receives the
@@ -122,6 +125,8 @@ class MockServer:
         admin: serve the admin HTTP API under `/_dshkit/` on the same port, for loopback
             clients only (load scripts, reset sessions, read the journal and counts; see
             docs/admin_api.md). `dshkit serve` turns it on.
+        reuse_port: bind with SO_REUSEPORT, so that several processes listen on one port and
+            the kernel spreads connections over them (`dshkit serve --workers`).
     """
 
     __test__ = False  # not a pytest test class
@@ -146,10 +151,12 @@ class MockServer:
         idle_timeout: float = 60.0,
         backlog: int = 1024,
         journal_keep: int | None = DEFAULT_KEEP,
+        journal_bytes: int | None = DEFAULT_KEEP_BYTES,
         fast_path: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
         router: Router | None = None,
         admin: bool = False,
+        reuse_port: bool = False,
     ) -> None:
         loaded: list[Script] = []
         for s in scripts:
@@ -164,10 +171,17 @@ class MockServer:
         self.router = router if router is not None else Router(loaded, unscripted=unscripted)
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
-        if backlog < 1:
-            raise ValueError(f"backlog must be >= 1, got {backlog}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an integer 0-65535 (0: any free port), got {port!r}")
+        if not 1 <= backlog <= 2**31 - 1:
+            raise ValueError(f"backlog must be 1-2147483647, got {backlog}")
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be an integer >= 1, got {max_body_bytes!r}")
         self.backlog = backlog
-        self.journal = Journal(journal, pending=self.router.pending, keep=journal_keep)
+        self.reuse_port = reuse_port
+        self.journal = Journal(
+            journal, pending=self.router.pending, keep=journal_keep, keep_bytes=journal_bytes
+        )
         self.config = ServerConfig(
             api_key=api_key,
             era=era,
@@ -257,7 +271,8 @@ class MockServer:
         await runner.setup()
         # backlog: aiohttp's default (128) drops SYNs when a few hundred clients connect at once.
         site = web.TCPSite(
-            runner, self.host, self._requested_port, reuse_address=True, backlog=self.backlog
+            runner, self.host, self._requested_port, reuse_address=True, backlog=self.backlog,
+            reuse_port=self.reuse_port or None,
         )
         await site.start()
         self._runner = runner

@@ -4,7 +4,9 @@ Pure functions from the request bytes to a :class:`ChatRequest`, or a :class:`Re
 carrying the status and the error envelope DeepSeek would send. The messages follow the
 observed patterns in `wire.md` §11 ("Failed to deserialize the JSON body into the target type:
 <path>: <reason>", "Model Not Exist", the max_tokens range, the reasoning passback text).
-A rejected request never reaches the router, so it never consumes a script step.
+A rejected request never reaches the router, so it never consumes a script step, except when
+the step that would answer it serves a recorded exchange: :func:`recorded_request` then stands in
+for the validated request (a recording is served as recorded).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ __all__ = [
     "RULES",
     "ChatRequest",
     "Rejection",
+    "bearer_key",
     "check_auth",
     "check_headers",
     "error_body",
     "parse_body",
     "parse_json",
+    "recorded_request",
     "resolve_model",
     "validate_chat",
 ]
@@ -186,12 +190,26 @@ def check_headers(headers: Mapping[str, str]) -> None:
                             "id as ASCII or UTF-8")
 
 
+def bearer_key(auth: str | None) -> str | None:
+    """The credential of an `Authorization: Bearer <key>` header, or None for any other form.
+
+    RFC 7235 makes the scheme case-insensitive (`bearer`, `BEARER`) and allows more than one
+    space before the credential; the key itself is compared exactly."""
+    if auth is None:
+        return None
+    scheme, sep, rest = auth.strip().partition(" ")
+    if not sep or scheme.lower() != "bearer":
+        return None
+    return rest.strip(" ")
+
+
 def check_auth(headers: Mapping[str, str], api_key: str | None) -> None:
-    """S2: with an API key configured, `Authorization` must be exactly `Bearer <key>`."""
+    """S2: with an API key configured, `Authorization` must be `Bearer <key>` (the scheme in any
+    case)."""
     if api_key is None:
         return
     auth = headers.get("Authorization")
-    if auth == f"Bearer {api_key}":
+    if bearer_key(auth) == api_key:
         return
     # DeepSeek echoes the last key characters; we never echo any part of a key.
     reason = "no api key was sent" if not auth else "the api key is invalid"
@@ -307,6 +325,14 @@ _TYPED_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
 )
 
 
+#: Integer fields and the range of the integer type they deserialize into (`n`: u32, `seed`:
+#: i64): a value outside is serde's "invalid value" 400, never silently taken.
+_INT_RANGES: tuple[tuple[str, int, int], ...] = (
+    ("n", 0, 2**32 - 1),
+    ("seed", -(2**63), 2**63 - 1),
+)
+
+
 def _check_types(body: Mapping[str, Any]) -> None:
     """Wrong JSON types for the optional scalar fields: 400 naming the field, as serde does.
 
@@ -319,6 +345,11 @@ def _check_types(body: Mapping[str, Any]) -> None:
         wrong_bool = isinstance(v, bool) and bool not in types
         if wrong_bool or not isinstance(v, types):
             raise _bad(name, f"invalid type: {_kind(v)}, expected {expected}")
+    for name, lo, hi in _INT_RANGES:
+        v = body.get(name)
+        if isinstance(v, int) and not lo <= v <= hi:
+            shown = str(v) if len(str(v)) <= 40 else f"{str(v)[:37]}..."
+            raise _bad(name, f"invalid value: integer `{shown}`, expected an integer in [{lo}, {hi}]")
     options = body.get("stream_options")
     if options is not None:
         usage = options.get("include_usage")
@@ -374,10 +405,13 @@ def _check_strict_schema(schema: Any, where: str) -> str | None:
 
 
 def _check_strict_object(schema: dict[str, Any], where: str) -> str | None:
-    props = schema.get("properties") or {}
+    # `[]` or `""` are not "absent": only a missing key (or null) means none.
+    props = schema.get("properties")
+    props = {} if props is None else props
     if not isinstance(props, dict):
         return f"{where}.properties must be an object"
-    required = schema.get("required") or []
+    required = schema.get("required")
+    required = [] if required is None else required
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return f"{where}.required must be an array of property names"
     missing = sorted(set(props) - set(required))
@@ -501,8 +535,15 @@ def _assistant_turn(
     d: _Draft, msg: dict[str, Any], i: int, call_ids: set[str], pending: list[str]
 ) -> None:
     where = f"messages[{i}]"
-    d.text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=True))
     calls = msg.get("tool_calls")
+    # `content` may be null (or absent) only beside tool calls: a turn with neither text nor
+    # tool calls must carry a string, as DeepSeek answers 400 to `null` there.
+    if not calls and "content" not in msg:
+        raise _bad(where, "missing field `content` (an assistant turn without tool calls needs its text)")
+    d.text_total += len(_text_of(msg.get("content"), f"{where}.content", allow_null=bool(calls)))
+    reasoning = msg.get("reasoning_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise _bad(f"{where}.reasoning_content", f"invalid type: {_kind(reasoning)}, expected a string")
     if calls is None:
         return
     if not isinstance(calls, list):
@@ -794,5 +835,73 @@ def _chat_request(
             headers=redact_headers(headers),
             body=d.body,
             path=path,
+        ),
+    )
+
+
+def _loose_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def recorded_request(raw: bytes, *, path: str, headers: Mapping[str, str]) -> ChatRequest:
+    """A request the mock's own rules reject, as far as routing to a recorded exchange needs it.
+
+    A cassette holds what the upstream it was recorded against accepted (a newer model name, a
+    larger `max_tokens`); serving it must not apply the mock's idea of DeepSeek's rules. Whatever
+    parses is kept (the body for `match.body`, the model, the last user text, the answered tool
+    calls); what does not parse becomes empty. Never raises.
+    """
+    try:
+        body: Any = json.loads(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+    except (ValueError, RecursionError):
+        body = None
+    try:
+        redacted = redact_body(body, max_depth=MAX_DEPTH)
+    except NestingTooDeep:
+        body = redacted = None
+    obj: dict[str, Any] = body if isinstance(body, dict) else {}
+    model = obj.get("model") if isinstance(obj.get("model"), str) else ""
+    messages = [m for m in obj.get("messages") or [] if isinstance(m, dict)] \
+        if isinstance(obj.get("messages"), list) else []
+    last_user = ""
+    answered: set[str] = set()
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+            answered.add(m["tool_call_id"])
+        blocks = content if isinstance(content, list) else []
+        ids = {b["tool_use_id"] for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"
+               and isinstance(b.get("tool_use_id"), str)}
+        answered |= ids
+        if m.get("role") == "user" and not ids:
+            last_user = _loose_text(content)
+    max_tokens = obj.get("max_tokens")
+    return ChatRequest(
+        body=obj,
+        redacted=redacted,
+        model=str(model),
+        response_model=str(model),
+        thinking=False,
+        stream=obj.get("stream") is True,
+        beta=path.startswith("/beta/"),
+        max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None,
+        logprobs=None,
+        stop=(),
+        tools=(),
+        forced_tool=None,
+        json_mode=False,
+        prefix=None,
+        prompt_tokens=1,
+        view=RequestView(
+            last_user=last_user,
+            tool_results=frozenset(answered),
+            model=str(model),
+            headers=redact_headers(headers),
+            body=body,
         ),
     )

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.mock_server.anthropic import render
-from dshkit.mock_server.anthropic.replay import chunk_replay
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
 from dshkit.mock_server.chat import deepseek_headers
 from dshkit.mock_server.generate.encode import Framing
@@ -26,7 +25,7 @@ from dshkit.mock_server.generate.reply import Reply, tool_call_id
 from dshkit.mock_server.output import Rendering
 from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
 from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
-from dshkit.mock_server.validation import ChatRequest, Rejection, error_body
+from dshkit.mock_server.validation import ChatRequest, Rejection, bearer_key, error_body
 
 if TYPE_CHECKING:
     from dshkit.harness.llm import LlmFailure, StreamChunk
@@ -70,7 +69,7 @@ def check_anthropic_auth(headers: Mapping[str, str], api_key: str | None) -> Non
         return
     auth = headers.get("Authorization")
     if auth is not None:
-        if auth == f"Bearer {api_key}":
+        if bearer_key(auth) == api_key:  # the scheme in any case (RFC 7235)
             return
         reason = "the api key in `Authorization` is invalid"
     else:
@@ -232,6 +231,10 @@ class AnthropicSurface(Surface):
         self, call: Call, chunks: Sequence[StreamChunk], failure: LlmFailure | None, spec: ChunksSpec
     ) -> Replay:
         """The same reply, in this protocol's events."""
+        # Imported here: it pulls in the harness's replay and session code, which a server that
+        # never replays a logged call does not need to load before it is ready.
+        from dshkit.mock_server.anthropic.replay import chunk_replay
+
         plan = chunk_replay(chunks, failure, hang=spec.kind == "hang")
         if plan.end == "http":
             error = self.error(call, plan.status, plan.message, plan.error_type or "server_error", _CODE, None)

@@ -1,0 +1,150 @@
+"""Both server-check suites against servers that give them nothing to judge: always 500, always
+429, 200 with an empty body (and 200 with `{}`), and a black hole that accepts connections and never
+answers. No check passes on what it did not see; `--timeout` bounds every request on both wires
+(the Anthropic SDK check too), and the run ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from dshkit.conformance.anthropic_checks import run_anthropic_checks
+from dshkit.conformance.server_checks import run_server_checks
+from dshkit.mock_server import MockServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Every check the brief names as passing against a 200 with an empty body.
+EMPTY_200_CHAT = ["S1", "S8", "S10", "S12", "S17", "S18", "S39"]
+EMPTY_200_ANTHROPIC = ["AN1", "AN9", "AN12", "AN20", "AN48"]
+
+
+async def _serve(status: int, body: bytes, content_type: str = "application/json") -> tuple[web.AppRunner, str]:
+    async def handler(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=status, body=body, content_type=content_type)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+SERVERS = {
+    "always 500": (500, b'{"error": {"message": "boom", "type": "api_error"}}'),
+    "always 429": (429, b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'),
+    "200 empty": (200, b""),
+    "200 {}": (200, b"{}"),
+}
+
+
+@pytest.fixture(params=list(SERVERS))
+async def useless(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    status, body = SERVERS[request.param]
+    runner, url = await _serve(status, body)
+    yield url
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def black_hole() -> AsyncIterator[str]:
+    """Accepts every connection, reads nothing, answers nothing, until the test ends."""
+    closing = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        await closing.wait()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    closing.set()
+    for w in writers:
+        w.close()
+    server.close()
+    await server.wait_closed()
+
+
+async def test_no_chat_check_passes_against_a_useless_server(useless: str) -> None:
+    results = await run_server_checks(useless, "sk-unobservable", timeout_s=5)
+    passed = {r.id: r.reason for r in results if r.status == "pass"}
+    assert not passed, passed
+    by_id = {r.id: r for r in results}
+    for item in EMPTY_200_CHAT:
+        assert by_id[item].status == "fail", item
+
+
+async def test_no_anthropic_check_passes_against_a_useless_server(useless: str) -> None:
+    results = await run_anthropic_checks(useless + "/anthropic", "sk-unobservable", timeout_s=5)
+    passed = {r.id: r.reason for r in results if r.status == "pass"}
+    assert not passed, passed
+    by_id = {r.id: r for r in results}
+    for item in EMPTY_200_ANTHROPIC:
+        assert by_id[item].status == "fail", item
+
+
+async def test_an_empty_200_is_reported_as_unobserved() -> None:
+    runner, url = await _serve(200, b"")
+    try:
+        chat = {r.id: r for r in await run_server_checks(url, "k", ids=EMPTY_200_CHAT, timeout_s=5)}
+        anth = {r.id: r for r in await run_anthropic_checks(url + "/anthropic", "k", ids=EMPTY_200_ANTHROPIC, timeout_s=5)}
+    finally:
+        await runner.cleanup()
+    for r in [*chat.values(), *anth.values()]:
+        assert r.status == "fail" and r.reason.startswith("could not observe"), (r.id, r.reason)
+        assert "empty body" in r.reason, (r.id, r.reason)
+
+
+async def test_anthropic_checks_end_against_a_black_hole(black_hole: str) -> None:
+    results = await asyncio.wait_for(run_anthropic_checks(black_hole + "/anthropic", "k", timeout_s=0.3), 60)
+    assert results and not [r.id for r in results if r.status == "pass"]
+
+
+async def test_anthropic_check_budget(black_hole: str) -> None:
+    (result,) = await run_anthropic_checks(black_hole + "/anthropic", "k", ids=["AN48"], timeout_s=30, budget_s=0.3)
+    assert result.status == "fail"
+    assert result.reason == "could not observe an answer: the check took longer than its 0.3 s budget"
+
+
+@pytest.fixture
+def black_hole_port() -> Iterator[int]:
+    """A listening socket nobody accepts from: connections queue in the backlog, no byte comes back."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)
+        yield int(s.getsockname()[1])
+
+
+def test_cli_timeout_bounds_the_anthropic_run(black_hole_port: int, tmp_path: Path) -> None:
+    # --timeout 0.5: every request gives up after 0.5 s, every check after 2 s; before the fix
+    # the probe waited 60 s per request and the SDK 600 s. The 90 s here is a hang guard only.
+    report = tmp_path / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dshkit", "conformance", "--server", f"http://127.0.0.1:{black_hole_port}/anthropic",
+         "--protocol", "anthropic", "--timeout", "0.5", "--json", str(report)],
+        capture_output=True, text=True, timeout=90, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    results = json.loads(report.read_text())["scenarios"]
+    assert results and all(r["status"] != "pass" for r in results), results
+
+
+async def test_our_mock_still_passes_both_suites() -> None:
+    # The stricter rules must not fail a server that does answer.
+    async with MockServer(api_key="sk-right", unscripted="default") as server:
+        chat = await run_server_checks(server.base_url, "sk-right", timeout_s=10)
+        anth = await run_anthropic_checks(server.anthropic_base_url, "sk-right", timeout_s=10)
+    assert {r.id: r.reason for r in chat if r.status == "fail"} == {}
+    assert {r.id: r.reason for r in anth if r.status == "fail"} == {}

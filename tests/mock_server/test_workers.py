@@ -1,0 +1,131 @@
+"""`dshkit serve --workers 2`: two processes on one port, one state owner for the scripts.
+
+Many sessions run at once, each request on a connection of its own so the kernel spreads them
+over both workers; every session must still get its steps in order, claims stay one per
+session, the numbering is one across workers, and the `--journal` file holds every exchange of
+both workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dshkit.mock_server import Script
+from dshkit.mock_server.routing import Decision, RequestView, Router
+from dshkit.mock_server.workers import decision_from_json, decision_to_json
+
+from .cli_process import ServeProcess
+from .wire import chat
+
+SESSIONS = 16
+STEPS = 6
+
+
+def _script_file(tmp_path: Path) -> Path:
+    scripts = []
+    for k in range(SESSIONS):
+        steps = [{"reply": {"content": f"s{k}-{i}"}} for i in range(STEPS)]
+        # Half the scripts are reserved for their session, half go to the next new session.
+        scripts.append({"name": f"s{k}", **({"session": f"s{k}"} if k % 2 == 0 else {}), "steps": steps})
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({"scripts": scripts}))
+    return path
+
+
+async def _session(c: httpx.AsyncClient, url: str, k: int) -> list[str]:
+    got = []
+    for i in range(STEPS):
+        r = await c.post(url, json=chat(f"step {i}", stream=False), headers={"X-Mock-Session": f"s{k}"})
+        assert r.status_code == 200, r.text
+        got.append(r.json()["choices"][0]["message"]["content"])
+    return got
+
+
+async def _all_sessions(url: str) -> list[list[str]]:
+    # No keep-alive: each request opens its own connection, which the kernel hashes to a worker.
+    limits = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=20, limits=limits) as c:
+        return await asyncio.gather(*(_session(c, url, k) for k in range(SESSIONS)))
+
+
+def test_sessions_get_their_steps_in_order_across_workers(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    p = ServeProcess("--workers", "2", "--script", str(_script_file(tmp_path)), "--journal", str(journal))
+    try:
+        assert p.ready["workers"] == 2
+        results = asyncio.run(_all_sessions(p.base_url + "/chat/completions"))
+        n = SESSIONS * STEPS
+        lines = [p.next_line() for _ in range(2 * n)]
+        code, rest = p.stop(signal.SIGINT)
+    finally:
+        p.kill()
+    assert code == 130
+    # Each session's script was its own and its steps came in order. A reserved script is named
+    # for its session; an unreserved one went to some new session, once.
+    owners: dict[str, str] = {}
+    for k, got in enumerate(results):
+        name = got[0].split("-")[0]
+        assert got == [f"{name}-{i}" for i in range(STEPS)]
+        if k % 2 == 0:
+            assert name == f"s{k}"
+        owners[name] = f"s{k}"
+    assert len(owners) == SESSIONS
+    results_by_worker = {line["worker"] for line in lines if line["type"] == "result"}
+    assert results_by_worker == {0, 1}, "the kernel sent every connection to one worker"
+    # One numbering across workers; the journal file holds every exchange of both.
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert sorted(e["seq"] for e in entries) == list(range(1, n + 1))
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for e in sorted(entries, key=lambda e: e["seq"]):
+        by_session[e["session"]].append(e["step"])
+    assert all(steps == list(range(STEPS)) for steps in by_session.values()) and len(by_session) == SESSIONS
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["requests"] == n and summary["workers"] == 2
+    assert summary["outcomes"] == {"completed": n} and summary["unused_steps"] == []
+
+
+def test_an_unscripted_server_with_workers_answers_and_summarises() -> None:
+    p = ServeProcess("--workers", "2")
+    try:
+        with httpx.Client(base_url=p.base_url, timeout=10, headers={"Connection": "close"}) as c:
+            for _ in range(6):
+                assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
+        for _ in range(12):
+            p.next_line()
+        code, rest = p.stop(signal.SIGTERM)
+    finally:
+        p.kill()
+    assert code == 143
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["requests"] == 6 and summary["outcomes"] == {"completed": 6}
+
+
+def _decisions() -> list[tuple[Router, Decision]]:
+    script = Script.of({"reply": {"content": "x"}}, auxiliary=[
+        {"purpose": "compaction", "reply": {"content": "compact"}}], name="one", repeat_last=True)
+    router = Router([script])
+    title = {"messages": [{"role": "system", "content": "Create a concise title for an AI coding-assistant session"},
+                          {"role": "user", "content": "hi"}]}
+    return [
+        (router, router.route("s", RequestView())),
+        (router, router.route("s", RequestView(headers={"x-deepseek-harness-compact": "1"}))),
+        (router, router.route("s", RequestView(body=title))),
+        (router, router.route("other", RequestView())),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_a_decision_crosses_the_process_boundary_unchanged(case: int) -> None:
+    """What the owner sends a worker names the same script and step again, title replies too."""
+    router, d = _decisions()[case]
+    again = decision_from_json(json.loads(json.dumps(decision_to_json(d, {id(s): i for i, s in enumerate(router.scripts)}, None))), router)
+    assert (again.kind, again.session, again.index, again.auxiliary, again.purpose, again.message) == (
+        d.kind, d.session, d.index, d.auxiliary, d.purpose, d.message)
+    assert (again.script is d.script) and (again.step == d.step)
