@@ -176,6 +176,16 @@ def test_every_catalogue_task_is_valid_against_the_task_schema() -> None:
             validate_task(build_task(sc, protocol=protocol, base_url="http://127.0.0.1:1", api_key="sk-x"))
 
 
+def test_every_catalogue_task_offers_each_tool_once() -> None:
+    """DeepSeek's Anthropic surface (and the mock) answer 400 to a tool name defined twice, so a
+    task that offered the tool its model calls twice failed every client that sends the list."""
+    for sc in catalogue():
+        for protocol in sc.protocols:
+            names = [t["name"] for t in build_task(sc, protocol=protocol, base_url="http://127.0.0.1:1",
+                                                    api_key="sk-x")["tools"]]
+            assert len(names) == len(set(names)), (sc.id, names)
+
+
 def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "client.json"
     code = main(["conformance", "--client", f"{sys.executable} {BROKEN} crash", "--only", "tool-split-arguments",
