@@ -272,8 +272,8 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
         lines.append(f"### {run.name} ({len(failing)} failing)")
         lines.append("")
         for r in failing:
-            tried = run.tried_scenarios.get(r.id)
-            lines.append(f"- `{r.id}`: {_explained(run, r)}" + (f" {_tried(tried)}" if tried else ""))
+            reruns = run.tried_scenarios.get(r.id)
+            lines.append(f"- `{r.id}`: {_explained(run, r)}" + (f". {_tried(reruns)}" if reruns else ""))
         if not failing:
             lines.append("- none")
         known = run.hello.get("known")

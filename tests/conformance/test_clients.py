@@ -291,7 +291,7 @@ def test_a_known_defect_outside_the_columns_gets_its_reason_and_the_options_trie
     page = render_markdown([back], date="2026-01-02", command="x")
     line = next(x for x in page.splitlines() if x.startswith(f"- `{sid}`"))
     assert line.startswith(f"- `{sid}`: drops `reasoning_content` from the turn it sends back (seen: step")
-    assert line.endswith("Tried: `max_retries=0` → fail; `max_retries=5` → fail (no option the driver offers fixes it).")
+    assert line.endswith("). Tried: `max_retries=0` → fail; `max_retries=5` → fail (no option the driver offers fixes it).")
     back.hello["known"]["tool-split-arguments"] = "a note the library outgrew"
     page = render_markdown([back], date="2026-01-02", command="x")
     assert "- the driver's `known` note on `tool-split-arguments` is stale: it passed in this run" in page
