@@ -4,7 +4,9 @@ Each behaviour is a handful of catalogue scenarios (fragmented tool arguments, r
 passback, 429 with `Retry-After`, 500, 529, TCP resets, a clean EOF without a finish, a missing
 `[DONE]`, an in-band error), per wire protocol. A cell passes when every one of its scenarios
 passes for that client. Every failing cell is rerun with each option set the driver lists under
-`tries` in its `hello` (max_retries and the like), and the page says which, if any, fixes it.
+`tries` in its `hello` (max_retries and the like), and the page says which, if any, fixes it. A
+driver's `known` notes (scenario id → the one-line reason its library fails it) are shown beside
+the verdicts, and a noted scenario outside the columns is rerun with each option set too.
 `render_markdown` writes docs/clients.md; `dshkit conformance --client … --matrix-md FILE` runs it.
 """
 
@@ -77,6 +79,9 @@ class ClientRun:
     results: list[ClientScenarioResult]
     tried: dict[str, list[tuple[dict[str, str], str]]] = field(default_factory=dict)
     """Behaviour name → (option set, cell status with it), for the cells that failed."""
+    tried_scenarios: dict[str, list[tuple[dict[str, str], str]]] = field(default_factory=dict)
+    """Scenario id → (option set, its status with it), for the failing scenarios the driver's
+    `known` notes explain that no column holds."""
     catalogue: int = 0
     """How many catalogue scenarios its wire has (more than `results` when a subset ran)."""
 
@@ -86,6 +91,8 @@ class ClientRun:
         doc["protocol"] = self.protocol
         doc["catalogue"] = self.catalogue
         doc["tried"] = {b: [{"options": o, "status": st} for o, st in tries] for b, tries in self.tried.items()}
+        doc["tried_scenarios"] = {i: [{"options": o, "status": st} for o, st in tries]
+                                  for i, tries in self.tried_scenarios.items()}
         return doc
 
     @classmethod
@@ -95,10 +102,18 @@ class ClientRun:
                                         reason=str(r.get("reason", "")), info=list(r.get("notes", [])),
                                         failed=list(r.get("failed", [])))
                    for r in doc.get("scenarios", ())]
-        tried = {str(b): [(dict(t["options"]), str(t["status"])) for t in tries]
-                 for b, tries in (doc.get("tried") or {}).items()}
+        tried, tried_scenarios = (
+            {str(k): [(dict(t["options"]), str(t["status"])) for t in tries] for k, tries in (doc.get(key) or {}).items()}
+            for key in ("tried", "tried_scenarios"))
         return cls(name=str(doc["client"]), hello=dict(doc.get("driver") or {}), protocol=str(doc.get("protocol", "chat")),
-                   results=results, tried=tried, catalogue=int(doc.get("catalogue") or len(results)))
+                   results=results, tried=tried, tried_scenarios=tried_scenarios,
+                   catalogue=int(doc.get("catalogue") or len(results)))
+
+    def known(self, scenario_id: str) -> str | None:
+        """The driver's one-line reason its library fails `scenario_id`, if it gave one."""
+        known = self.hello.get("known")
+        note = known.get(scenario_id) if isinstance(known, Mapping) else None
+        return note if isinstance(note, str) and note else None
 
 
 def _cell(results: Sequence[ScenarioResult], ids: Sequence[str]) -> list[ScenarioResult]:
@@ -126,7 +141,8 @@ async def try_options(
     run: ClientRun, cmd: ClientCommand, scenarios: Sequence[Scenario], *, concurrency: int = 4,
     on_result: Callable[[ScenarioResult, int, int], None] | None = None,
 ) -> None:
-    """Rerun each failing cell of `run` with every option set its driver lists under `tries`."""
+    """Rerun each failing cell of `run` with every option set its driver lists under `tries`, and
+    each failing scenario its driver's `known` notes explain that no column holds."""
     tries = [dict(t) for t in run.hello.get("tries", ())]
     by_id = {s.id: s for s in scenarios}
     for b in BEHAVIOURS:
@@ -138,6 +154,15 @@ async def try_options(
             again = await run_client_catalogue(chosen, cmd, hello=run.hello, protocol=run.protocol,
                                                client_options=options, concurrency=concurrency, on_result=on_result)
             run.tried.setdefault(b.name, []).append((options, cell_status(again, ids)))
+    in_columns = set(matrix_ids(run.protocol))
+    noted = [by_id[r.id] for r in run.results
+             if r.status == "fail" and r.id in by_id and r.id not in in_columns and run.known(r.id)]
+    for options in tries if noted else ():
+        again = await run_client_catalogue(noted, cmd, hello=run.hello, protocol=run.protocol,
+                                           client_options=options, concurrency=concurrency, on_result=on_result)
+        status = {r.id: r.status for r in again}
+        for sc in noted:
+            run.tried_scenarios.setdefault(sc.id, []).append((options, status.get(sc.id, "—")))
 
 
 def _gist(r: ScenarioResult) -> str:
@@ -149,6 +174,25 @@ def _gist(r: ScenarioResult) -> str:
 
 def _options(options: Mapping[str, str]) -> str:
     return ", ".join(f"`{k}={v}`" for k, v in options.items()) or "defaults"
+
+
+def _tried(tried: Sequence[tuple[Mapping[str, str], str]]) -> str:
+    """What the option sets did: `Tried: A → fail; B → pass (fixed by B).`"""
+    fixed = [o for o, s in tried if s == "pass"]
+    verdict = (f"fixed by {' or '.join(_options(o) for o in fixed)}" if fixed
+               else "no option the driver offers fixes it")
+    return "Tried: " + "; ".join(f"{_options(o)} → {s}" for o, s in tried) + f" ({verdict})."
+
+
+def _explained(run: ClientRun, r: ScenarioResult) -> str:
+    """A failing scenario in one line: the driver's known reason first, when it gave one."""
+    note = run.known(r.id)
+    gist = _gist(r)
+    return f"{_escape(note)} (seen: {gist})" if note else gist
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _versions(hello: Mapping[str, Any]) -> str:
@@ -204,13 +248,11 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
                 continue
             n += 1
             failing = [r for r in _cell(run.results, ids) if r.status == "fail"]
-            lines.append(f"{n}. **{run.name} / {b.name}**: " + "; ".join(f"`{r.id}`: {_gist(r)}" for r in failing) + ".")
+            lines.append(f"{n}. **{run.name} / {b.name}**: "
+                         + "; ".join(f"`{r.id}`: {_explained(run, r)}" for r in failing) + ".")
             tried = run.tried.get(b.name, [])
             if tried:
-                fixed = [o for o, s in tried if s == "pass"]
-                verdict = (f"fixed by {' or '.join(_options(o) for o in fixed)}" if fixed
-                           else "no option the driver offers fixes it")
-                lines.append("   Tried: " + "; ".join(f"{_options(o)} → {s}" for o, s in tried) + f" ({verdict}).")
+                lines.append("   " + _tried(tried))
             else:
                 lines.append("   The driver offers no option to try.")
     if not n:
@@ -222,11 +264,23 @@ def render_markdown(runs: Sequence[ClientRun], *, date: str, command: str) -> st
         lines.append(f"- **{b.name}**: chat {chat}; anthropic {anth}.")
     lines += ["", "## Every failing scenario", "",
               "The whole catalogue, not only the columns above (n/a scenarios test what a client cannot be",
-              "asked: cancellation, dshkit's own adapter decisions, `[DONE]` versus EOF).", ""]
+              "asked: cancellation, dshkit's own adapter decisions, `[DONE]` versus EOF). Where the driver",
+              "traced the library's defect, its one-line reason comes first, then what was seen, then what",
+              "each option set the driver offers did.", ""]
     for run in runs:
         failing = [r for r in run.results if r.status == "fail"]
         lines.append(f"### {run.name} ({len(failing)} failing)")
         lines.append("")
-        lines += [f"- `{r.id}`: {_gist(r)}" for r in failing] or ["- none"]
+        for r in failing:
+            reruns = run.tried_scenarios.get(r.id)
+            lines.append(f"- `{r.id}`: {_explained(run, r)}" + (f". {_tried(reruns)}" if reruns else ""))
+        if not failing:
+            lines.append("- none")
+        known = run.hello.get("known")
+        passed = {r.id for r in run.results if r.status == "pass"}
+        stale = sorted(i for i in (known if isinstance(known, Mapping) else ()) if i in passed)
+        if stale:  # the library was fixed, or the note was wrong: the driver should drop it
+            lines.append("- the driver's `known` note on " + ", ".join(f"`{i}`" for i in stale)
+                         + " is stale: it passed in this run")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

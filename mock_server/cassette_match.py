@@ -197,6 +197,11 @@ class CassetteRouter(Router):
         self.misses: list[Miss] = []
         """Every request that found no exchange, in arrival order."""
 
+    def serves_recorded(self, session: str) -> bool:
+        """Always: every answer is a recorded exchange, served as recorded (the upstream it was
+        recorded against accepted the request, so the mock's own body rules do not apply)."""
+        return True
+
     @classmethod
     def for_cassette(
         cls, cassette: Cassette, *, match_on: Iterable[MatchRule] | None = None, speed: float = 0.0,

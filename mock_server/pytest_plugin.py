@@ -257,6 +257,8 @@ def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], 
                 source=where,
                 hint="pass a file path, Script.of(...), a list of steps or a mapping with steps",
             )
+    from dshkit.mock_server.server import MockServer
+
     options = dict(marker.kwargs)
     known = {*inspect.signature(MockServer.__init__).parameters} - {"self", "scripts"} | {"check_consumed", *PLUGIN_OPTIONS}
     unknown = sorted(set(options) - known)

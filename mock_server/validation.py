@@ -903,5 +903,6 @@ def recorded_request(raw: bytes, *, path: str, headers: Mapping[str, str]) -> Ch
             model=str(model),
             headers=redact_headers(headers),
             body=body,
+            path=path,
         ),
     )

@@ -11,6 +11,21 @@ const driver = new Driver({
   options: { max_retries: "streamText's maxRetries (the AI SDK's default is 2)" },
   tries: [{ max_retries: '0' }, { max_retries: '5' }],
   unsupported: ['strict_tools', 'system_in_history'],
+  known: {
+    'an-error-event-mid-stream': 'an `error` event reaches the caller as the plain `{type, message}` object it '
+      + 'carried, not as an APICallError',
+    'an-delta-unstarted-while-open': '`streamText` reports a delta for a block that never started as an error part '
+      + 'holding the plain string `text part N not found`, not an AI SDK error',
+    'an-delta-before-start': '`streamText` reports a delta before any block started as an error part holding the '
+      + 'plain string `text part N not found`, not an AI SDK error',
+    'an-redacted-thinking-turn-passed-back': 'the provider keeps `redacted_thinking` as reasoning (its data in '
+      + 'provider metadata) and sends it back as a `redacted_thinking` block, which DeepSeek\'s surface answers '
+      + 'with 400',
+    'an-pause-turn': 'the provider maps `pause_turn` to finishReason `stop` (the raw reason only in '
+      + '`rawFinishReason`), so a caller is not told the turn must be resent',
+    'an-effort-output-config': 'with `thinking: {type: \'enabled\'}` the provider always adds `budget_tokens` '
+      + '(1024 when none is given) next to `output_config.effort`',
+  },
 });
 
 async function main() {

@@ -12,6 +12,12 @@ const driver = new Driver({
   options: { max_retries: "streamText's maxRetries (the AI SDK's default is 2)" },
   tries: [{ max_retries: '0' }, { max_retries: '5' }],
   unsupported: ['strict_tools'],
+  known: {
+    ...Object.fromEntries(['rt-thinking-tool-call', 'rt-three-steps-passback-kept'].map((id) => [id,
+      'sends tool-call arguments back re-encoded (parsed, then `JSON.stringify`), not as the bytes the model sent'])),
+    ...Object.fromEntries(['err-inband-error-object', 'err-event-error'].map((id) => [id,
+      'an in-band error reaches the caller as a plain object, not an AI SDK error, its `code` and `type` lost'])),
+  },
 });
 
 async function main() {

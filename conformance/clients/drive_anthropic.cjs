@@ -12,6 +12,13 @@ const driver = new Driver({
   options: { max_retries: "the client's maxRetries (the SDK's default is 2)" },
   tries: [{ max_retries: '0' }, { max_retries: '5' }],
   unsupported: ['system_in_history'],
+  known: {
+    'an-delta-unstarted-while-open': 'the SDK\'s accumulator ignores a delta for a block it never saw start, so the '
+      + 'stray text is dropped silently and the stream ends `end_turn`',
+    'an-redacted-thinking-turn-passed-back': 'the SDK keeps the `redacted_thinking` block in `message.content`, so '
+      + 'the documented history pattern sends it back and DeepSeek\'s surface answers 400 (drop those blocks before '
+      + 'resending)',
+  },
 });
 
 function input(args) {

@@ -21,6 +21,19 @@ DRIVER = driverkit.Driver(
     options={"max_retries": "the client's max_retries (the SDK's default is 2)"},
     tries=[{"max_retries": "0"}, {"max_retries": "5"}],
     unsupported=["system_in_history"],
+    known={
+        "an-delta-unstarted-while-open": "the SDK's accumulator indexes `content[event.index]` unchecked, so a delta "
+                                         "for a block that never started raises a bare IndexError",
+        "an-delta-before-start": "the SDK's accumulator indexes `content[event.index]` unchecked, so a delta "
+                                 "before any block started raises a bare IndexError",
+        "an-redacted-thinking-turn-passed-back": "the SDK keeps the `redacted_thinking` block in `message.content`, "
+                                                 "so the documented history pattern sends it back and DeepSeek's "
+                                                 "surface answers 400 (drop those blocks before resending)",
+        "an-reset-mid-stream": "a reset once the body streams escapes as the HTTP client's ReadError: the SDK "
+                               "wraps transport errors in APIConnectionError only before the response",
+        "an-eof-before-stop-reason": "a body cut before `message_delta` ends the stream quietly; "
+                                     "`get_final_message()` returns the partial message with `stop_reason` None",
+    },
 )
 
 

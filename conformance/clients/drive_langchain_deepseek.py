@@ -22,6 +22,14 @@ DRIVER = driverkit.Driver(
     "langchain-deepseek", protocols=["chat"], packages=["langchain-deepseek", "langchain-openai", "langchain-core", "openai"],
     options={"max_retries": "ChatDeepSeek's max_retries (passed to the OpenAI client; default 2)"},
     tries=[{"max_retries": "0"}, {"max_retries": "5"}],
+    known={
+        **dict.fromkeys(("rt-thinking-tool-call", "rt-three-steps-passback-kept", "rt-client-ids-empty-reasoning"),
+                        "the assistant turn it sends back lacks `reasoning_content`, so DeepSeek answers the "
+                        "thinking-mode follow-up with 400"),
+        **dict.fromkeys(("end-eof-before-finish", "end-eof-after-role-only"),
+                        "a body that ends before the finish chunk ends the stream quietly: no finish reason, "
+                        "no error"),
+    },
 )
 
 

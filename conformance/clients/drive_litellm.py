@@ -21,6 +21,12 @@ DRIVER = driverkit.Driver(
     "litellm", protocols=["chat"], packages=["litellm", "openai"],
     options={"num_retries": "completion()'s num_retries (LiteLLM's default is no retry)"},
     tries=[{"num_retries": "2"}],
+    known={
+        "err-inband-error-object": "an in-band error becomes MidStreamFallbackError (status 500) without the "
+                                   "provider's `code` and `type`",
+        "err-event-error": "an `event: error` becomes MidStreamFallbackError (status 500) without the "
+                           "provider's `code` and `type`",
+    },
 )
 OWN = tuple(c for _, c in inspect.getmembers(exceptions, inspect.isclass)
             if issubclass(c, Exception) and c.__module__.startswith("litellm"))

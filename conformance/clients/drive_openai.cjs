@@ -11,6 +11,10 @@ const driver = new Driver({
   client: 'openai-node', protocols: ['chat'], packages: ['openai'],
   options: { max_retries: "the client's maxRetries (the SDK's default is 2)" },
   tries: [{ max_retries: '0' }, { max_retries: '5' }],
+  known: Object.fromEntries(['text-reasoning-then-answer', 'rt-thinking-tool-call', 'rt-three-steps-passback-kept',
+                             'rt-client-ids-empty-reasoning'].map((id) => [id,
+    'the `chat.completions.stream` helper copies unknown delta fields with `Object.assign`, so each chunk\'s '
+    + '`reasoning_content` replaces the last (a later `null` wipes it) and the final message lacks it'])),
 });
 
 function messages(task) {

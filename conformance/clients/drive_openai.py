@@ -19,6 +19,12 @@ DRIVER = driverkit.Driver(
     "openai-python", protocols=["chat"], packages=["openai"],
     options={"max_retries": "the client's max_retries (the SDK's default is 2)"},
     tries=[{"max_retries": "0"}, {"max_retries": "5"}],
+    known={
+        "end-eof-before-finish": "a body that ends before the finish chunk ends the stream quietly: no "
+                                 "`finish_reason`, no error",
+        "end-eof-after-role-only": "a body that ends after the role chunk ends the stream quietly: no "
+                                   "`finish_reason`, no error",
+    },
 )
 
 

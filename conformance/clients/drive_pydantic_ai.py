@@ -39,6 +39,13 @@ DRIVER = driverkit.Driver(
     "pydantic-ai", protocols=["chat"], packages=["pydantic-ai-slim", "openai"],
     options={"max_retries": "max_retries of the AsyncOpenAI client pydantic-ai wraps (default 2)"},
     tries=[{"max_retries": "0"}, {"max_retries": "5"}],
+    known={
+        "end-eof-before-finish": "a body that ends before the finish chunk is reported as a normal `stop`",
+        "rt-thinking-tool-call": "sends tool-call arguments back re-encoded (parsed, then dumped compactly), "
+                                 "not as the bytes the model sent",
+        "rt-three-steps-passback-kept": "sends tool-call arguments back re-encoded (parsed, then dumped "
+                                        "compactly), not as the bytes the model sent",
+    },
 )
 OWN = tuple(c for _, c in inspect.getmembers(exceptions, inspect.isclass) if issubclass(c, Exception))
 

@@ -74,9 +74,9 @@ function resultFor(step, k) {
 }
 
 class Driver {
-  constructor({ client, protocols, packages, options = {}, tries = [], unsupported = [] }) {
+  constructor({ client, protocols, packages, options = {}, tries = [], unsupported = [], known = {} }) {
     this.task = JSON.parse(fs.readFileSync(0, 'utf8'));
-    Object.assign(this, { client, protocols, packages, optionsDoc: options, tries, unsupported });
+    Object.assign(this, { client, protocols, packages, optionsDoc: options, tries, unsupported, known });
   }
 
   // Print `hello`; false when the task only asked for it.
@@ -85,7 +85,7 @@ class Driver {
     for (const p of this.packages) libraries[p] = packageVersion(p);
     print({ type: 'hello', protocol_version: PROTOCOL_VERSION, client: this.client, protocols: this.protocols,
             libraries, runtime: `node ${process.versions.node}`, options: this.optionsDoc, tries: this.tries,
-            unsupported: [...new Set(this.unsupported)].sort() });
+            unsupported: [...new Set(this.unsupported)].sort(), known: this.known });
     return !this.task.describe;
   }
 

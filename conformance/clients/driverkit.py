@@ -106,7 +106,7 @@ class Driver:
 
     def __init__(self, client: str, *, protocols: list[str], packages: Iterable[str],
                  options: Mapping[str, str] | None = None, tries: list[dict[str, str]] | None = None,
-                 unsupported: Iterable[str] = ()) -> None:
+                 unsupported: Iterable[str] = (), known: Mapping[str, str] | None = None) -> None:
         self._out: TextIO = sys.stdout
         sys.stdout = sys.stderr  # whatever the library prints goes to stderr
         self.task: dict[str, Any] = json.loads(sys.stdin.read())
@@ -116,6 +116,7 @@ class Driver:
         self.options_doc = dict(options or {})
         self.tries = tries or []
         self.unsupported = sorted(set(unsupported))
+        self.known = dict(known or {})
 
     def _print(self, obj: Mapping[str, Any]) -> None:
         self._out.write(json.dumps(obj, ensure_ascii=False) + "\n")
@@ -126,7 +127,7 @@ class Driver:
         self._print({"type": "hello", "protocol_version": PROTOCOL_VERSION, "client": self.client,
                      "protocols": self.protocols, "libraries": _versions(self.packages),
                      "runtime": f"python {platform.python_version()}", "options": self.options_doc,
-                     "tries": self.tries, "unsupported": self.unsupported})
+                     "tries": self.tries, "unsupported": self.unsupported, "known": self.known})
         return not self.task.get("describe")
 
     def options(self) -> dict[str, str]:

@@ -71,13 +71,22 @@ class _Translating(Protocol):
 
 class SdkDecoder:
     """An SDK's typed events in, `StreamChunk`s out, through a wire's `Translator`; `end` makes
-    the chunks owed when the stream ends."""
+    the chunks owed when the stream ends, `fail` (default: the plain error finish) those owed
+    when a failure the SDK raised ends it: the SDKs raise on an in-band `error` event instead of
+    yielding it, so what the translator keeps on an error finish (Anthropic's thinking
+    signatures) comes through `fail`."""
 
-    __slots__ = ("_translator", "_end")
+    __slots__ = ("_translator", "_end", "_fail")
 
-    def __init__(self, translator: _Translating, end: Callable[[], list[StreamChunk]]) -> None:
+    def __init__(
+        self,
+        translator: _Translating,
+        end: Callable[[], list[StreamChunk]],
+        fail: Callable[[LlmFailure], list[StreamChunk]] | None = None,
+    ) -> None:
         self._translator = translator
         self._end = end
+        self._fail = fail
 
     @property
     def finished(self) -> bool:
@@ -93,6 +102,9 @@ class SdkDecoder:
 
     def close(self) -> list[StreamChunk]:
         return self._end()
+
+    def fail(self, failure: LlmFailure) -> list[StreamChunk]:
+        return self._fail(failure) if self._fail is not None else [Finish.failed(failure)]
 
 
 def sdk_kwargs(body: dict[str, Any], untyped: tuple[str, ...], options: GenerateOptions) -> dict[str, Any]:

@@ -4,7 +4,9 @@ body reads in `http_stream`, SDK stream events in `sdk_stream`) through a `WireD
 
 - a call the adapter cannot make (`UsageError` while building it) is an error finish, unsent;
 - every provider or transport failure becomes one terminal `Finish` of kind `error`, stamped
-  with the response's request id when the server sent one;
+  with the response's request id when the server sent one; a failure raised while the body is
+  read (a TCP reset, an SDK raising on an in-band error) is ended by the decoder (`fail`), so
+  that finish keeps what the decoder keeps on one (a thinking block's signature);
 - the caller's `signal` ends the stream with an `aborted` finish, at any await;
 - a response that ends without a single item is `EMPTY_RESPONSE`;
 - an `asyncio.CancelledError` closes the response and propagates;
@@ -47,6 +49,12 @@ class WireDecoder(Protocol[ItemIn]):
 
     def close(self) -> list[StreamChunk]:
         """The chunks owed when the input ends: open blocks closed and exactly one `Finish`."""
+        ...
+
+    def fail(self, failure: LlmFailure) -> list[StreamChunk]:
+        """The chunks that end the input on a `failure` raised while it was read: exactly one
+        error `Finish`, carrying what the decoder keeps on one (the plain answer is
+        `[Finish.failed(failure)]`, which `run_stream` also uses for a decoder without `fail`)."""
         ...
 
 
@@ -101,6 +109,7 @@ async def run_stream(
             return
         waiter = asyncio.ensure_future(signal.wait()) if signal is not None else None
         streaming = False
+        body_decoder: WireDecoder[Item] | None = None
         try:
             refused = await race_signal(call.open(), waiter)
             if refused is not None:
@@ -132,7 +141,12 @@ async def run_stream(
             if signal is not None and signal.is_set():
                 yield Finish.aborted(call.aborted_message)
             else:
-                yield with_request_id(Finish.failed(call.failure(exc, streaming=streaming)), call.request_id)
+                failure = call.failure(exc, streaming=streaming)
+                # A decoder written before `fail` was part of the protocol ends plainly.
+                fail = getattr(body_decoder, "fail", None)
+                ended = (fail(failure) if callable(fail) else None) or [Finish.failed(failure)]
+                for chunk in ended:
+                    yield with_request_id(chunk, call.request_id)
         finally:
             if waiter is not None:
                 waiter.cancel()

@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit.conformance.client_matrix import BEHAVIOURS, ClientRun, cell_status, render_markdown
+from dshkit.conformance.client_matrix import (
+    BEHAVIOURS,
+    ClientRun,
+    cell_status,
+    matrix_ids,
+    render_markdown,
+    try_options,
+)
 from dshkit.conformance.client_protocol import (
     ProtocolViolation,
     build_task,
@@ -29,6 +36,7 @@ from dshkit.conformance.client_protocol import (
 from dshkit.conformance.client_runner import (
     ClientCommand,
     ClientScenarioResult,
+    describe_client,
     resolve_client,
     run_client_catalogue,
 )
@@ -176,6 +184,16 @@ def test_every_catalogue_task_is_valid_against_the_task_schema() -> None:
             validate_task(build_task(sc, protocol=protocol, base_url="http://127.0.0.1:1", api_key="sk-x"))
 
 
+def test_every_catalogue_task_offers_each_tool_once() -> None:
+    """DeepSeek's Anthropic surface (and the mock) answer 400 to a tool name defined twice, so a
+    task that offered the tool its model calls twice failed every client that sends the list."""
+    for sc in catalogue():
+        for protocol in sc.protocols:
+            names = [t["name"] for t in build_task(sc, protocol=protocol, base_url="http://127.0.0.1:1",
+                                                    api_key="sk-x")["tools"]]
+            assert len(names) == len(set(names)), (sc.id, names)
+
+
 def test_cli_client_mode_exit_codes_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "client.json"
     code = main(["conformance", "--client", f"{sys.executable} {BROKEN} crash", "--only", "tool-split-arguments",
@@ -253,6 +271,31 @@ def test_client_run_survives_its_json_report() -> None:
     assert [(r.id, r.status, r.reason, r.info) for r in back.results] == [(r.id, r.status, r.reason, r.info) for r in results]
     page = render_markdown([back], date="2026-01-02", command="x")
     assert "0 / 1 / 0 (1 of 200 run)" in page
+
+
+def test_a_known_defect_outside_the_columns_gets_its_reason_and_the_options_tried() -> None:
+    """A driver's `known` note explains a failing scenario no column holds: the matrix reruns it
+    with each of the driver's `tries` and the page gives the note, what was seen and the verdict."""
+    sid = "rt-arguments-not-reencoded"
+    assert sid not in matrix_ids("chat")
+    cmd = _broken("drops-passback")
+    hello = {**asyncio.run(describe_client(cmd)),
+             "known": {sid: "drops `reasoning_content` from the turn it sends back"}}
+    scenarios = _scenarios([sid, "tool-split-arguments"])
+    results = asyncio.run(run_client_catalogue(scenarios, cmd, hello=hello, protocol="chat"))
+    assert {r.id: r.status for r in results} == {sid: "fail", "tool-split-arguments": "pass"}
+    run = ClientRun(name="broken", hello=hello, protocol="chat", results=results)
+    asyncio.run(try_options(run, cmd, scenarios))
+    assert run.tried_scenarios == {sid: [({"max_retries": "0"}, "fail"), ({"max_retries": "5"}, "fail")]}
+    back = ClientRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert back.tried_scenarios == run.tried_scenarios and back.known(sid) == hello["known"][sid]
+    page = render_markdown([back], date="2026-01-02", command="x")
+    line = next(x for x in page.splitlines() if x.startswith(f"- `{sid}`"))
+    assert line.startswith(f"- `{sid}`: drops `reasoning_content` from the turn it sends back (seen: step")
+    assert line.endswith("). Tried: `max_retries=0` → fail; `max_retries=5` → fail (no option the driver offers fixes it).")
+    back.hello["known"]["tool-split-arguments"] = "a note the library outgrew"
+    page = render_markdown([back], date="2026-01-02", command="x")
+    assert "- the driver's `known` note on `tool-split-arguments` is stale: it passed in this run" in page
 
 
 def test_cli_renders_the_matrix_from_saved_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -117,7 +117,7 @@ async def test_record_mode_replay_serves_what_the_upstream_accepted(lenient_upst
         assert run.action == "replay"
         async with httpx.AsyncClient(timeout=5) as c:
             r = await c.post(run.base_url + "/chat/completions", json=NEW_MODEL)
-        assert (r.status_code, r.content) == (200, SSE)
+        assert (r.status_code, r.content) == (200, SSE), r.text
     finally:
         await asyncio.to_thread(run.close)
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from dshkit.harness.llm import StreamChunk
+from dshkit.harness.llm import LlmFailure, StreamChunk
 from dshkit.harness.providers.slot_chunks import SlotChunks
 from dshkit.harness.providers.sse import SSEDecoder
 
@@ -70,6 +70,10 @@ class StreamDecoder:
             return []
         self._sse.close()
         return self.translator.close()
+
+    def fail(self, failure: LlmFailure) -> list[StreamChunk]:
+        """The body cut by a transport `failure`: the error finish keeps the signatures."""
+        return self.translator.interrupted(failure)
 
 
 class _SlotTranslator(SlotChunks, Translator):

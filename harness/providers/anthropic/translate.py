@@ -335,6 +335,13 @@ class Translator(StreamState):
             return []
         return self._terminate(failure_from_error_event({"message": data or "provider sent an error event"}))
 
+    def interrupted(self, failure: LlmFailure) -> list[StreamChunk]:
+        """The stream ended by a `failure` raised outside its events (a TCP reset; the SDK
+        raising on an `error` event): the error finish, keeping the signatures received."""
+        if self.finished:
+            return []
+        return self._terminate(failure)
+
     def malformed(self, data: str) -> list[StreamChunk]:
         """A `data:` payload that is not JSON."""
         if self.finished:

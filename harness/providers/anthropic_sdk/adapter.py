@@ -8,7 +8,8 @@ implementation: the SDK does its own HTTP, SSE parsing and event models. Everyth
 not type travel in `extra_body`), each SDK event goes back to the JSON object it was read from and
 through the same `Translator` (`SdkDecoder`), and the call runs on the one stream life cycle. Known differences,
 visible in a conformance run: the SDK drops events that have no `event:` line (AN43) and raises on
-an `error` event, so the partial blocks before it are not closed.
+an `error` event, so the partial blocks before it are not closed (the error finish still carries
+the thinking signatures received, as the httpx adapter's does).
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ _UNTYPED = ("thinking", "output_config")
 
 
 def _decoder() -> SdkDecoder:
-    """SDK events through the Anthropic `Translator`, ended as the httpx adapter ends a body."""
+    """SDK events through the Anthropic `Translator`, ended as the httpx adapter ends a body;
+    a failure the SDK raises (an `error` event, a reset) ends it keeping the signatures."""
     translator = Translator()
-    return SdkDecoder(translator, translator.close)
+    return SdkDecoder(translator, translator.close, translator.interrupted)
 
 
 class AnthropicSDKAdapter:

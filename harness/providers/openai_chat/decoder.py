@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from dshkit.harness.llm import StreamChunk, jsonio
+from dshkit.harness.llm import Finish, LlmFailure, StreamChunk, jsonio
 from dshkit.harness.providers.sse import SSEDecoder
 
 from .translate import Translator
@@ -117,3 +117,7 @@ class StreamDecoder:
             return []
         self._sse.close()
         return self.translator.end(done=False)
+
+    def fail(self, failure: LlmFailure) -> list[StreamChunk]:
+        """The body cut by a transport `failure`: the plain error finish."""
+        return [Finish.failed(failure)]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.llm import BlockAssembler, Finish, GenerateOptions, UserMessage
+from dshkit.harness.llm import BlockAssembler, Finish, GenerateOptions, ReasoningBlock, UserMessage
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.mock_server import MockServer, Script
 
@@ -124,3 +124,45 @@ async def test_sdk_adapter_keeps_the_signature_of_a_paused_turn() -> None:
     assert finish.reason.failure.code == "PAUSE_TURN"
     state = BlockAssembler().feed_all(chunks).replay_state
     assert state is not None and state["blocks"][0] == {"signature": SIG}
+
+
+# The stream ends in a failure the SDK raises, not an event the translator reads: an in-band `error`
+# event (the SDK raises APIStatusError with the 200 response) and a TCP reset after the thinking
+# block (its HTTP client's ReadError). Both adapters must keep the signature on that error finish.
+RAISED = {
+    "error_event": (Script.of({"raw": {"writes": [{"text": "".join(_event(e) for e in [*HEAD, *ENDINGS["error_event"]])}]}}),
+                    "SERVER"),
+    "reset": (Script.of({"raw": {"writes": [{"text": "".join(_event(e) for e in HEAD)}], "end": "reset"}}),
+              "TRANSPORT"),
+}
+
+
+def _sdk_adapter(url: str) -> Any:
+    from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
+
+    return AnthropicSDKAdapter(url, "k")
+
+
+@pytest.mark.parametrize("make", [lambda url: AnthropicAdapter(url, "k"), _sdk_adapter],
+                         ids=["httpx", "sdk"])
+@pytest.mark.parametrize("ending", list(RAISED))
+async def test_a_raised_failure_keeps_the_signature(ending: str, make: Any) -> None:
+    script, code = RAISED[ending]
+    async with MockServer(script) as server:
+        adapter = make(server.base_url + "/anthropic")
+        try:
+            options = GenerateOptions(provider="deepseek", model="deepseek-v4-flash",
+                                      messages=(UserMessage.text("find it"),))
+            chunks = [c async for c in adapter.stream(options)]
+        finally:
+            await adapter.aclose()
+        server.assert_consumed()
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason.failure is not None
+    assert finish.reason.failure.code == code
+    assembler = BlockAssembler().feed_all(chunks)
+    assert [b.text for b in assembler.blocks() if isinstance(b, ReasoningBlock)] == ["Searching."]
+    state = assembler.replay_state
+    assert state is not None, "the signature was dropped"
+    assert state["blocks"][0] == {"signature": SIG}
+    assert state["response"]["id"] == "msg-p1"
