@@ -468,7 +468,10 @@ class RawSpec(_Model):
                 cached = [(w, 0.0) for w in plan_writes(self._file_bytes or b"", spec.to_plan(seed))]
                 self._planned[key] = cached
             return cached
-        return [(w.data(), w.delay_ms / 1000) for w in self.writes]
+        cached = self._planned.get(0)
+        if cached is None:  # decoded once, not per request (a replayed cassette has many writes)
+            cached = self._planned[0] = [(w.data(), w.delay_ms / 1000) for w in self.writes]
+        return cached
 
 
 class RawStep(_StepBase):

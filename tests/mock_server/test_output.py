@@ -279,3 +279,44 @@ async def test_a_write_plan_keeps_its_writes_on_either_path(
     assert [w.data for w in per_event.writes] == [e for e in re.split(rb"(?<=\n\n)", per_event.data) if e]
     assert len(per_event.writes) == len(parse_sse(per_event.data).events) > 40
     assert all(0 < len(w.data) <= 16 for w in sized.writes) and len(sized.writes) >= len(sized.data) // 16
+
+
+# -- recorded bytes: raw steps ------------------------------------------------------------------
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(st.binary(max_size=40).map(lambda b: b"data: " + b.replace(b"\n", b"") + b"\n\n")
+                       | st.binary(max_size=30), max_size=12),
+       status=st.sampled_from([200, 200, 429, 503]), jsonl=st.booleans(),
+       plan=st.sampled_from([None, {"events_per_write": 0, "size": 5}]))
+def test_a_raw_file_step_sends_the_same_bytes_on_both_paths(
+    servers: tuple[MockServer, MockServer], events: list[bytes], status: int, jsonl: bool,
+    plan: dict[str, int] | None,
+) -> None:
+    """A `raw` step's file (any bytes, SSE or JSONL lines, any status, with or without a write
+    plan) reaches the client the same from the fast path (one response) and the plain path (a
+    write per event)."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ("body.jsonl" if jsonl else "body.sse")
+        path.write_bytes(b"".join(events))
+        raw: dict[str, Any] = {"file": str(path), "status": status}
+        if plan is not None:
+            raw["write_plan"] = plan
+        step = {"raw": raw}
+        _both_answer(servers, "/chat/completions", step, [chat(), chat()])
+
+
+async def test_a_raw_file_step_is_one_response_on_the_fast_path_and_a_write_per_event_on_the_plain(
+    dshkit_mock_server: MockServerFactory, tmp_path: Any
+) -> None:
+    body = b"".join(b"data: {\"n\":%d}\n\n" % i for i in range(50)) + b"data: [DONE]\n\n"
+    (tmp_path / "r.sse").write_bytes(body)
+    for fast_path, writes in ((True, [body]), (False, [e for e in re.split(rb"(?<=\n\n)", body) if e])):
+        server = await dshkit_mock_server(Script.of({"raw": {"file": str(tmp_path / "r.sse")}}), fast_path=fast_path)
+        async with httpx.AsyncClient(timeout=5) as c:
+            r = await c.post(server.url, json=chat())
+        assert r.content == body
+        assert [w.data for w in server.journal.last.writes] == writes
