@@ -225,8 +225,14 @@ class Tally:
     def rate(self) -> float:
         return self.events / self.seconds if self.seconds else 0.0
 
+    per_stream: int = 0
+    """Events in one whole stream: CPU per stream is counted per event received, so streams
+    still under way when a run ends count for what they sent (long streams, short runs)."""
+
     @property
     def us_per_stream(self) -> float:
+        if self.per_stream and self.events:
+            return 1e6 * self.server_cpu * self.per_stream / self.events
         return 1e6 * self.server_cpu / self.responses if self.responses else math.inf
 
     @property
@@ -368,7 +374,7 @@ def main() -> None:
                   f"per contender, mode and level; surface {args.surface}; cpus={os.cpu_count()}; "
                   f"client {exe.name}")
             print("  events per stream: " + ", ".join(f"{c.name} {c.expect}" for c in contenders))
-            tallies = {(c.name, m, n): Tally() for c in contenders for m in modes for n in levels}
+            tallies = {(c.name, m, n): Tally(per_stream=c.expect) for c in contenders for m in modes for n in levels}
             for _ in range(args.rounds):
                 for m in modes:
                     for n in levels:
