@@ -359,7 +359,7 @@ def encode_events_fast(
             out.append(ping)
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
         post = b"}}" + tail
-        out += [pre + esc(f).encode() + post for f in frags]
+        out += [pre + e + post for e in map(str.encode, map(esc, frags))]
         if signature is not None:
             out.append(emit({"type": "content_block_delta", "index": index,
                              "delta": {"type": "signature_delta", "signature": signature}}))
