@@ -181,7 +181,7 @@ class Responder:
             return self.x.reset()
         if (raw.file is not None and raw.write_plan is None and raw.end == "eof" and not raw.first_write_delay_ms
                 and not timing.chunk_delay_ms and not timing.first_byte_delay_ms):
-            whole = self.output.whole([w for w, _ in raw.writes_with_delays(self.call.seed)])
+            whole = self.output.whole([raw.file_data()])
             if whole is not None:
                 return await self.x.send(raw.status, raw.headers, whole)
         await self.x.start(raw.status, raw.headers)

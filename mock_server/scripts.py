@@ -456,6 +456,13 @@ class RawSpec(_Model):
             data = frame_jsonl(data, self.framing)
         self._file_bytes = data
 
+    def file_data(self) -> bytes:
+        """The bytes `file` serves (framed as SSE for a `.jsonl` file), read once; every write
+        plan cuts exactly these."""
+        if self._file_bytes is None:
+            self.load_file(None)
+        return self._file_bytes or b""
+
     def writes_with_delays(self, seed: int = 0) -> list[tuple[bytes, float]]:
         """The writes to send, each with the delay after it in seconds."""
         if self.file is not None:
