@@ -17,6 +17,7 @@ from typing import Any
 
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing
+from dshkit.mock_server.generate.encode import _encode as _compact
 from dshkit.mock_server.generate.reply import Reply, compute_usage
 from dshkit.mock_server.generate.split import FragmentPlan, ReplyPieces, cut_reply
 
@@ -324,7 +325,8 @@ def encode_events_fast(
         return (b"" if data_only else b"event: " + name + eol) + b"data: "
 
     def emit(obj: Mapping[str, Any]) -> bytes:
-        return _frame(str(obj["type"]), _dumps(obj), framing, data_only=data_only, pad=pad)
+        # `_dumps` builds a JSON encoder per call; this one is built once, with its options.
+        return _frame(str(obj["type"]), _compact(obj), framing, data_only=data_only, pad=pad)
 
     ping = _frame("ping", '{"type": "ping"}' if pad else '{"type":"ping"}', framing, data_only=data_only)
     delta_head = head(b"content_block_delta")
