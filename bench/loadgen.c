@@ -2,9 +2,9 @@
  *
  * One thread, one epoll loop, CONNS connections to 127.0.0.1:PORT, each sending the request in
  * REQFILE again and again for SECONDS seconds: on one connection after another (keep-alive) or
- * on a new connection each time (close mode: the request says `Connection: close`, the client
- * waits for the server's end of file, then drops the socket with an RST so no TIME_WAIT piles
- * up). Every response is parsed (status line, Content-Length or chunked framing, or a body up
+ * on a new connection each time (close mode: the request says `Connection: close`, and once the
+ * response is complete the client drops the socket with an RST, so no TIME_WAIT piles up and a
+ * server that keeps the connection open anyway is not waited for). Every response is parsed (status line, Content-Length or chunked framing, or a body up
  * to the end of file) and its `data: ` lines are counted as they arrive, across read and chunk
  * boundaries. It prints one JSON line: responses, events, bytes, errors (a status other than
  * 200, a broken frame, or a response whose event count differs from EXPECT), the wall and CPU
@@ -160,7 +160,7 @@ static void response_done(Conn *c, int ok) {
     if (!ok || c->status != 200 || (expect && c->events != expect)) errors++;
 }
 
-/* After a complete response: next request (keep-alive) or wait for the server's EOF. */
+/* After a complete response: the next request (keep-alive), or a new connection. */
 static int after_response(Conn *c) {
     response_done(c, 1);
     if (keepalive) {
@@ -168,7 +168,7 @@ static int after_response(Conn *c) {
         return send_request(c);
     }
     c->state = DRAIN;
-    return 0;
+    return 1; /* the caller drops the connection now (some servers keep it open) */
 }
 
 static int parse_head(Conn *c, const char **p, size_t *n) {
@@ -211,7 +211,8 @@ static int parse_head(Conn *c, const char **p, size_t *n) {
     return 1;
 }
 
-/* Feed bytes to the response parser; -1 on a broken response. */
+/* Feed bytes to the response parser; -1 on a broken response, 1 when a close-mode response
+ * is complete (the connection is dropped). */
 static int feed(Conn *c, const char *p, size_t n) {
     while (n) {
         switch (c->state) {
@@ -219,7 +220,10 @@ static int feed(Conn *c, const char *p, size_t n) {
             int r = parse_head(c, &p, &n);
             if (r < 0) return -1;
             if (r == 0) return 0;
-            if (c->state == LENGTH_BODY && c->remaining == 0 && after_response(c) < 0) return -1;
+            if (c->state == LENGTH_BODY && c->remaining == 0) {
+                int r2 = after_response(c);
+                if (r2) return r2;
+            }
             break;
         }
         case CHUNK_SIZE:
@@ -236,7 +240,8 @@ static int feed(Conn *c, const char *p, size_t n) {
             c->line_len = 0;
             if (c->state == TRAILER) {
                 if (c->line[0] == '\r' || c->line[0] == '\n') {
-                    if (after_response(c) < 0) return -1;
+                    int r2 = after_response(c);
+                    if (r2) return r2;
                 }
                 break;
             }
@@ -262,8 +267,9 @@ static int feed(Conn *c, const char *p, size_t n) {
                 if (c->state == CHUNK_DATA) {
                     c->state = CHUNK_CRLF;
                     c->line_len = 0;
-                } else if (after_response(c) < 0) {
-                    return -1;
+                } else {
+                    int r2 = after_response(c);
+                    if (r2) return r2;
                 }
             }
             break;
@@ -374,8 +380,9 @@ int main(int argc, char **argv) {
                 ssize_t got = read(c->fd, buf, sizeof buf);
                 if (got > 0) {
                     total_bytes += (uint64_t)got;
-                    if (feed(c, buf, (size_t)got) < 0) {
-                        errors++;
+                    int fed = feed(c, buf, (size_t)got);
+                    if (fed) {
+                        if (fed < 0) errors++;
                         recycle(c, 1, stopping);
                         break;
                     }
