@@ -423,7 +423,8 @@ def main() -> None:
     if "mock plain path" in names:
         pairs.append(("mock plain path", "limit", "plain_vs_limit"))
     if "aimock" in names:
-        pairs += [("aimock", "limit", "aimock_vs_limit"), ("mock generated", "aimock", "vs_aimock")]
+        pairs += [("aimock", "limit", "aimock_vs_limit"), ("mock generated", "aimock", "vs_aimock"),
+                  ("mock new reply", "aimock", "new_vs_aimock")]
     # Keys without a mode are one request per connection (the method of the figures before
     # this client); `ka_` keys are keep-alive; `cpu_` keys compare server CPU per stream.
     for a, b, key in pairs:
@@ -461,7 +462,10 @@ def main() -> None:
         goals.append(goal(f"Anthropic surface >= 0.3 of the honest limit ({at})",
                           cpu_ratio("mock generated", "limit", main_mode, n), 0.3))
     if "aimock" in names:
-        goals.append(goal(f"{args.surface} ahead of aimock ({at})", cpu_ratio("mock generated", "aimock", main_mode, n), 1.0))
+        # aimock renders every response: the fair comparison is the slower of our cached and new replies.
+        goals.append(goal(f"{args.surface} ahead of aimock, cached and new replies alike ({at})",
+                          min(cpu_ratio("mock generated", "aimock", main_mode, n),
+                              cpu_ratio("mock new reply", "aimock", main_mode, n)), 1.0))
     goals.append(goal(f"recorded bytes (raw step) at least as fast as the generated reply ({at})",
                       cpu_ratio("mock raw step", "mock generated", main_mode, n), 1.0))
     goals.append(goal(f"a new reply costs <= 1.3x the cached path ({at}; new / cached)",
