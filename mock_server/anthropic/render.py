@@ -9,6 +9,7 @@ shape; :data:`ANTHROPIC_QUIRKS` switch on the shapes other servers send.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 import uuid
@@ -285,6 +286,13 @@ def build_message(
 
 
 _escape = json.encoder.encode_basestring  # what `_dumps` writes for a str (C, no ASCII escaping)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_message_id(seed: int, anthropic: bool) -> str:
+    """:func:`message_id`, once per seed: seeding its generator costs a tenth of a rendering,
+    and a server renders the same step's seed again and again."""
+    return message_id(seed, anthropic=anthropic)
 _DELTA_KEYS = {"thinking": b'"thinking_delta","thinking":', "text": b'"text_delta","text":',
                "tool_use": b'"input_json_delta","partial_json":'}
 
@@ -314,7 +322,7 @@ def encode_events_fast(
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
-    msg_id = message_id(seed, anthropic=anthropic)
+    msg_id = _cached_message_id(seed, anthropic)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
