@@ -14,6 +14,7 @@ import json
 import random
 import uuid
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from dshkit.mock_server.defaults import apply_stop
@@ -369,7 +370,7 @@ def encode_events_fast(
             out.append(ping)
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
         post = b"}}" + tail
-        out += [pre + e + post for e in map(str.encode, map(esc, frags))]
+        out += map(b"".join, zip(repeat(pre), map(str.encode, map(esc, frags)), repeat(post)))
         if signature is not None:
             out.append(emit({"type": "content_block_delta", "index": index,
                              "delta": {"type": "signature_delta", "signature": signature}}))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any, Literal
 
 from dshkit.mock_server.generate.chunks import generate_chunks
@@ -191,9 +192,9 @@ def _template_events(
     esc = _escape
 
     def filled(before: bytes, frags: list[str], after: bytes) -> list[bytes]:
-        # Each fragment escaped and encoded by C-level maps; two joins per event.
+        # Each fragment escaped, encoded and framed by C-level maps: one join per event.
         head, tail = pre + before, after + post
-        return [head + e + tail for e in map(str.encode, map(esc, frags))]
+        return list(map(b"".join, zip(repeat(head), map(str.encode, map(esc, frags)), repeat(tail))))
 
     out: list[bytes] = []
     if thinking:
