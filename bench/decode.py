@@ -20,16 +20,24 @@ blocks with `input_json_delta` fragments, `event:`-framed), decoded by
 (`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
 by the same bare limit (split + `orjson.loads` of every `data:` payload).
 
+Read sizes: every decoder and limit runs with 64 KiB reads (a fast local server) and with
+512-byte reads (about one event per read, as a live stream arrives). The limits pay for reads
+too: each read is appended to the unfinished line of the one before and its whole lines are
+split (at 64 KiB that costs next to nothing). Besides the split+orjson limit, a tighter
+envelope-skipping limit (chat wire) parses only the delta of each line that repeats the
+stream's envelope (id, model, fingerprint before it, the null finish after it): what a decoder
+that skips the envelope could at best do.
+
 Each contender runs several times, interleaved with the others, and its best CPU time counts.
 Before timing, the dshkit decoder's assembled result (blocks, usage, finish reason, response
 ids) is checked against a plain reading of the same bytes: every SSE event decoded, every
-payload parsed whole by `json.loads` and translated, with none of the decoder's fast paths. Prints the ratios, and as the very
-last line one JSON object `{"vs_openai", "vs_limit", "plain_vs_limit", "fast_vs_plain",
-"anthropic_vs_sdk", "anthropic_vs_limit", "msgspec_vs_orjson", "json_vs_orjson"}` (ratios of
-throughput: dshkit/SDK and dshkit/limit, per wire; `plain_vs_limit` is the plain decoder against
-the same limit and `fast_vs_plain` the fast decoder against the plain one, chat wire;
-`anthropic_vs_sdk` is null when the `anthropic` SDK is not installed; the last two compare the
-split-and-parse loop with msgspec and with `json.loads` against the orjson limit, chat wire). Run: `python bench/decode.py` (about 20 s; needs orjson, from the `test` extra).
+payload parsed whole by `json.loads` and translated, with none of the decoder's fast paths; and
+the 512-byte reads must assemble the same result. Prints the ratios, and as the very last line
+one JSON object: `vs_openai`, `vs_limit` (64 KiB), `vs_limit_512`, `vs_envelope_limit[_512]`,
+`plain_vs_limit[_512]`, `fast_vs_plain`, `anthropic_vs_sdk` (null when the `anthropic` SDK is
+not installed), `anthropic_vs_limit[_512]`, `msgspec_vs_orjson`, `json_vs_orjson` (ratios of
+throughput, dshkit over the other), and `goals`: each goal as `{"goal", "ratio", "target",
+"met"}`. Run: `python bench/decode.py` (about 40 s; needs orjson, from the `test` extra).
 """
 
 from __future__ import annotations
@@ -151,12 +159,12 @@ def build_anthropic_stream(
 # --- contenders --------------------------------------------------------------------------------
 
 
-def run_dshkit(body: bytes, make: Callable[[], StreamDecoder] = FastStreamDecoder) -> tuple[str, str, list[str]]:
+def run_dshkit(body: bytes, make: Callable[[], StreamDecoder] = FastStreamDecoder, read: int = READ) -> tuple[str, str, list[str]]:
     decoder = make()
     assembler = BlockAssembler()
     feed = assembler.feed
-    for start in range(0, len(body), READ):
-        for chunk in decoder.feed(body[start:start + READ]):
+    for start in range(0, len(body), read):
+        for chunk in decoder.feed(body[start:start + read]):
             feed(chunk)
     for chunk in decoder.close():
         feed(chunk)
@@ -196,12 +204,12 @@ def reference(body: bytes) -> list[Any]:
     return out + translator.end(done=False)
 
 
-def run_dshkit_anthropic(body: bytes) -> tuple[str, str, list[str]]:
+def run_dshkit_anthropic(body: bytes, read: int = READ) -> tuple[str, str, list[str]]:
     decoder = an.FastStreamDecoder()
     assembler = BlockAssembler()
     feed = assembler.feed
-    for start in range(0, len(body), READ):
-        for chunk in decoder.feed(body[start:start + READ]):
+    for start in range(0, len(body), read):
+        for chunk in decoder.feed(body[start:start + read]):
             feed(chunk)
     for chunk in decoder.close():
         feed(chunk)
@@ -251,13 +259,58 @@ def make_anthropic(body: bytes) -> Callable[[], tuple[str, str, list[str]]] | No
     return run
 
 
-def run_limit(body: bytes, loads: Callable[[bytes], Any] = orjson.loads) -> int:
-    """The bare limit: split into lines, parse every `data:` payload, keep nothing."""
+def run_limit(body: bytes, loads: Callable[[bytes], Any] = orjson.loads, read: int | None = None) -> int:
+    """The bare limit: split into lines, parse every `data:` payload, keep nothing. With `read`,
+    the body arrives in reads of that size and each read's whole lines are split (what any
+    reader of a live stream pays for its read boundaries)."""
     n = 0
-    for line in body.split(b"\n"):
-        if line.startswith(b"data: ") and line != b"data: [DONE]":
-            loads(line[6:])
-            n += 1
+    if read is None:
+        for line in body.split(b"\n"):
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                loads(line[6:])
+                n += 1
+        return n
+    rest = b""
+    for start in range(0, len(body), read):
+        buf = rest + body[start:start + read]
+        end = buf.rfind(b"\n")
+        if end < 0:
+            rest = buf
+            continue
+        for line in buf[:end].split(b"\n"):
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                loads(line[6:])
+                n += 1
+        rest = buf[end + 1:]
+    return n
+
+
+LINE_HEAD = b"data: " + HEAD.encode()
+LINE_TAIL = TAIL_OPEN.encode()
+
+
+def run_envelope_limit(body: bytes, head: bytes = LINE_HEAD, tail: bytes = LINE_TAIL,
+                       loads: Callable[[bytes], Any] = orjson.loads, read: int = READ) -> int:
+    """A tighter limit: as `run_limit` with reads, but a line with the repeated envelope (the
+    stream's id, model and fingerprint before the delta, the null finish after it) has only its
+    delta parsed: what a decoder that skips the envelope could at best do."""
+    n = 0
+    rest = b""
+    h, t = len(head), len(tail)
+    for start in range(0, len(body), read):
+        buf = rest + body[start:start + read]
+        end = buf.rfind(b"\n")
+        if end < 0:
+            rest = buf
+            continue
+        for line in buf[:end].split(b"\n"):
+            if line.startswith(head) and line.endswith(tail):
+                loads(line[h:len(line) - t])
+                n += 1
+            elif line.startswith(b"data: ") and line != b"data: [DONE]":
+                loads(line[6:])
+                n += 1
+        rest = buf[end + 1:]
     return n
 
 
@@ -306,90 +359,147 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.process_time() - start
 
 
+SMALL_READ = 512
+"""A live stream's read: about one event each."""
+
+
+def goal(name: str, ratio: float, target: float) -> dict[str, Any]:
+    return {"goal": name, "ratio": round(ratio, 3), "target": target, "met": ratio >= target}
+
+
 def main() -> int:
     body, chunks = build_stream()
     ours = run_dshkit(body)
-    if run_dshkit(body, StreamDecoder) != ours:
-        print("dshkit's fast and plain decoders disagree on the assembled result", file=sys.stderr)
+    if run_dshkit(body, StreamDecoder) != ours or run_dshkit(body, read=SMALL_READ) != ours:
+        print("dshkit's fast and plain decoders (or its two read sizes) disagree on the assembled result", file=sys.stderr)
         return 1
     sdk = make_openai(body)
     if sdk() != ours:
         print("openai SDK and dshkit disagree on the assembled result", file=sys.stderr)
         return 1
-    assert run_limit(body) == chunks
+    assert run_limit(body) == chunks == run_limit(body, read=SMALL_READ) == run_envelope_limit(body, read=SMALL_READ)
     if assembled(decoded(body)) != assembled(reference(body)):
         print("dshkit's fast paths and the plain reading disagree (blocks, usage, finish or ids)", file=sys.stderr)
         return 1
     # Interleave the contenders so a busy machine slows all of them alike; keep each best.
     msgspec_loads = msgspec.json.Decoder().decode
-    t_ours = t_plain = t_limit = t_sdk = t_msgspec = t_json = float("inf")
+    runs: dict[str, Callable[[], Any]] = {
+        "ours": lambda: run_dshkit(body),
+        "ours_small": lambda: run_dshkit(body, read=SMALL_READ),
+        "plain": lambda: run_dshkit(body, StreamDecoder),
+        "plain_small": lambda: run_dshkit(body, StreamDecoder, read=SMALL_READ),
+        "limit": lambda: run_limit(body, read=READ),
+        "limit_small": lambda: run_limit(body, read=SMALL_READ),
+        "envelope": lambda: run_envelope_limit(body, read=READ),
+        "envelope_small": lambda: run_envelope_limit(body, read=SMALL_READ),
+        "msgspec": lambda: run_limit(body, msgspec_loads),
+        "json": lambda: run_limit(body, json.loads),
+    }
+    best = dict.fromkeys([*runs, "sdk"], float("inf"))
     for _ in range(4):
-        t_sdk = min(t_sdk, timed(sdk))
+        best["sdk"] = min(best["sdk"], timed(sdk))
         for _ in range(4):
-            t_ours = min(t_ours, timed(lambda: run_dshkit(body)))
-            t_plain = min(t_plain, timed(lambda: run_dshkit(body, StreamDecoder)))
-            t_limit = min(t_limit, timed(lambda: run_limit(body)))
-            t_msgspec = min(t_msgspec, timed(lambda: run_limit(body, msgspec_loads)))
-            t_json = min(t_json, timed(lambda: run_limit(body, json.loads)))
+            for name, fn in runs.items():
+                best[name] = min(best[name], timed(fn))
+
     def rate(t: float) -> float:
         return chunks / t
 
-    print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB")
-    print(f"dshkit (SSE + translate + assemble): {rate(t_ours):12,.0f} chunks/s  {t_ours * 1e3:8.1f} ms")
-    print(f"dshkit plain path (no fast paths):   {rate(t_plain):12,.0f} chunks/s  {t_plain * 1e3:8.1f} ms")
-    print(f"bare limit (split + orjson.loads):   {rate(t_limit):12,.0f} chunks/s  {t_limit * 1e3:8.1f} ms")
-    print(f"split + msgspec (untyped decode):    {rate(t_msgspec):12,.0f} chunks/s  {t_msgspec * 1e3:8.1f} ms")
-    print(f"split + json.loads:                  {rate(t_json):12,.0f} chunks/s  {t_json * 1e3:8.1f} ms")
-    print(f"openai SDK (stream + accumulate):    {rate(t_sdk):12,.0f} chunks/s  {t_sdk * 1e3:8.1f} ms")
-    vs_openai = t_sdk / t_ours
-    vs_limit = t_limit / t_ours
+    print(f"stream: {chunks} chunks, {len(body) / 1e6:.2f} MB; reads of {READ // 1024} KiB and {SMALL_READ} B")
+    rows = [
+        ("ours", "dshkit (SSE + translate + assemble), 64 KiB reads"),
+        ("ours_small", f"dshkit, {SMALL_READ} B reads"),
+        ("plain", "dshkit plain path (no fast paths), 64 KiB"),
+        ("plain_small", f"dshkit plain path, {SMALL_READ} B reads"),
+        ("limit", "limit: split + orjson.loads, 64 KiB reads"),
+        ("limit_small", f"limit: split + orjson.loads, {SMALL_READ} B reads"),
+        ("envelope", "envelope-skipping limit, 64 KiB reads"),
+        ("envelope_small", f"envelope-skipping limit, {SMALL_READ} B reads"),
+        ("msgspec", "split + msgspec (untyped decode)"),
+        ("json", "split + json.loads"),
+        ("sdk", "openai SDK (stream + accumulate)"),
+    ]
+    for key, label in rows:
+        print(f"{label:<52} {rate(best[key]):12,.0f} chunks/s  {best[key] * 1e3:8.1f} ms")
+    vs_openai = best["sdk"] / best["ours"]
+    vs_limit = best["limit"] / best["ours"]
+    vs_limit_small = best["limit_small"] / best["ours_small"]
     print(f"dshkit vs openai SDK: {vs_openai:.1f}x (goal >= 20x)")
-    print(f"dshkit vs bare limit: {vs_limit:.2f} (goal >= 0.8)")
+    print(f"dshkit vs split+orjson limit: 64 KiB {vs_limit:.2f} (goal >= 0.8), {SMALL_READ} B {vs_limit_small:.2f} (goal >= 0.6)")
+    print(f"dshkit vs envelope-skipping limit: 64 KiB {best['envelope'] / best['ours']:.2f}, "
+          f"{SMALL_READ} B {best['envelope_small'] / best['ours_small']:.2f}")
     an_ratios = bench_anthropic()
     if an_ratios is None:
         return 1
-    an_vs_sdk, an_vs_limit = an_ratios
+    an_vs_sdk, an_vs_limit, an_vs_limit_small = an_ratios
+    goals = [
+        goal("decode >= 0.8 of the split+orjson limit at 64 KiB reads", vs_limit, 0.8),
+        goal(f"decode >= 0.6 of the split+orjson limit at {SMALL_READ} B reads", vs_limit_small, 0.6),
+        goal("Anthropic decode >= 0.6 of the split+orjson limit at 64 KiB reads", an_vs_limit, 0.6),
+        goal("decode >= 20x the openai SDK", vs_openai / 20, 1.0),
+    ]
+    for g in goals:
+        print(f"goal: {g['goal']}: {g['ratio']} ({'met' if g['met'] else 'NOT met'}; target {g['target']})")
     print(json.dumps({
         "vs_openai": round(vs_openai, 2),
         "vs_limit": round(vs_limit, 3),
-        "plain_vs_limit": round(t_limit / t_plain, 3),
-        "fast_vs_plain": round(t_plain / t_ours, 2),
+        "vs_limit_512": round(vs_limit_small, 3),
+        "vs_envelope_limit": round(best["envelope"] / best["ours"], 3),
+        "vs_envelope_limit_512": round(best["envelope_small"] / best["ours_small"], 3),
+        "plain_vs_limit": round(best["limit"] / best["plain"], 3),
+        "plain_vs_limit_512": round(best["limit_small"] / best["plain_small"], 3),
+        "fast_vs_plain": round(best["plain"] / best["ours"], 2),
         "anthropic_vs_sdk": None if an_vs_sdk is None else round(an_vs_sdk, 2),
         "anthropic_vs_limit": round(an_vs_limit, 3),
-        "msgspec_vs_orjson": round(t_limit / t_msgspec, 3),
-        "json_vs_orjson": round(t_limit / t_json, 3),
+        "anthropic_vs_limit_512": round(an_vs_limit_small, 3),
+        "msgspec_vs_orjson": round(best["limit"] / best["msgspec"], 3),
+        "json_vs_orjson": round(best["limit"] / best["json"], 3),
+        "goals": goals,
     }))
     return 0
 
 
-def bench_anthropic() -> tuple[float | None, float] | None:
-    """The Anthropic-surface figures: (dshkit/SDK, dshkit/limit) throughput ratios; None when
-    the contenders disagree on the assembled result."""
+def bench_anthropic() -> tuple[float | None, float, float] | None:
+    """The Anthropic-surface figures: (dshkit/SDK, dshkit/limit at 64 KiB, at 512 B) throughput
+    ratios; None when the contenders disagree on the assembled result."""
     body, events = build_anthropic_stream()
     ours = run_dshkit_anthropic(body)
+    if run_dshkit_anthropic(body, SMALL_READ) != ours:
+        print("dshkit's Anthropic decoder gives another result at small reads", file=sys.stderr)
+        return None
     sdk = make_anthropic(body)
     if sdk is not None and sdk() != ours:
         print("anthropic SDK and dshkit disagree on the assembled result", file=sys.stderr)
         return None
-    assert run_limit(body) == events
-    t_ours = t_limit = t_sdk = float("inf")
+    assert run_limit(body) == events == run_limit(body, read=SMALL_READ)
+    runs: dict[str, Callable[[], Any]] = {
+        "ours": lambda: run_dshkit_anthropic(body),
+        "ours_small": lambda: run_dshkit_anthropic(body, SMALL_READ),
+        "limit": lambda: run_limit(body, read=READ),
+        "limit_small": lambda: run_limit(body, read=SMALL_READ),
+    }
+    best = dict.fromkeys([*runs, "sdk"], float("inf"))
     for _ in range(4):
         if sdk is not None:
-            t_sdk = min(t_sdk, timed(sdk))
+            best["sdk"] = min(best["sdk"], timed(sdk))
         for _ in range(4):
-            t_ours = min(t_ours, timed(lambda: run_dshkit_anthropic(body)))
-            t_limit = min(t_limit, timed(lambda: run_limit(body)))
+            for name, fn in runs.items():
+                best[name] = min(best[name], timed(fn))
     print(f"anthropic stream: {events} events, {len(body) / 1e6:.2f} MB")
-    print(f"dshkit (SSE + translate + assemble): {events / t_ours:12,.0f} events/s  {t_ours * 1e3:8.1f} ms")
-    print(f"bare limit (split + orjson.loads):   {events / t_limit:12,.0f} events/s  {t_limit * 1e3:8.1f} ms")
+    for key, label in (("ours", "dshkit (SSE + translate + assemble), 64 KiB reads"),
+                       ("ours_small", f"dshkit, {SMALL_READ} B reads"),
+                       ("limit", "limit: split + orjson.loads, 64 KiB reads"),
+                       ("limit_small", f"limit: split + orjson.loads, {SMALL_READ} B reads")):
+        print(f"{label:<52} {events / best[key]:12,.0f} events/s  {best[key] * 1e3:8.1f} ms")
     vs_sdk = None
     if sdk is not None:
-        print(f"anthropic SDK (stream + accumulate): {events / t_sdk:12,.0f} events/s  {t_sdk * 1e3:8.1f} ms")
-        vs_sdk = t_sdk / t_ours
+        print(f"{'anthropic SDK (stream + accumulate)':<52} {events / best['sdk']:12,.0f} events/s  {best['sdk'] * 1e3:8.1f} ms")
+        vs_sdk = best["sdk"] / best["ours"]
         print(f"dshkit vs anthropic SDK: {vs_sdk:.1f}x")
-    vs_limit = t_limit / t_ours
-    print(f"dshkit vs bare limit (anthropic): {vs_limit:.2f} (same orjson limit as on chat)")
-    return vs_sdk, vs_limit
+    vs_limit = best["limit"] / best["ours"]
+    vs_small = best["limit_small"] / best["ours_small"]
+    print(f"dshkit vs split+orjson limit (anthropic): 64 KiB {vs_limit:.2f}, {SMALL_READ} B {vs_small:.2f}")
+    return vs_sdk, vs_limit, vs_small
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ and terminator in one `send()`), and other unpaced events are joined into writes
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
@@ -139,7 +140,7 @@ class _CachedStream:
     """One cached stream with placeholder fields: the events joined, where each event ends, and
     how many of each placeholder come before each end."""
 
-    __slots__ = ("between", "blob", "counts", "ends", "fields", "parts")
+    __slots__ = ("_counts", "between", "blob", "ends", "fields", "parts")
 
     def __init__(self, events: list[bytes], fields: tuple[bytes, ...]) -> None:
         self.fields = fields
@@ -157,15 +158,27 @@ class _CachedStream:
                     self.parts = self.blob.split(span)
                     self.between = between
         self.ends: list[int] = []
-        self.counts: list[tuple[int, ...]] = []
         end = 0
-        seen = [0] * len(fields)
         for e in events:
             end += len(e)
-            for i, f in enumerate(fields):
-                seen[i] += e.count(f)
             self.ends.append(end)
-            self.counts.append(tuple(seen))
+        self._counts: list[tuple[int, ...]] | None = None
+
+    def counts(self) -> list[tuple[int, ...]]:
+        """How many of each placeholder come before each event's end (needed, and so counted,
+        only when a value's length differs from its placeholder's)."""
+        if self._counts is None:
+            per_field = []
+            for f in self.fields:
+                starts = []
+                at = self.blob.find(f)
+                while at >= 0:
+                    starts.append(at)
+                    at = self.blob.find(f, at + len(f))
+                # A field never spans two events, so one that starts before an event's end lies in it.
+                per_field.append([bisect.bisect_left(starts, end) for end in self.ends])
+            self._counts = list(zip(*per_field, strict=True)) if per_field else [() for _ in self.ends]
+        return self._counts
 
     def fill(self, values: tuple[bytes, ...]) -> FilledEvents:
         """The stream with each placeholder field replaced by its value; event ends shift by the
@@ -182,7 +195,7 @@ class _CachedStream:
         if any(deltas):
             ends = [
                 end + sum(c * d for c, d in zip(counts, deltas, strict=True))
-                for end, counts in zip(ends, self.counts, strict=True)
+                for end, counts in zip(ends, self.counts(), strict=True)
             ]
         return FilledEvents(blob, ends)
 
@@ -209,13 +222,18 @@ class StreamCache:
     A stream is stored once as a template rendered with the placeholder fields of its
     :class:`Rendering` and filled in per response. A template is kept only after it proved to
     fill in to exactly the stream rendered the normal way (else its key is marked uncacheable),
-    so a quirk that reshapes the envelope can never be served wrong.
+    so a quirk that reshapes the envelope can never be served wrong. A key is admitted on its
+    second request: a stream asked for once (a new reply every step) costs one rendering, not
+    the three a stored template takes (this response, the placeholder one and the proof).
     """
 
     SIZE = 32
+    #: How many keys seen once are remembered (oldest forgotten first).
+    SEEN = 256
 
     def __init__(self) -> None:
         self._templates: dict[Hashable, _CachedStream | None] = {}
+        self._seen: dict[Hashable, None] = {}
 
     def events(self, r: Rendering[Any]) -> Sequence[bytes]:
         render = r.fast or r.render
@@ -226,17 +244,24 @@ class StreamCache:
             hash(key)
         except TypeError:  # a reply carrying a usage mapping: its text stands in for it
             key = repr(key)
-        values = r.template.spell(r.envelope) if r.template is not None else ()
         if key in self._templates:
             template = self._templates[key]
-            return template.fill(values) if template is not None else render(r.envelope)
+            if template is None:
+                return render(r.envelope)
+            return template.fill(r.template.spell(r.envelope) if r.template is not None else ())
         events = render(r.envelope)
+        if key not in self._seen:
+            if len(self._seen) >= self.SEEN:
+                del self._seen[next(iter(self._seen))]  # the oldest
+            self._seen[key] = None
+            return events
+        del self._seen[key]
         if r.template is None:
             stored: _CachedStream | None = _CachedStream(events, ())
         else:
             placeholder = r.template.placeholder(r.envelope)
             stored = _CachedStream(render(placeholder), r.template.spell(placeholder))
-            if stored.fill(values) != events:
+            if stored.fill(r.template.spell(r.envelope)) != events:
                 stored = None
         if len(self._templates) >= self.SIZE:
             del self._templates[next(iter(self._templates))]  # the oldest

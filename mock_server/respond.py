@@ -171,9 +171,19 @@ class Responder:
         return await self.x.end()
 
     async def raw(self, raw: RawSpec, timing: Timing) -> str:
-        """Serve bytes exactly as scripted (S35): every scripted write is its own write."""
+        """Serve bytes exactly as scripted (S35): every scripted write is its own write.
+
+        A `file` served without a `write_plan`, delays or a reset is cut into writes the way a
+        generated stream without a write plan is: the output chooses (the fast path sends it
+        as one response, the plain path one write per event).
+        """
         if not await self.headers_delay(timing):
             return self.x.reset()
+        if (raw.file is not None and raw.write_plan is None and raw.end == "eof" and not raw.first_write_delay_ms
+                and not timing.chunk_delay_ms and not timing.first_byte_delay_ms):
+            whole = self.output.whole([raw.file_data()])
+            if whole is not None:
+                return await self.x.send(raw.status, raw.headers, whole)
         await self.x.start(raw.status, raw.headers)
         if not await self.keep_alive(timing):
             return self.x.reset()

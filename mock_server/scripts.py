@@ -464,6 +464,13 @@ class RawSpec(_Model):
             data = frame_jsonl(data, self.framing)
         self._file_bytes = data
 
+    def file_data(self) -> bytes:
+        """The bytes `file` serves (framed as SSE for a `.jsonl` file), read once; every write
+        plan cuts exactly these."""
+        if self._file_bytes is None:
+            self.load_file(None)
+        return self._file_bytes or b""
+
     def writes_with_delays(self, seed: int = 0) -> list[tuple[bytes, float]]:
         """The writes to send, each with the delay after it in seconds."""
         if self.file is not None:
@@ -476,7 +483,10 @@ class RawSpec(_Model):
                 cached = [(w, 0.0) for w in plan_writes(self._file_bytes or b"", spec.to_plan(seed))]
                 self._planned[key] = cached
             return cached
-        return [(w.data(), w.delay_ms / 1000) for w in self.writes]
+        cached = self._planned.get(0)
+        if cached is None:  # decoded once, not per request (a replayed cassette has many writes)
+            cached = self._planned[0] = [(w.data(), w.delay_ms / 1000) for w in self.writes]
+        return cached
 
 
 class RawStep(_StepBase):

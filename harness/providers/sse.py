@@ -116,6 +116,12 @@ class SSEDecoder:
         # one, so decoding the block at once equals decoding line by line.
         return self._lines(text.decode("utf-8", "replace").split("\n"))
 
+    def at_event_start(self) -> bool:
+        """Nothing is pending (no unfinished line, data, event name or CR) and the byte order
+        mark was checked: bytes fed from here on decode as a stream of their own would, but
+        for the BOM check and a kept `id`."""
+        return not (self._pieces or self._data or self._event is not None or self._skip_lf) and self._bom_checked
+
     def take_partial_line(self) -> bytes | None:
         """At an event boundary (no data, event name or CR pending; the BOM already checked),
         hand over the unfinished line, possibly empty, and forget it: the caller may then read

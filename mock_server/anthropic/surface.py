@@ -216,9 +216,12 @@ class AnthropicSurface(Surface):
         def events(_: None) -> list[bytes]:
             return render.encode_events(reply, framing=framing, done=done, **args)
 
+        def fast(_: None) -> list[bytes]:
+            return render.encode_events_fast(reply, framing=framing, done=done, **args)
+
         # The message id comes from the seed: the bytes depend on the key alone.
         key = (self.name, reply, framing, done, *args.values())
-        return Rendering(render=events, envelope=None, key=key)
+        return Rendering(render=events, fast=fast, envelope=None, key=key)
 
     def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:
         if reply.finish_reason == "insufficient_system_resource":

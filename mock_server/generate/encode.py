@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any, Literal
 
 from dshkit.mock_server.generate.chunks import generate_chunks
@@ -198,27 +199,26 @@ def _template_events(
     pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
     post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
     esc = _escape
+
+    def filled(before: bytes, frags: list[str], after: bytes) -> list[bytes]:
+        # Each fragment escaped, encoded and framed by C-level maps: one join per event.
+        head, tail = pre + before, after + post
+        return list(map(b"".join, zip(repeat(head), map(str.encode, map(esc, frags)), repeat(tail))))
+
     out: list[bytes] = []
     if thinking:
         out.append(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
-        out += [
-            pre + b'{"content":null,"reasoning_content":' + esc(f).encode() + b"}" + post
-            for f in pieces.reasoning
-        ]
-        out += [
-            pre + b'{"content":' + esc(f).encode() + b',"reasoning_content":null}' + post
-            for f in pieces.content
-        ]
+        out += filled(b'{"content":null,"reasoning_content":', pieces.reasoning, b"}")
+        out += filled(b'{"content":', pieces.content, b',"reasoning_content":null}')
     else:
         out.append(pre + b'{"role":"assistant","content":""}' + post)
-        out += [pre + b'{"content":' + esc(f).encode() + b"}" + post for f in pieces.content]
+        out += filled(b'{"content":', pieces.content, b"}")
     for i, (call_id, name, frags) in enumerate(pieces.calls):
         out.append(
             pre + b'{"tool_calls":[{"index":%d,"id":%b,"type":"function","function":{"name":%b,'
             b'"arguments":""}}]}' % (i, esc(call_id).encode(), esc(name).encode()) + post
         )
-        opener = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i
-        out += [pre + opener + esc(f).encode() + b"}}]}" + post for f in frags]
+        out += filled(b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i, frags, b"}}]}")
     finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
     out.append(
         pre + finish_delta + b',"logprobs":null,"finish_reason":'

@@ -127,13 +127,21 @@ def cut_reply(
     the reply is cut where the budget runs out, with `finish_reason: "length"` (S32).
     """
     plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
-    rng = random.Random(f"split:{seed}")
-    id_rng = random.Random(f"ids:{seed}")
+    # Seeded generators are made only when a random plan or a call without an id needs one
+    # (seeding costs more than the usual split): the draws, and so the cuts, are the same.
+    random_plan = "random" in (plan.reasoning.mode, plan.text.mode, plan.arguments.mode)
+    rng = random.Random(f"split:{seed}") if random_plan else None
+    id_rng: random.Random | None = None
     reasoning = split_text(reply.reasoning, plan.reasoning, rng) if thinking else []
     content = split_text(reply.content, plan.text, rng)
     calls: list[tuple[str, str, list[str]]] = []
     for i, call in enumerate(reply.tool_calls):
-        call_id = call.id if call.id is not None else tool_call_id(i, id_rng)
+        if call.id is not None:
+            call_id = call.id
+        else:
+            if id_rng is None:
+                id_rng = random.Random(f"ids:{seed}")
+            call_id = tool_call_id(i, id_rng)
         calls.append((call_id, call.name, split_text(call.arguments, plan.arguments, rng)))
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     pieces = ReplyPieces(reasoning, content, calls, finish, _tokens(reasoning, content, calls))

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dshkit.mock_server import QUIRKS, MockServer, MockServerFactory, Script
-from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
+from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS, encode_events, encode_events_fast
+from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.output import FastOutput, PlainOutput, Rendering, Template
 
 from .wire import chat, parse_sse
@@ -111,7 +112,7 @@ _settings = settings(max_examples=60, suppress_health_check=[HealthCheck.functio
 
 
 @_settings
-@given(step=_steps(list(QUIRKS)), stream=st.lists(st.booleans(), min_size=1, max_size=3),
+@given(step=_steps(list(QUIRKS)), stream=st.lists(st.booleans(), min_size=3, max_size=4),
        thinking=st.booleans(), include_usage=st.sampled_from([None, False]), stop=st.sampled_from([None, ["c"]]))
 def test_chat_fast_and_plain_paths_send_the_same_bytes(
     servers: tuple[MockServer, MockServer], step: dict[str, Any], stream: list[bool], thinking: bool,
@@ -122,12 +123,13 @@ def test_chat_fast_and_plain_paths_send_the_same_bytes(
         extra["stream_options"] = {"include_usage": include_usage}
     if stop is not None:
         extra["stop"] = stop
-    bodies = [chat(stream=s, **extra) for s in stream]  # a repeated step is served from the cache
+    # A step asked for a second time is stored; from the third on it is served from the cache.
+    bodies = [chat(stream=s, **extra) for s in stream]
     _both_answer(servers, "/chat/completions", step, bodies)
 
 
 @_settings
-@given(step=_steps(list(ANTHROPIC_QUIRKS)), stream=st.lists(st.booleans(), min_size=1, max_size=3),
+@given(step=_steps(list(ANTHROPIC_QUIRKS)), stream=st.lists(st.booleans(), min_size=3, max_size=4),
        thinking=st.booleans(), stop=st.sampled_from([None, ["c"]]))
 def test_anthropic_fast_and_plain_paths_send_the_same_bytes(
     servers: tuple[MockServer, MockServer], step: dict[str, Any], stream: list[bool], thinking: bool,
@@ -141,6 +143,37 @@ def test_anthropic_fast_and_plain_paths_send_the_same_bytes(
     _both_answer(servers, "/anthropic/v1/messages", step, bodies)
 
 
+_texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028')), max_size=40)
+
+
+@settings(max_examples=150)
+@given(content=_texts, reasoning=_texts,
+       calls=st.lists(st.tuples(st.sampled_from(["get", "run_it", 'q"x']), _texts), max_size=2),
+       finish=st.sampled_from([None, "stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]),
+       quirks=st.lists(st.sampled_from(sorted(ANTHROPIC_QUIRKS)), max_size=4, unique=True),
+       framing=st.sampled_from(["lf", "crlf"]), thinking=st.booleans(), done=st.booleans(),
+       seed=st.integers(0, 2**32 - 1), max_tokens=st.sampled_from([None, 1, 3, 50]),
+       stop=st.sampled_from([(), ("c",), ("b", "中")]),
+       split=st.sampled_from([None, "fixed", "random", "whole"]))
+def test_the_anthropic_fast_renderer_writes_the_plain_renderers_bytes(
+    content: str, reasoning: str, calls: list[tuple[str, str]], finish: str | None, quirks: list[str],
+    framing: str, thinking: bool, done: bool, seed: int, max_tokens: int | None, stop: tuple[str, ...],
+    split: str | None,
+) -> None:
+    """`encode_events_fast` (the fast path's renderer) against `encode_events` (the plain
+    path's): the same events, byte for byte, for any reply, quirk set, framing and cut."""
+    from dshkit.mock_server.scripts import StreamSpec
+
+    spec = StreamSpec.model_validate({} if split is None else {
+        "split": {"mode": split, "size": 2, "min_size": 1, "max_size": 3}})
+    reply = Reply(content=content, reasoning=reasoning, finish_reason=finish,
+                  tool_calls=tuple(ToolCall(name=n, arguments=a) for n, a in calls))
+    args: dict[str, Any] = {"model": "deepseek-v4-pro", "thinking": thinking, "split": spec.fragment_plan(),
+                            "seed": seed, "prompt_tokens": 40, "max_tokens": max_tokens, "stop": stop,
+                            "quirks": tuple(quirks), "framing": framing, "done": done}
+    assert encode_events_fast(reply, **args) == encode_events(reply, **args)
+
+
 # -- the cache on its own ------------------------------------------------------------------------
 
 _fields = st.tuples(st.text(st.sampled_from("0123456789abcdef-"), min_size=1, max_size=40),
@@ -150,7 +183,7 @@ _fields = st.tuples(st.text(st.sampled_from("0123456789abcdef-"), min_size=1, ma
 @settings(max_examples=100)
 @given(layout=st.lists(st.tuples(st.sampled_from(["id-created", "created-id", "id", "none"]), _text),
                        min_size=1, max_size=6),
-       envelopes=st.lists(_fields, min_size=1, max_size=4))
+       envelopes=st.lists(_fields, min_size=3, max_size=5))
 def test_a_cached_stream_fills_in_to_what_the_renderer_gives(
     layout: list[tuple[str, str]], envelopes: list[tuple[str, int]]
 ) -> None:
@@ -246,3 +279,44 @@ async def test_a_write_plan_keeps_its_writes_on_either_path(
     assert [w.data for w in per_event.writes] == [e for e in re.split(rb"(?<=\n\n)", per_event.data) if e]
     assert len(per_event.writes) == len(parse_sse(per_event.data).events) > 40
     assert all(0 < len(w.data) <= 16 for w in sized.writes) and len(sized.writes) >= len(sized.data) // 16
+
+
+# -- recorded bytes: raw steps ------------------------------------------------------------------
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(st.binary(max_size=40).map(lambda b: b"data: " + b.replace(b"\n", b"") + b"\n\n")
+                       | st.binary(max_size=30), max_size=12),
+       status=st.sampled_from([200, 200, 429, 503]), jsonl=st.booleans(),
+       plan=st.sampled_from([None, {"events_per_write": 0, "size": 5}]))
+def test_a_raw_file_step_sends_the_same_bytes_on_both_paths(
+    servers: tuple[MockServer, MockServer], events: list[bytes], status: int, jsonl: bool,
+    plan: dict[str, int] | None,
+) -> None:
+    """A `raw` step's file (any bytes, SSE or JSONL lines, any status, with or without a write
+    plan) reaches the client the same from the fast path (one response) and the plain path (a
+    write per event)."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ("body.jsonl" if jsonl else "body.sse")
+        path.write_bytes(b"".join(events))
+        raw: dict[str, Any] = {"file": str(path), "status": status}
+        if plan is not None:
+            raw["write_plan"] = plan
+        step = {"raw": raw}
+        _both_answer(servers, "/chat/completions", step, [chat(), chat()])
+
+
+async def test_a_raw_file_step_is_one_response_on_the_fast_path_and_a_write_per_event_on_the_plain(
+    dshkit_mock_server: MockServerFactory, tmp_path: Any
+) -> None:
+    body = b"".join(b"data: {\"n\":%d}\n\n" % i for i in range(50)) + b"data: [DONE]\n\n"
+    (tmp_path / "r.sse").write_bytes(body)
+    for fast_path, writes in ((True, [body]), (False, [e for e in re.split(rb"(?<=\n\n)", body) if e])):
+        server = await dshkit_mock_server(Script.of({"raw": {"file": str(tmp_path / "r.sse")}}), fast_path=fast_path)
+        async with httpx.AsyncClient(timeout=5) as c:
+            r = await c.post(server.url, json=chat())
+        assert r.content == body
+        assert [w.data for w in server.journal.last.writes] == writes

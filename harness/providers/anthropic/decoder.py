@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dshkit.harness.llm import LlmFailure, StreamChunk
+from dshkit.harness.providers.openai_chat.decoder import REFUSED, fast_loads
 from dshkit.harness.providers.slot_chunks import SlotChunks
 from dshkit.harness.providers.sse import SSEDecoder
 
@@ -84,9 +85,118 @@ class _SlotTranslator(SlotChunks, Translator):
 
 class FastStreamDecoder(StreamDecoder):
     """`StreamDecoder` on the stock `Translator` with its per-delta chunks built by slot writes
-    (`SlotChunks`): the same chunks, held to the plain decoder by the differential tests."""
+    (`SlotChunks`), and a bulk path for the events that make up nearly all of a stream.
 
-    __slots__ = ()
+    It keeps the unfinished event of each read itself, so the SSE decoder is only ever handed
+    whole events and stays at an event boundary. A whole event that is exactly
+    `event: content_block_delta` LF `data: ` + one line of JSON is parsed straight from its
+    bytes by msgspec (no SSE decoding, no text decoding) and translated; any other event, or a
+    payload msgspec refuses, goes through the plain path on its own, in order, so it decodes
+    as it would have in place (that path decides as the standard library would). The first CR
+    anywhere, or a byte order mark still to check, sends the rest of the stream to the plain
+    path. The differential tests hold it to the plain decoder for any split of any bytes.
+    """
+
+    __slots__ = ("_rest", "_plain")
 
     def __init__(self) -> None:
         super().__init__(_SlotTranslator())
+        self._rest = b""
+        """The bytes after the last whole event fed so far (not yet given to the SSE decoder)."""
+        self._plain = False
+        """The rest of the stream takes the plain path (a CR was seen)."""
+
+    def feed(self, data: bytes) -> list[StreamChunk]:
+        if self._plain or self.translator.finished:
+            return super().feed(data)
+        if self._rest:
+            data = self._rest + data
+            self._rest = b""
+        if b"\r" in data:
+            self._plain = True
+            return super().feed(data)
+        end = data.rfind(b"\n\n")
+        if end < 0:
+            self._rest = data
+            return []
+        if end + 2 < len(data):
+            self._rest = data[end + 2 :]
+        out: list[StreamChunk] = []
+        translator = self.translator
+        if not self._sse.at_event_start():
+            # The first event (the byte order mark is checked there) takes the plain path.
+            first = data.find(b"\n\n") + 2
+            out += super().feed(data[:first])
+            if translator.finished:
+                self._rest = b""
+                return out
+            if not self._sse.at_event_start():  # not expected after a whole event; never guessed at
+                self._plain = True
+                self._rest = b""
+                return out + super().feed(data[first:])
+            data = data[first:]
+            end -= first
+            if end < 0:
+                return out
+        feed_into = translator.feed_into
+        plain = super().feed
+        prefix, size = _DELTA_PREFIX, len(_DELTA_PREFIX)
+        for event in data[:end].split(b"\n\n"):
+            if event.startswith(prefix) and event.find(b"\n", size) < 0:
+                try:
+                    parsed = fast_loads(event[size:])
+                except REFUSED:
+                    parsed = None
+                if type(parsed) is dict:
+                    if not (parsed.get("type") == "content_block_delta" and self._delta(parsed, out)):
+                        feed_into(parsed, out)
+                        if translator.finished:
+                            self._rest = b""
+                            return out
+                    continue
+            out += plain(event + b"\n\n")
+            if translator.finished:
+                self._rest = b""
+                return out
+        return out
+
+    def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> bool:
+        """The common deltas (text, thinking, tool input to an open block of their kind), as
+        `Translator._delta` takes them; False for anything else, which the translator then
+        takes itself (a broken, closed or unknown block, another delta type, an empty text)."""
+        translator = self.translator
+        state = translator.keyed.get(event.get("index"))
+        delta = event.get("delta")
+        if state is None or type(delta) is not dict or state.closed:
+            return False
+        dtype = delta.get("type")
+        kind = state.kind
+        if dtype == "text_delta" and kind == "text":
+            text = delta.get("text")
+            if type(text) is str and text:
+                state.parts.append(text)
+                out.append(translator.text_delta(state.index, text))
+                return True
+        elif dtype == "thinking_delta" and kind == "reasoning":
+            text = delta.get("thinking")
+            if type(text) is str and text:
+                state.parts.append(text)
+                out.append(translator.reasoning_delta(state.index, text))
+                return True
+        elif dtype == "input_json_delta" and kind == "tool-call":
+            fragment = delta.get("partial_json")
+            if type(fragment) is str and fragment:
+                state.parts.append(fragment)
+                out.append(translator.tool_call_delta(state.index, state.id, state.name or None, fragment))
+                return True
+        return False
+
+    def close(self) -> list[StreamChunk]:
+        out: list[StreamChunk] = []
+        if self._rest:
+            rest, self._rest = self._rest, b""
+            out += super().feed(rest)
+        return out + super().close()
+
+
+_DELTA_PREFIX = b"event: content_block_delta\ndata: "

@@ -5,7 +5,9 @@ Once a chunk has shown that envelope (`{"id":…,"choices":[{"index":0,"delta":`
 "finish_reason":null}],"usage":null}`), a payload with the same head and tail only needs its delta
 parsed; and the whole events of a read that are each one `data: ` line of that envelope are found
 with one split of the bytes and checked in bulk, with no SSE decoding and no text decoding, each
-delta parsed straight from its bytes. Any event of another shape goes through the plain path on its
+delta parsed straight from its bytes. A short read (a live stream's one or two events) has its
+whole events checked one by one the same way, and the unfinished event it ends with is held
+here until the next read instead of being SSE-decoded twice. Any event of another shape goes through the plain path on its
 own, and the per-delta chunks are built by slot writes (`SlotChunks`), so both paths give the very
 same chunks; the differential tests hold this class to `StreamDecoder`. It always translates with
 the stock `Translator` and `SSEDecoder`: the fast paths skip `Translator.feed_into`, so a decoder
@@ -33,8 +35,8 @@ _LEARN = 3
 _HEAD_IN_SEPARATOR = 16
 """How many bytes of the envelope's head `_feed_envelopes` splits on (see `_set_line_envelope`)."""
 _BULK_READ = 2048
-"""Reads shorter than this (a live stream's one or two events per read) skip the bulk path: its
-set-up per read costs more than it saves on so few events."""
+"""Reads shorter than this (a live stream's one or two events per read) skip the bulk path (its
+set-up per read costs more than it saves on so few events) for `_feed_few`."""
 
 
 class _SlotTranslator(SlotChunks, Translator):
@@ -46,7 +48,7 @@ class _SlotTranslator(SlotChunks, Translator):
 class FastStreamDecoder(StreamDecoder):
     """`StreamDecoder` with the envelope and bulk fast paths (see the module docstring)."""
 
-    __slots__ = ("_learn", "_head", "_tail", "_line_head", "_cut", "_head_rest", "_line_tail")
+    __slots__ = ("_learn", "_head", "_tail", "_line_head", "_cut", "_head_rest", "_line_tail", "_line_full", "_pending")
 
     def __init__(self) -> None:
         super().__init__(_SlotTranslator())
@@ -61,10 +63,17 @@ class FastStreamDecoder(StreamDecoder):
         """LF LF and `_line_head`: where a block of such events is split."""
         self._head_rest = b""
         self._line_tail = b""
+        self._line_full = b""
+        """`data: ` and the whole head."""
+        self._pending = b""
+        """The bytes after the last whole event of a short read, not yet SSE-decoded."""
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         if self.done or self.translator.finished:
             return []
+        if self._pending:
+            data = self._pending + data
+            self._pending = b""
         out: list[StreamChunk] = []
         at = 0
         while self._learn and self._head is None:
@@ -79,16 +88,62 @@ class FastStreamDecoder(StreamDecoder):
                 return out
         if at:
             data = data[at:]
-        if self._line_head and len(data) >= _BULK_READ:
-            # At an event boundary, the whole events of this read are read in bulk.
+        if self._line_head:
+            # At an event boundary, the whole events of this read are read without SSE
+            # decoding: in bulk when there are many, one by one when there are a few.
             partial = self._sse.take_partial_line()
             if partial is not None:
-                rest = self._feed_envelopes(partial + data if partial else data, out)
+                data = partial + data if partial else data
+                if len(data) < _BULK_READ:
+                    self._feed_few(data, out)
+                    return out
+                rest = self._feed_envelopes(data, out)
                 if rest is None:
                     return out
                 data = rest
         self._feed_events(data, out)
         return out
+
+    def _feed_few(self, data: bytes, out: list[StreamChunk]) -> None:
+        """A short read (which starts at an event boundary): each whole event that is one
+        `data: ` line of the learned envelope has its delta parsed straight from its bytes;
+        any other event, and the bytes after the last whole one, go through the plain path in
+        order. Same chunks as the plain path, by the argument of `_feed_envelopes` (a CR
+        anywhere sends the whole read to the plain path)."""
+        end = data.rfind(b"\n\n")
+        if end < 0 or b"\r" in data:
+            self._feed_events(data, out)
+            return
+        full, tail = self._line_full, self._line_tail
+        start, stop = len(full), -len(tail)
+        size = len(full) + len(tail)
+        translator = self.translator
+        feed_delta = translator.feed_delta
+        for event in data[:end].split(b"\n\n"):
+            if event.startswith(full) and event.endswith(tail) and len(event) > size and event.find(b"\n") < 0:
+                try:
+                    delta = fast_loads(event[start:stop])
+                except REFUSED:
+                    delta = None
+                if type(delta) is dict:
+                    feed_delta(delta, out)
+                    if translator.finished:
+                        return
+                    continue
+            self._feed_events(event + b"\n\n", out)
+            if self.done or translator.finished:
+                return
+        if end + 2 < len(data):
+            # Held here, not given to the SSE decoder: it holds no blank line, so nothing in it
+            # is dispatched before more bytes come (or the body ends: `close` feeds it then).
+            self._pending = data[end + 2 :]
+
+    def close(self) -> list[StreamChunk]:
+        out: list[StreamChunk] = []
+        if self._pending and not (self.done or self.translator.finished):
+            pending, self._pending = self._pending, b""
+            self._feed_events(pending, out)
+        return out + super().close()
 
     def _payload(self, payload: str, out: list[StreamChunk]) -> None:
         """One payload: its delta alone when it has the learned envelope, else the plain way
@@ -235,3 +290,4 @@ class FastStreamDecoder(StreamDecoder):
         self._cut = b"\n\n" + self._line_head
         self._head_rest = head[len(shared) :]
         self._line_tail = tail
+        self._line_full = b"data: " + head

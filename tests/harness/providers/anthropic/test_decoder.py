@@ -4,6 +4,7 @@ without `event:` lines, with pings, comments and CRLF, fed in reads from 1 byte 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -61,3 +62,48 @@ def test_any_stream_decodes_the_same_on_both_decoders(
 def test_a_real_shaped_turn_decodes_the_same_at_every_read_size() -> None:
     for step in (1, 2, 64, 2048, 1 << 16):
         assert _decode(FastStreamDecoder(), TOOL_TURN, step) == _decode(StreamDecoder(), TOOL_TURN, step)
+
+
+_DELTA_LINE = b"event: content_block_delta\ndata: "
+# Event blocks that look like the bulk path's delta events but are not all plain ones: each must
+# decode exactly as the plain decoder decodes it, in place.
+_odd_events = st.sampled_from([
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}       ',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\\ud800"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\xff\xfe"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a"}',
+    _DELTA_LINE + b'{"type":"message_stop"}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":9,"delta":{"type":"text_delta","text":"x"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":"nope"}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":""}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1.0,"delta":{"type":"text_delta","text":"f"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"t"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":1e400}}',
+    _DELTA_LINE + b'[1, 2]',
+    _DELTA_LINE + b'{"a":1}\ndata: {"b":2}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}}\nid: 7',
+    b"event: error\ndata: " + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}}',
+    b'event: content_block_delta\ndata:{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"y"}}',
+    b'data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"z"}}',
+    b"",
+    b": keep-alive",
+    b"event: content_block_delta",
+    b'\xef\xbb\xbfevent: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"b"}}',
+])
+
+
+@given(st.lists(st.one_of(_odd_events, st.builds(lambda t: _DELTA_LINE + json.dumps(delta(1, "text_delta", text=t)).encode(),
+                                                   st.text(max_size=5))), max_size=12),
+       st.booleans(), st.booleans(), st.booleans(), st.integers(1, 300))
+def test_odd_bytes_around_the_bulk_path_decode_as_the_plain_decoder_does(
+    events: list[bytes], bom: bool, headless: bool, ends: bool, step: int
+) -> None:
+    """The bulk path's delta events next to look-alikes: padding, escaped lone surrogates,
+    invalid UTF-8, truncated or non-object JSON, another type under the same `event:` line, an
+    unknown block, extra lines, `event: error`, `data:` without its space, empty blocks and a
+    byte order mark (at the start, or later where it is text), in reads of any size; with or
+    without the events that open the stream (a stream may start with a delta)."""
+    head = b"" if headless else sse(start(), block_start(1, {"type": "text", "text": ""}))
+    body = (b"\xef\xbb\xbf" if bom else b"") + head + b"".join(e + b"\n\n" for e in events)
+    body += sse(stop(1), message_delta("end_turn"), MESSAGE_STOP) if ends else b""
+    assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step)

@@ -127,6 +127,7 @@ _framings = st.one_of(
     st.builds(lambda e: e + b"\n", _chunks),  # an extra blank line
     st.builds(lambda e: b"data:" + e[len(b"data: "):], _chunks),  # no space
     st.builds(lambda e: e.replace(b'"delta":', b'"delta":\ndata: ', 1), _chunks),  # two lines
+    st.builds(lambda e: e.replace(b'"delta":', b'"delta":\n', 1), _chunks),  # the slot on a line of its own
     st.builds(lambda e: b"event: error\n" + e, _chunks),
     st.just(b"data: [DONE]\n\n"),  # everything after it is ignored
     st.just(_raw(b"")),  # an empty slot
@@ -188,3 +189,14 @@ def test_a_translator_of_ones_own_keeps_its_behaviour_for_every_chunk() -> None:
         for i in range(0, len(body), step):
             chunks += decoder.feed(body[i : i + step])
         assert [c.text for c in chunks if isinstance(c, TextDelta)] == [f"T{i}" for i in range(200)], step
+
+
+def test_a_slot_on_a_line_of_its_own_is_no_envelope_event_at_any_read_size() -> None:
+    """`data: <head>` LF `<delta><tail>`: the second line is an unknown field, so the event's
+    payload is the head alone (malformed); a short-read or bulk path that took the bytes
+    between head and tail as the delta (JSON allows the leading LF) would read a delta."""
+    learn = _event({"role": "assistant", "content": ""})
+    split = _event({"content": "b"}).replace(b'"delta":', b'"delta":\n', 1)
+    body = learn + _event({"content": "a"}) * 5 + split + _event({"content": "c"}) + b"data: [DONE]\n\n"
+    for step in READS:
+        assert _same(body, step), step
