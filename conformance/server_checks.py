@@ -36,8 +36,13 @@ __all__ = ["SERVER_CHECKS", "run_server_checks", "select_checks"]
 U = [{"role": "user", "content": "Say hello in five words."}]
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+OTHER_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CALL_ID = re.compile(r"^call_\d{2}_[A-Za-z0-9]{24}$")
+DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
+MAX_TOKENS_RANGE = "Invalid max_tokens value, the valid range of max_tokens is [1, "
+CONTEXT_LENGTH = "This model's maximum context length is"
 PASSBACK = "The `reasoning_content` in the thinking mode must be passed back to the API."
 
 
@@ -165,6 +170,15 @@ def _err(r: httpx.Response) -> dict[str, Any]:
     return err if isinstance(err, dict) else {}
 
 
+ENVELOPE_KEYS = {"message", "type", "param", "code"}
+
+
+def _enveloped(r: httpx.Response) -> bool:
+    """The DeepSeek error envelope: `{"error": {"message": "…", "type", "param", "code"}}`."""
+    e = _err(r)
+    return set(e) >= ENVELOPE_KEYS and isinstance(e.get("message"), str) and bool(e["message"])
+
+
 def _deltas(s: Streamed) -> list[dict[str, Any]]:
     return [c["choices"][0].get("delta") or {} for c in s.chunks if c.get("choices")]
 
@@ -198,9 +212,10 @@ async def s2(p: Probe) -> None:
         # A server that requires no key at all (a default `dshkit serve`): nothing to judge.
         na("the server accepts any key, or none (start `dshkit serve --api-key K` and pass the same "
            "--api-key to check this)")
-    need(none.status_code == 401 and bool(_err(none).get("message")), {"no key": "401 + error envelope"},
-         {"no key": none.status_code})
-    need(wrong.status_code == 401, {"wrong key": 401}, {"wrong key": wrong.status_code})
+    need(none.status_code == 401 and _enveloped(none), {"no key": "401 + error envelope"},
+         {"no key": [none.status_code, _err(none)]})
+    need(wrong.status_code == 401 and _enveloped(wrong), {"wrong key": "401 + error envelope"},
+         {"wrong key": [wrong.status_code, _err(wrong)]})
 
 
 async def s3(p: Probe) -> None:
@@ -223,20 +238,37 @@ async def s4(p: Probe) -> None:
     }
     for name, body in cases.items():
         r = await p.post(body, raw=body if isinstance(body, bytes) else None)
-        need(r.status_code == 400, {name: 400}, {name: r.status_code})
+        need(r.status_code == 400 and _enveloped(r), {name: "400 + error envelope"}, {name: [r.status_code, _err(r)]})
+        msg = str(_err(r).get("message"))
+        if not isinstance(body, bytes):  # the observed wording for a body of the wrong shape
+            need(msg.startswith(DESERIALIZE), {name: DESERIALIZE + "<path>: <reason>"}, {name: msg})
 
 
 async def s5(p: Probe) -> None:
     r, _ = await p.chat(max_tokens=0)
     msg = _err(r).get("message") or ""
-    need(r.status_code == 400 and "max_tokens" in msg, {"max_tokens 0": "400 Invalid max_tokens value…"}, {"max_tokens 0": [r.status_code, msg]})
-    r, _ = await p.chat(model="deepseek-chat", temperature=5)
-    need(r.status_code in (400, 422), {"temperature 5": "422"}, {"temperature 5": r.status_code})
+    need(r.status_code == 400 and msg.startswith(MAX_TOKENS_RANGE), {"max_tokens 0": MAX_TOKENS_RANGE + "N]"},
+         {"max_tokens 0": [r.status_code, msg]})
+    # Over 1M tokens of prompt by any tokenizer (distinct numbers do not merge), plus the V4 output limit.
+    huge = " ".join(str(i) for i in range(600_000))
+    r, _ = await p.chat(messages=[{"role": "user", "content": huge}], max_tokens=393216)
+    msg = _err(r).get("message") or ""
+    need(r.status_code == 400 and msg.startswith(CONTEXT_LENGTH), {"prompt over the context": CONTEXT_LENGTH + " …"},
+         {"prompt over the context": [r.status_code, msg[:120]]})
+    for name, bad in (("temperature 5", {"temperature": 5}), ("top_p 1.5", {"top_p": 1.5}),
+                      ("frequency_penalty 2.5", {"frequency_penalty": 2.5}),
+                      ("top_logprobs 30", {"logprobs": True, "top_logprobs": 30}),
+                      ("17 stop strings", {"stop": ["s"] * 17}),
+                      ("tool name with a space", {"tools": [{"type": "function", "function": {"name": "x y"}}]})):
+        r, _ = await p.chat(model="deepseek-chat", **bad)
+        need(r.status_code in (400, 422) and _enveloped(r), {name: "422 (or 400) + error envelope"},
+             {name: [r.status_code, _err(r)]})
 
 
 async def s6(p: Probe) -> None:
     r, _ = await p.chat(messages=[*U, {"role": "tool", "tool_call_id": "call_nowhere", "content": "x"}], **THINK_OFF)
-    need(r.status_code == 400, {"orphan tool message": 400}, {"orphan tool message": r.status_code})
+    need(r.status_code == 400 and _enveloped(r), {"orphan tool message": "400 + error envelope"},
+         {"orphan tool message": [r.status_code, _err(r)]})
 
 
 def _tool_history(reasoning: str | None) -> list[dict[str, Any]]:
@@ -267,6 +299,11 @@ async def s9(p: Probe) -> None:
     need(r.status_code == 200 and bool(calls), {"required, thinking off": "200 with tool_calls"}, {"required, thinking off": r.status_code})
     r, _ = await p.chat(tools=[TOOL], tool_choice="required", thinking={"type": "enabled"})
     need(r.status_code == 400, {"required, thinking on": 400}, {"required, thinking on": r.status_code})
+    named = {"type": "function", "function": {"name": "get_time"}}
+    r, d = await p.chat(tools=[TOOL, OTHER_TOOL], tool_choice=named, **THINK_OFF)
+    names = [(c.get("function") or {}).get("name") for c in _message(d).get("tool_calls") or [] if isinstance(c, dict)]
+    need(r.status_code == 200 and names == ["get_time"], {"named get_time, thinking off": ["get_time"]},
+         {"named get_time, thinking off": [r.status_code, names]})
 
 
 async def s10(p: Probe) -> None:
@@ -283,10 +320,13 @@ def _message(data: dict[str, Any]) -> dict[str, Any]:
 async def s11(p: Probe) -> None:
     seen = {}
     for label, body in (("deepseek-reasoner", {"model": "deepseek-reasoner"}), ("deepseek-chat", {"model": "deepseek-chat"}),
-                        ("v4 default", {}), ("v4 disabled", THINK_OFF)):
+                        ("v4 default", {}), ("v4 disabled", THINK_OFF), ("v4-pro default", {"model": "deepseek-v4-pro"}),
+                        ("deepseek-chat enabled", {"model": "deepseek-chat", "thinking": {"type": "enabled"}}),
+                        ("effort none", {"reasoning_effort": "none"}), ("effort medium", {"reasoning_effort": "medium"})):
         _, data = await p.chat(**body)
         seen[label] = "reasoning_content" in _message(data)
-    want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False}
+    want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False,
+            "v4-pro default": True, "deepseek-chat enabled": True, "effort none": False, "effort medium": True}
     need(seen == want, want, seen)
 
 
@@ -305,7 +345,8 @@ async def _switch(p: Probe, behavior: str) -> httpx.Response:
 async def s13(p: Probe) -> None:
     for behavior, status in (("insufficient_balance", 402), ("rate_limit", 429), ("server_error", 500), ("service_unavailable", 503)):
         r = await _switch(p, behavior)
-        need(r.status_code == status and bool(_err(r).get("message")), {behavior: status}, {behavior: r.status_code})
+        need(r.status_code == status and _enveloped(r), {behavior: f"{status} + error envelope"},
+             {behavior: [r.status_code, _err(r)]})
 
 
 # --- non-streaming (S14–S17) --------------------------------------------------------------------

@@ -1,0 +1,173 @@
+"""Each server check is strong enough to catch a server that gets its item wrong.
+
+A small aiohttp proxy sits in front of a real MockServer and breaks one thing: it rewrites a
+request before forwarding it (so the mock never sees the field that matters) or rewrites the
+answer on its way back. The check for that item must fail through the proxy, while the same
+proxy with no defect passes every check a client can see, so the failure is the defect's doing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+import pytest
+from aiohttp import web
+
+from dshkit.conformance.server_checks import run_server_checks
+from dshkit.mock_server import CLAIMED_S_ITEMS, MockServer
+
+KEY = "sk-strength-0123"
+FORWARDED = ("authorization", "content-type", "x-mock-session", "x-mock-behavior")
+KEPT = ("content-type", "cache-control")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    content_type: str
+    cache_control: str | None
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def with_json(self, value: Any) -> Answer:
+        return replace(self, body=json.dumps(value).encode())
+
+
+Request = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Defect:
+    """One way to get an item wrong: `request` rewrites what the mock receives, `answer` what
+    the client gets back (both see the request as the client sent it)."""
+
+    item: str
+    name: str
+    request: Callable[[Request], Request] = lambda r: r
+    answer: Callable[[Request, Answer], Answer] = lambda _r, a: a
+
+
+@asynccontextmanager
+async def _proxy(upstream: str, defect: Defect | None) -> AsyncIterator[str]:
+    client = httpx.AsyncClient(timeout=httpx.Timeout(60.0))
+
+    async def handle(request: web.Request) -> web.Response:
+        raw = await request.read()
+        try:
+            sent: Any = json.loads(raw)
+        except ValueError:
+            sent = None
+        body = raw
+        if defect is not None and isinstance(sent, dict):
+            body = json.dumps(defect.request(json.loads(raw))).encode()
+        headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
+        r = await client.post(upstream + request.path, content=body, headers=headers)
+        answer = Answer(r.status_code, r.headers.get("content-type", ""), r.headers.get("cache-control"), r.content)
+        if defect is not None and isinstance(sent, dict):
+            answer = defect.answer(sent, answer)
+        out = web.Response(status=answer.status, body=answer.body)
+        out.headers["Content-Type"] = answer.content_type
+        if answer.cache_control is not None:
+            out.headers["Cache-Control"] = answer.cache_control
+        return out
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("POST", "/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+        await client.aclose()
+
+
+Run = Callable[[Defect | None, list[str]], Awaitable[dict[str, str]]]
+
+
+@pytest.fixture
+async def run() -> AsyncIterator[Run]:
+    """Run the given checks through a proxy with `defect` (or none); {item: status}."""
+    async with MockServer(api_key=KEY) as server:
+        async def go(defect: Defect | None, ids: list[str]) -> dict[str, str]:
+            async with _proxy(server.base_url, defect) as base:
+                results = await run_server_checks(base, KEY, ids=ids, timeout_s=60)
+            return {r.id: r.status for r in results}
+        yield go
+
+
+# --- defects ------------------------------------------------------------------------------------
+
+
+def _errors(status: int | None, body: Callable[[dict[str, Any]], Any]) -> Callable[[Request, Answer], Answer]:
+    """Rewrite error answers (of `status`, or any 4xx/5xx) with `body(error)`."""
+    def rewrite(_: Request, a: Answer) -> Answer:
+        if a.status < 400 or (status is not None and a.status != status):
+            return a
+        return a.with_json(body(a.json().get("error") or {}))
+    return rewrite
+
+
+def _no_type(err: dict[str, Any]) -> Any:
+    return {"error": {"message": err.get("message")}}
+
+
+def _message(text: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda err: {"error": {**err, "message": text}}
+
+
+def _huge_to_short(r: Request) -> Request:
+    msgs = [{**m, "content": "hi"} if len(str(m.get("content"))) > 100_000 else m for m in r.get("messages", [])]
+    return {**r, "messages": msgs}
+
+
+def _drop(field: str, value: Any = None) -> Callable[[Request], Request]:
+    return lambda r: {k: v for k, v in r.items() if not (k == field and (value is None or v == value))}
+
+
+def _rename_calls(name: str) -> Callable[[Request, Answer], Answer]:
+    def rewrite(_: Request, a: Answer) -> Answer:
+        if a.status != 200 or not a.content_type.startswith("application/json"):
+            return a
+        d = a.json()
+        for c in d["choices"][0]["message"].get("tool_calls") or []:
+            c["function"]["name"] = name
+        return a.with_json(d)
+    return rewrite
+
+
+DEFECTS = [
+    Defect("S2", "401 without the envelope's type/param/code", answer=_errors(401, _no_type)),
+    Defect("S4", "400 in other words than DeepSeek's", answer=_errors(400, _message("bad request"))),
+    Defect("S4", "400 with no envelope", answer=_errors(400, lambda e: {"detail": "bad request"})),
+    Defect("S5", "no context-length limit", request=_huge_to_short),
+    Defect("S5", "max_tokens range in other words", answer=_errors(400, _message("max_tokens out of range"))),
+    Defect("S5", "422 with no envelope", answer=_errors(422, lambda e: {"detail": e.get("message")})),
+    Defect("S6", "orphan tool message refused with no envelope", answer=_errors(400, lambda e: "no")),
+    Defect("S9", "a named tool_choice not honoured", answer=_rename_calls("get_weather")),
+    Defect("S11", "reasoning_effort none ignored", request=_drop("reasoning_effort", "none")),
+    Defect("S11", "deepseek-chat ignores thinking enabled",
+           request=lambda r: _drop("thinking")(r) if r.get("model") == "deepseek-chat" else r),
+    Defect("S13", "test-switch errors with no envelope", answer=_errors(None, _no_type)),
+]
+
+
+async def test_the_proxy_alone_passes_every_visible_claim(run: Run) -> None:
+    visible = [i for i in CLAIMED_S_ITEMS if i != "S35"]
+    status = await run(None, visible)
+    assert {i: s for i, s in status.items() if s != "pass"} == {}
+
+
+@pytest.mark.parametrize("defect", DEFECTS, ids=[f"{d.item}-{d.name}" for d in DEFECTS])
+async def test_a_wrong_server_fails_the_check(run: Run, defect: Defect) -> None:
+    assert await run(defect, [defect.item]) == {defect.item: "fail"}
