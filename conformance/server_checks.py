@@ -361,8 +361,8 @@ async def s14(p: Probe) -> None:
         "object": d.get("object"),
         "uuid id": bool(_UUID.match(str(d.get("id", "")))),
         "int created": isinstance(d.get("created"), int),
-        "model": isinstance(d.get("model"), str),
-        "fingerprint": isinstance(d.get("system_fingerprint"), str),
+        "model": d.get("model") == "deepseek-v4-flash",  # asked for by its own id, not an alias
+        "fingerprint": isinstance(d.get("system_fingerprint"), str) and bool(d.get("system_fingerprint")),
         "one choice index 0": len(choices) == 1 and choices[0].get("index") == 0,
         "logprobs null": bool(choices) and choices[0].get("logprobs") is None,
     }
@@ -373,10 +373,22 @@ async def s14(p: Probe) -> None:
 async def s15(p: Probe) -> None:
     _, on = await p.chat(thinking={"type": "enabled"})
     _, off = await p.chat(**THINK_OFF)
-    got = {"thinking on has reasoning": isinstance(_message(on).get("reasoning_content"), str),
+    reasoning = _message(on).get("reasoning_content")
+    got = {"thinking on has reasoning": isinstance(reasoning, str) and bool(reasoning),
            "thinking off has the key": "reasoning_content" in _message(off)}
     want = {"thinking on has reasoning": True, "thinking off has the key": False}
     need(got == want, want, got)
+
+
+def _json_text(value: Any) -> bool:
+    """A string that parses as JSON."""
+    if not isinstance(value, str):
+        return False
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
 
 
 async def s16(p: Probe) -> None:
@@ -384,9 +396,9 @@ async def s16(p: Probe) -> None:
     choice = (d.get("choices") or [{}])[0]
     calls = _message(d).get("tool_calls") or []
     ok = (choice.get("finish_reason") == "tool_calls" and bool(calls) and all(
-        isinstance(c, dict) and "index" in c and isinstance(c.get("id"), str) and c.get("type") == "function"
-        and isinstance((c.get("function") or {}).get("name"), str) and isinstance((c.get("function") or {}).get("arguments"), str)
-        for c in calls))
+        isinstance(c, dict) and c.get("index") == i and bool(_CALL_ID.match(str(c.get("id")))) and c.get("type") == "function"
+        and isinstance((c.get("function") or {}).get("name"), str) and _json_text((c.get("function") or {}).get("arguments"))
+        for i, c in enumerate(calls)))
     need(ok, {"finish_reason": "tool_calls", "tool_calls": "index, id, type function, name, arguments string"},
          {"finish_reason": choice.get("finish_reason"), "tool_calls": calls})
 
@@ -407,21 +419,24 @@ async def s17(p: Probe) -> None:
 async def s18(p: Probe) -> None:
     s = await p.stream(observe=False)  # judges the status and content type themselves
     ct = s.headers.get("content-type", "")
-    need(s.status == 200 and ct.startswith("text/event-stream"), {"status": 200, "content-type": "text/event-stream"},
-         {"status": s.status, "content-type": ct})
+    cache = s.headers.get("cache-control", "")
+    need(s.status == 200 and ct.replace(" ", "").lower() == "text/event-stream;charset=utf-8" and cache == "no-cache",
+         {"status": 200, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"},
+         {"status": s.status, "content-type": ct, "cache-control": cache})
 
 
 async def s19(p: Probe) -> None:
     s = await p.stream()
     text = s.raw.decode("utf-8", "replace")
     blocks = [b for b in text.split("\n\n") if b.strip()]
-    bad = [b[:60] for b in blocks if not b.startswith(":") and (b.count("\n") != 0 or not b.startswith("data: "))]
+    bad = [b[:60] for b in blocks if not b.startswith(":") and (
+        b.count("\n") != 0 or "\r" in b or not b.startswith("data: ") or not (b == "data: [DONE]" or _json_text(b[6:])))]
     need(not bad and text.endswith("\n\n"), {"events": "one `data: <json>` line each"}, {"odd events": bad})
 
 
 async def s20(p: Probe) -> None:
     s = await p.stream()
-    need(s.raw.endswith(b"data: [DONE]\n\n"), {"last bytes": "data: [DONE]\\n\\n"}, {"last bytes": s.raw[-24:].decode("utf-8", "replace")})
+    need(s.raw.endswith(b"}\n\ndata: [DONE]\n\n"), {"last bytes": "…}\\n\\ndata: [DONE]\\n\\n"}, {"last bytes": s.raw[-24:].decode("utf-8", "replace")})
 
 
 async def s21(p: Probe) -> None:
@@ -439,11 +454,12 @@ async def s21b(p: Probe) -> None:
 
 
 async def s22(p: Probe) -> None:
-    s = await p.stream()
-    keys = ("id", "created", "model", "system_fingerprint", "object")
-    seen = {k: sorted({json.dumps(c.get(k)) for c in s.chunks}) for k in keys}
-    ok = all(len(v) == 1 for v in seen.values()) and seen["object"] == ['"chat.completion.chunk"']
-    need(ok, {k: "one value" for k in keys}, seen)
+    for body in ({}, {"tools": [TOOL], "tool_choice": "required", **THINK_OFF}):
+        s = await p.stream(**body)
+        keys = ("id", "created", "model", "system_fingerprint", "object")
+        seen = {k: sorted({json.dumps(c.get(k)) for c in s.chunks}) for k in keys}
+        ok = all(len(v) == 1 for v in seen.values()) and seen["object"] == ['"chat.completion.chunk"']
+        need(ok, {k: "one value" for k in keys}, seen)
 
 
 async def s23(p: Probe) -> None:
@@ -461,8 +477,10 @@ async def s24(p: Probe) -> None:
     bad = [d for d in on if (d.get("reasoning_content") and set(d) != {"content", "reasoning_content"}) or
            (d.get("reasoning_content") and d.get("content") is not None)]
     bad += [d for d in on if d.get("content") and d.get("reasoning_content", "missing") is not None]
-    bad += [d for d in off if d.get("content") and set(d) != {"content"}]
+    bad += [d for d in off if set(d) != {"content"}]
     need(not bad, {"odd deltas": []}, {"odd deltas": bad[:5]})
+    kinds = {"reasoning": any(d.get("reasoning_content") for d in on), "answer": any(d.get("content") for d in on)}
+    need(all(kinds.values()), {"thinking on streams": {"reasoning": True, "answer": True}}, {"thinking on streams": kinds})
 
 
 async def s25(p: Probe) -> None:
@@ -474,6 +492,8 @@ async def s25(p: Probe) -> None:
             bad.append(d)
         if d.get("content") or d.get("tool_calls"):
             answer_started = True
+    if not any(d.get("reasoning_content") for d in deltas):
+        unobserved("reasoning deltas", "a thinking-on stream with none")
     need(not bad, {"reasoning after or mixed with the answer": []}, {"reasoning after or mixed with the answer": bad[:5]})
 
 
@@ -524,19 +544,23 @@ async def s29(p: Probe) -> None:
     for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
         s = await p.stream(**body)
         finishes = [i for i, c in enumerate(s.chunks) if c.get("choices") and c["choices"][0].get("finish_reason")]
-        early_usage = [i for i, c in enumerate(s.chunks[:-1]) if c.get("usage") is not None]
+        early_usage = [i for i, c in enumerate(s.chunks[:-1]) if c.get("usage", "missing") is not None]
+        # "usage": null and "finish_reason": null are sent, not left out
+        early_usage += [i for i, c in enumerate(s.chunks[:-1])
+                        if c.get("choices") and "finish_reason" not in c["choices"][0]]
         last = s.chunks[-1] if s.chunks else {}
         delta = (last.get("choices") or [{}])[0].get("delta")
         want_delta = {"content": "", "reasoning_content": None} if body.get("thinking", {}).get("type") == "enabled" else {"content": ""}
-        got = {"finish chunks": finishes, "earlier usage": early_usage, "finish delta": delta, "usage on it": isinstance(last.get("usage"), dict)}
-        want = {"finish chunks": [len(s.chunks) - 1], "earlier usage": [], "finish delta": want_delta, "usage on it": True}
+        got = {"finish chunks": finishes, "earlier usage or no finish_reason": sorted(set(early_usage)), "finish delta": delta, "usage on it": isinstance(last.get("usage"), dict)}
+        want = {"finish chunks": [len(s.chunks) - 1], "earlier usage or no finish_reason": [], "finish delta": want_delta, "usage on it": True}
         need(got == want, want, got)
 
 
 async def s30(p: Probe) -> None:
     s = await p.stream(stream_options=None)
     empty = [c for c in s.chunks if c.get("choices") == []]
-    need(not empty and _usage(s) is not None, {"usage chunk": "none; usage on the finish chunk"}, {"choices [] chunks": len(empty), "usage": _usage(s)})
+    total = (_usage(s) or {}).get("total_tokens")
+    need(not empty and isinstance(total, int) and total > 0, {"usage chunk": "none; usage on the finish chunk"}, {"choices [] chunks": len(empty), "usage": _usage(s)})
 
 
 async def s31(p: Probe) -> None:
@@ -544,7 +568,12 @@ async def s31(p: Probe) -> None:
     for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
         u = _usage(await p.stream(**body)) or {}
         pt, ct = u.get("prompt_tokens", -1), u.get("completion_tokens", -1)
-        hit, miss = u.get("prompt_cache_hit_tokens", 0), u.get("prompt_cache_miss_tokens", pt)
+        hit, miss = u.get("prompt_cache_hit_tokens"), u.get("prompt_cache_miss_tokens")
+        if not isinstance(hit, int) or not isinstance(miss, int):
+            problems.append("prompt_cache_hit_tokens / prompt_cache_miss_tokens missing")
+            hit, miss = hit if isinstance(hit, int) else 0, miss if isinstance(miss, int) else pt
+        if hit % 64:
+            problems.append("cache hits not a multiple of 64")
         if u.get("total_tokens") != pt + ct:
             problems.append("total != prompt + completion")
         if hit + miss != pt:
@@ -563,7 +592,11 @@ async def s31(p: Probe) -> None:
 
 async def s32(p: Probe) -> None:
     s = await p.stream(thinking={"type": "enabled"}, max_tokens=2)
-    need(_finish(s) == "length", {"finish_reason": "length"}, {"finish_reason": _finish(s)})
+    ds = _deltas(s)
+    got = {"finish_reason": _finish(s), "reasoning": any(d.get("reasoning_content") for d in ds),
+           "answer": any(d.get("content") for d in ds)}
+    want = {"finish_reason": "length", "reasoning": True, "answer": False}  # cut inside the reasoning
+    need(got == want, want, got)
 
 
 async def s33(p: Probe) -> None:
@@ -583,7 +616,8 @@ async def s34(p: Probe) -> None:
         content = (choice.get("delta") or {}).get("content")
         if content:
             entries = (lp or {}).get("content") or []
-            if not entries or not all({"token", "logprob", "bytes", "top_logprobs"} <= set(e) for e in entries):
+            if not entries or not all({"token", "logprob", "bytes", "top_logprobs"} <= set(e)
+                                      and len(e["top_logprobs"] or []) == 2 for e in entries):
                 bad.append(lp)
         elif lp is not None:
             bad.append(lp)

@@ -146,6 +146,115 @@ def _rename_calls(name: str) -> Callable[[Request, Answer], Answer]:
     return rewrite
 
 
+def _json_answer(fn: Callable[[Request, dict[str, Any]], None]) -> Callable[[Request, Answer], Answer]:
+    """Edit a 200 JSON answer in place with `fn(request, body)`."""
+    def rewrite(r: Request, a: Answer) -> Answer:
+        if a.status != 200 or not a.content_type.startswith("application/json"):
+            return a
+        d = a.json()
+        fn(r, d)
+        return a.with_json(d)
+    return rewrite
+
+
+Edit = Callable[[Request, int, dict[str, Any], int], dict[str, Any] | None]
+
+
+def _chunks(fn: Edit) -> Callable[[Request, Answer], Answer]:
+    """Edit each JSON chunk of an event stream with `fn(request, i, chunk, count)`; None drops it."""
+    def rewrite(r: Request, a: Answer) -> Answer:
+        if not a.content_type.startswith("text/event-stream"):
+            return a
+        blocks = a.body.split(b"\n\n")
+        count = sum(1 for b in blocks if b.startswith(b"data: {"))
+        out, i = [], 0
+        for b in blocks:
+            if b.startswith(b"data: {"):
+                edited = fn(r, i, json.loads(b[6:]), count)
+                i += 1
+                if edited is None:
+                    continue
+                b = b"data: " + json.dumps(edited, ensure_ascii=False).encode()
+            out.append(b)
+        return replace(a, body=b"\n\n".join(out))
+    return rewrite
+
+
+def _stream_body(edit: Callable[[bytes], bytes]) -> Callable[[Request, Answer], Answer]:
+    def rewrite(_: Request, a: Answer) -> Answer:
+        return replace(a, body=edit(a.body)) if a.content_type.startswith("text/event-stream") else a
+    return rewrite
+
+
+def _set(path: str, value: Any) -> Callable[[Request, dict[str, Any]], None]:
+    def fn(_: Request, d: dict[str, Any]) -> None:
+        *head, last = path.split(".")
+        target: Any = d
+        for k in head:
+            target = target[int(k)] if k.isdigit() else target[k]
+        target[last] = value
+    return fn
+
+
+def _thinking_on(r: Request) -> bool:
+    return (r.get("thinking") or {}).get("type") == "enabled"
+
+
+def _without_reasoning(r: Request, _i: int, c: dict[str, Any], _n: int) -> dict[str, Any] | None:
+    delta = c["choices"][0]["delta"] if c.get("choices") else {}
+    return None if _thinking_on(r) and delta.get("reasoning_content") else c
+
+
+def _calls(fn: Callable[[dict[str, Any]], None]) -> Callable[[Request, dict[str, Any]], None]:
+    def edit(_: Request, d: dict[str, Any]) -> None:
+        for c in d["choices"][0]["message"].get("tool_calls") or []:
+            fn(c)
+    return edit
+
+
+def _usage(fn: Callable[[dict[str, Any]], None]) -> Edit:
+    def edit(_r: Request, _i: int, c: dict[str, Any], _n: int) -> dict[str, Any]:
+        if isinstance(c.get("usage"), dict):
+            fn(c["usage"])
+        return c
+    return edit
+
+
+def _other_id_on_tool_streams(r: Request, i: int, c: dict[str, Any], _n: int) -> dict[str, Any]:
+    return {**c, "id": "another-id"} if r.get("tools") and i == 1 else c
+
+
+def _usage_left_out(_r: Request, i: int, c: dict[str, Any], n: int) -> dict[str, Any]:
+    return {k: v for k, v in c.items() if k != "usage"} if i < n - 1 else c
+
+
+def _answer_on_length(_r: Request, _i: int, c: dict[str, Any], _n: int) -> dict[str, Any]:
+    if c.get("choices") and c["choices"][0].get("finish_reason") == "length":
+        c["choices"][0]["delta"]["content"] = "cut"
+    return c
+
+
+def _one_top_logprob(_r: Request, _i: int, c: dict[str, Any], _n: int) -> dict[str, Any]:
+    for e in ((c.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or []:
+        e["top_logprobs"] = e["top_logprobs"][:1]
+    return c
+
+
+def _cache_hits(hit: int) -> Callable[[dict[str, Any]], None]:
+    def fn(u: dict[str, Any]) -> None:
+        hit_now = min(hit, u["prompt_tokens"])
+        u.update(prompt_cache_hit_tokens=hit_now, prompt_cache_miss_tokens=u["prompt_tokens"] - hit_now)
+        u["prompt_tokens_details"] = {"cached_tokens": hit_now}
+    return fn
+
+
+def _drop_keys(*keys: str) -> Callable[[dict[str, Any]], None]:
+    def fn(u: dict[str, Any]) -> None:
+        for k in keys:
+            u.pop(k, None)
+    return fn
+
+
 DEFECTS = [
     Defect("S2", "401 without the envelope's type/param/code", answer=_errors(401, _no_type)),
     Defect("S4", "400 in other words than DeepSeek's", answer=_errors(400, _message("bad request"))),
@@ -159,6 +268,31 @@ DEFECTS = [
     Defect("S11", "deepseek-chat ignores thinking enabled",
            request=lambda r: _drop("thinking")(r) if r.get("model") == "deepseek-chat" else r),
     Defect("S13", "test-switch errors with no envelope", answer=_errors(None, _no_type)),
+    Defect("S14", "an alias for the model asked for", answer=_json_answer(_set("model", "deepseek-chat"))),
+    Defect("S14", "an empty system_fingerprint", answer=_json_answer(_set("system_fingerprint", ""))),
+    Defect("S15", "empty reasoning with thinking on",
+           answer=_json_answer(lambda r, d: _set("choices.0.message.reasoning_content", "")(r, d) if _thinking_on(r) else None)),
+    Defect("S16", "arguments that are not JSON", answer=_json_answer(_calls(lambda c: c["function"].update(arguments="{city")))),
+    Defect("S16", "a call index that is not its position", answer=_json_answer(_calls(lambda c: c.update(index=3)))),
+    Defect("S16", "a call id not in DeepSeek's form", answer=_json_answer(_calls(lambda c: c.update(id="call_abc")))),
+    Defect("S18", "no charset", answer=lambda _r, a: replace(a, content_type="text/event-stream")
+           if a.content_type.startswith("text/event-stream") else a),
+    Defect("S18", "no Cache-Control", answer=lambda _r, a: replace(a, cache_control=None)),
+    Defect("S19", "a data line that is not JSON", answer=_stream_body(lambda b: b.replace(b"data: [DONE]", b"data: {oops\n\ndata: [DONE]"))),
+    Defect("S20", "a comment between the last chunk and [DONE]",
+           answer=_stream_body(lambda b: b.replace(b"data: [DONE]", b": bye\n\ndata: [DONE]"))),
+    Defect("S22", "the id changes inside a tool-call stream", answer=_chunks(_other_id_on_tool_streams)),
+    Defect("S24", "thinking on without reasoning deltas", answer=_chunks(_without_reasoning)),
+    Defect("S24", "a thinking-off finish delta with reasoning_content", answer=_chunks(
+        lambda r, i, c, n: c if _thinking_on(r) or i < n - 1 else {**c, "choices": [{**c["choices"][0], "delta": {
+            "content": "", "reasoning_content": None}}]})),
+    Defect("S25", "thinking on without reasoning deltas", answer=_chunks(_without_reasoning)),
+    Defect("S29", "usage left out of earlier chunks instead of null", answer=_chunks(_usage_left_out)),
+    Defect("S30", "a usage of zero tokens", answer=_chunks(_usage(lambda u: u.update(total_tokens=0)))),
+    Defect("S31", "no cache fields in usage", answer=_chunks(_usage(_drop_keys("prompt_cache_hit_tokens", "prompt_cache_miss_tokens")))),
+    Defect("S31", "cache hits not in multiples of 64", answer=_chunks(_usage(_cache_hits(10)))),
+    Defect("S32", "an answer in a stream cut by max_tokens", answer=_chunks(_answer_on_length)),
+    Defect("S34", "fewer top_logprobs than asked for", answer=_chunks(_one_top_logprob)),
 ]
 
 
