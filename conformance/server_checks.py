@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import httpx
+import jsonschema
 
 from dshkit.harness.providers.sse import SSEComment, SSEDecoder, SSEField
 
@@ -38,6 +39,9 @@ TOOL = {"type": "function", "function": {"name": "get_weather", "description": "
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 OTHER_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time in a city",
               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+STRICT_TOOL: dict[str, Any] = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+    "required": ["city", "unit"], "additionalProperties": False}}}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CALL_ID = re.compile(r"^call_\d{2}_[A-Za-z0-9]{24}$")
 DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
@@ -538,6 +542,21 @@ async def s28(p: Probe) -> None:
         except ValueError:
             bad[i] = a
     need(bool(args) and not bad, {"arguments": "valid JSON"}, {"arguments": bad or "no tool call"})
+    # strict mode (the /beta path): the arguments also match the schema
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U, "tools": [STRICT_TOOL], "tool_choice": "required",
+                      **THINK_OFF}, path="/beta/chat/completions")
+    calls = _message(r.json() if r.status_code == 200 else {}).get("tool_calls") or []
+    if not calls:
+        unobserved("a strict tool call", f"HTTP {r.status_code}" if r.status_code != 200 else "no tool_calls")
+    schema = STRICT_TOOL["function"]["parameters"]
+    off = []
+    for c in calls:
+        text = (c.get("function") or {}).get("arguments") if isinstance(c, dict) else None
+        try:
+            jsonschema.validate(json.loads(text) if isinstance(text, str) else text, schema)
+        except (ValueError, jsonschema.ValidationError) as exc:
+            off.append(f"{text!r}: {str(exc).splitlines()[0]}")
+    need(not off, {"strict arguments": "match the schema"}, {"strict arguments": off})
 
 
 async def s29(p: Probe) -> None:
@@ -668,7 +687,7 @@ async def s39(p: Probe) -> None:
     msgs = [*U, {"role": "assistant", "content": "Hello", "prefix": True}]
     r = await p.post({"model": "deepseek-v4-flash", "messages": msgs, **THINK_OFF}, path="/beta/chat/completions")
     content = _message(r.json() if r.status_code == 200 else {}).get("content") or ""
-    need(r.status_code == 200 and not content.startswith("Hello"), {"prefix": "continued, not repeated"},
+    need(r.status_code == 200 and bool(content) and not content.startswith("Hello"), {"prefix": "continued, not repeated"},
          {"status": r.status_code, "content": content[:80]})
 
 
@@ -685,10 +704,15 @@ async def s41(p: Probe) -> None:
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}}
     bad = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}
+    open_ = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
     r1, _ = await p.chat(tools=[good], **THINK_OFF)
     r2, _ = await p.chat(tools=[bad], **THINK_OFF)
-    need(r1.status_code == 200 and r2.status_code == 400, {"valid strict": 200, "invalid strict": 400},
-         {"valid strict": r1.status_code, "invalid strict": r2.status_code})
+    r3, _ = await p.chat(tools=[open_], **THINK_OFF)
+    need(r1.status_code == 200 and r2.status_code == 400 and r3.status_code == 400 and _enveloped(r3),
+         {"valid strict": 200, "a property not required": 400, "no additionalProperties false": "400 + error envelope"},
+         {"valid strict": r1.status_code, "a property not required": r2.status_code,
+          "no additionalProperties false": [r3.status_code, _err(r3)]})
 
 
 Check = Callable[[Probe], Awaitable[None]]

@@ -255,6 +255,17 @@ def _drop_keys(*keys: str) -> Callable[[dict[str, Any]], None]:
     return fn
 
 
+def _strict(r: Request) -> bool:
+    return any((t.get("function") or {}).get("strict") for t in r.get("tools") or [])
+
+
+def _close_schemas(r: Request) -> Request:
+    """Make every strict schema closed, so the mock never sees an open one (and accepts it)."""
+    tools = [{**t, "function": {**t["function"], "parameters": {**t["function"]["parameters"], "additionalProperties": False}}}
+             if (t.get("function") or {}).get("strict") else t for t in r.get("tools") or []]
+    return {**r, "tools": tools} if tools else r
+
+
 DEFECTS = [
     Defect("S2", "401 without the envelope's type/param/code", answer=_errors(401, _no_type)),
     Defect("S4", "400 in other words than DeepSeek's", answer=_errors(400, _message("bad request"))),
@@ -293,6 +304,11 @@ DEFECTS = [
     Defect("S31", "cache hits not in multiples of 64", answer=_chunks(_usage(_cache_hits(10)))),
     Defect("S32", "an answer in a stream cut by max_tokens", answer=_chunks(_answer_on_length)),
     Defect("S34", "fewer top_logprobs than asked for", answer=_chunks(_one_top_logprob)),
+    Defect("S28", "strict arguments outside the schema", answer=_json_answer(
+        lambda r, d: _calls(lambda c: c["function"].update(arguments='{"city": "Oslo"}'))(r, d) if _strict(r) else None)),
+    Defect("S39", "an empty continuation of a prefix", answer=_json_answer(
+        lambda r, d: _set("choices.0.message.content", "")(r, d) if r["messages"][-1].get("prefix") else None)),
+    Defect("S41", "a strict schema without additionalProperties false accepted", request=_close_schemas),
 ]
 
 
