@@ -45,8 +45,9 @@ from dshkit.mock_server import (
 )
 from dshkit.replay import replay_session
 from dshkit.run import run_command
+from tests.normalize import Normalizer
 
-from .conftest import Normalizer, RigFactory, call, reply
+from .conftest import RigFactory, call, reply
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 SKIP_LOOP = {"compaction-recovery--session.jsonl"}
@@ -78,10 +79,10 @@ async def test_own_log_replays_to_same_messages_and_tool_events(
     assert report.turn_ends == ["completed"]
     assert report.messages_equal and len(report.logged_messages) == 3
     assert report.results_equal and len(report.logged_results) == 3
-    norm = Normalizer(rig.workspace)
+    norm = Normalizer.in_text(rig.workspace)
     kept = ("assistant/message", "tool/call", "tool/result")
     original = [norm(event_to_json(e)["data"]) for e in rig.session.events if e.type in kept]
-    again = [Normalizer(rig.workspace)(event_to_json(e)["data"]) for e in replayed.events if e.type in kept]
+    again = [Normalizer.in_text(rig.workspace)(event_to_json(e)["data"]) for e in replayed.events if e.type in kept]
     for item in original + again:
         item.pop("usage", None)
         item.get("message", {}).pop("id", None)  # fresh message ids in every session
