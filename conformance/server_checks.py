@@ -444,10 +444,11 @@ async def s20(p: Probe) -> None:
 
 
 async def s21(p: Probe) -> None:
-    s = await p.stream()
-    fields = [t for k, t in s.events if k == "field"]
-    comments = [t for k, t in s.events if k == "comment" and t.strip() != ": keep-alive"]
-    need(not fields and not comments, {"filler": "only `: keep-alive`"}, {"fields": fields, "comments": comments})
+    for body in ({}, {"tools": [TOOL], "tool_choice": "required", **THINK_OFF}):  # a text and a tool-call stream
+        s = await p.stream(**body)
+        fields = [t for k, t in s.events if k == "field"]
+        comments = [t for k, t in s.events if k == "comment" and t.strip() != ": keep-alive"]
+        need(not fields and not comments, {"filler": "only `: keep-alive`"}, {"fields": fields, "comments": comments})
 
 
 async def s21b(p: Probe) -> None:

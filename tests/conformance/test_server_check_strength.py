@@ -292,6 +292,8 @@ DEFECTS = [
     Defect("S19", "a data line that is not JSON", answer=_stream_body(lambda b: b.replace(b"data: [DONE]", b"data: {oops\n\ndata: [DONE]"))),
     Defect("S20", "a comment between the last chunk and [DONE]",
            answer=_stream_body(lambda b: b.replace(b"data: [DONE]", b": bye\n\ndata: [DONE]"))),
+    Defect("S21", "an event: line in tool-call streams", answer=lambda r, a: _stream_body(
+        lambda b: b"event: tool\n" + b)(r, a) if r.get("tools") else a),
     Defect("S22", "the id changes inside a tool-call stream", answer=_chunks(_other_id_on_tool_streams)),
     Defect("S24", "thinking on without reasoning deltas", answer=_chunks(_without_reasoning)),
     Defect("S24", "a thinking-off finish delta with reasoning_content", answer=_chunks(
