@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import httpx
+import jsonschema
 
 from dshkit.harness.providers.sse import SSEComment, SSEDecoder, SSEField
 
@@ -36,8 +37,16 @@ __all__ = ["SERVER_CHECKS", "run_server_checks", "select_checks"]
 U = [{"role": "user", "content": "Say hello in five words."}]
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+OTHER_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+STRICT_TOOL: dict[str, Any] = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+    "required": ["city", "unit"], "additionalProperties": False}}}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CALL_ID = re.compile(r"^call_\d{2}_[A-Za-z0-9]{24}$")
+DESERIALIZE = "Failed to deserialize the JSON body into the target type: "
+MAX_TOKENS_RANGE = "Invalid max_tokens value, the valid range of max_tokens is [1, "
+CONTEXT_LENGTH = "This model's maximum context length is"
 PASSBACK = "The `reasoning_content` in the thinking mode must be passed back to the API."
 
 
@@ -198,6 +207,15 @@ def _err(r: httpx.Response) -> dict[str, Any]:
     return err if isinstance(err, dict) else {}
 
 
+ENVELOPE_KEYS = {"message", "type", "param", "code"}
+
+
+def _enveloped(r: httpx.Response) -> bool:
+    """The DeepSeek error envelope: `{"error": {"message": "…", "type", "param", "code"}}`."""
+    e = _err(r)
+    return set(e) >= ENVELOPE_KEYS and isinstance(e.get("message"), str) and bool(e["message"])
+
+
 def _deltas(s: Streamed) -> list[dict[str, Any]]:
     return [c["choices"][0].get("delta") or {} for c in s.chunks if c.get("choices")]
 
@@ -232,9 +250,10 @@ async def s2(p: Probe) -> None:
         # A server that requires no key at all (a default `dshkit serve`): nothing to judge.
         na("the server accepts any key, or none (start `dshkit serve --api-key K` and pass the same "
            "--api-key to check this)")
-    need(none.status_code == 401 and bool(_err(none).get("message")), {"no key": "401 + error envelope"},
-         {"no key": none.status_code})
-    need(wrong.status_code == 401, {"wrong key": 401}, {"wrong key": wrong.status_code})
+    need(none.status_code == 401 and _enveloped(none), {"no key": "401 + error envelope"},
+         {"no key": [none.status_code, _err(none)]})
+    need(wrong.status_code == 401 and _enveloped(wrong), {"wrong key": "401 + error envelope"},
+         {"wrong key": [wrong.status_code, _err(wrong)]})
 
 
 async def s3(p: Probe) -> None:
@@ -258,22 +277,39 @@ async def s4(p: Probe) -> None:
     await control(p)
     for name, body in cases.items():
         r = await p.post(body, raw=body if isinstance(body, bytes) else None)
-        need(r.status_code == 400, {name: 400}, {name: r.status_code})
+        need(r.status_code == 400 and _enveloped(r), {name: "400 + error envelope"}, {name: [r.status_code, _err(r)]})
+        msg = str(_err(r).get("message"))
+        if not isinstance(body, bytes):  # the observed wording for a body of the wrong shape
+            need(msg.startswith(DESERIALIZE), {name: DESERIALIZE + "<path>: <reason>"}, {name: msg})
 
 
 async def s5(p: Probe) -> None:
     await control(p)
     r, _ = await p.chat(max_tokens=0)
     msg = _err(r).get("message") or ""
-    need(r.status_code == 400 and "max_tokens" in msg, {"max_tokens 0": "400 Invalid max_tokens value…"}, {"max_tokens 0": [r.status_code, msg]})
-    r, _ = await p.chat(model="deepseek-chat", temperature=5)
-    need(r.status_code in (400, 422), {"temperature 5": "422"}, {"temperature 5": r.status_code})
+    need(r.status_code == 400 and msg.startswith(MAX_TOKENS_RANGE), {"max_tokens 0": MAX_TOKENS_RANGE + "N]"},
+         {"max_tokens 0": [r.status_code, msg]})
+    # Over 1M tokens of prompt by any tokenizer (distinct numbers do not merge), plus the V4 output limit.
+    huge = " ".join(str(i) for i in range(600_000))
+    r, _ = await p.chat(messages=[{"role": "user", "content": huge}], max_tokens=393216)
+    msg = _err(r).get("message") or ""
+    need(r.status_code == 400 and msg.startswith(CONTEXT_LENGTH), {"prompt over the context": CONTEXT_LENGTH + " …"},
+         {"prompt over the context": [r.status_code, msg[:120]]})
+    for name, bad in (("temperature 5", {"temperature": 5}), ("top_p 1.5", {"top_p": 1.5}),
+                      ("frequency_penalty 2.5", {"frequency_penalty": 2.5}),
+                      ("top_logprobs 30", {"logprobs": True, "top_logprobs": 30}),
+                      ("17 stop strings", {"stop": ["s"] * 17}),
+                      ("tool name with a space", {"tools": [{"type": "function", "function": {"name": "x y"}}]})):
+        r, _ = await p.chat(model="deepseek-chat", **bad)
+        need(r.status_code in (400, 422) and _enveloped(r), {name: "422 (or 400) + error envelope"},
+             {name: [r.status_code, _err(r)]})
 
 
 async def s6(p: Probe) -> None:
     await control(p)
     r, _ = await p.chat(messages=[*U, {"role": "tool", "tool_call_id": "call_nowhere", "content": "x"}], **THINK_OFF)
-    need(r.status_code == 400, {"orphan tool message": 400}, {"orphan tool message": r.status_code})
+    need(r.status_code == 400 and _enveloped(r), {"orphan tool message": "400 + error envelope"},
+         {"orphan tool message": [r.status_code, _err(r)]})
 
 
 def _tool_history(reasoning: str | None) -> list[dict[str, Any]]:
@@ -304,6 +340,11 @@ async def s9(p: Probe) -> None:
     need(bool(calls), {"required, thinking off": "200 with tool_calls"}, {"required, thinking off": r.status_code})
     r, _ = await p.chat(tools=[TOOL], tool_choice="required", thinking={"type": "enabled"})
     need(r.status_code == 400, {"required, thinking on": 400}, {"required, thinking on": r.status_code})
+    named = {"type": "function", "function": {"name": "get_time"}}
+    r, d = await p.chat(tools=[TOOL, OTHER_TOOL], tool_choice=named, **THINK_OFF)
+    names = [(c.get("function") or {}).get("name") for c in _message(d).get("tool_calls") or [] if isinstance(c, dict)]
+    need(r.status_code == 200 and names == ["get_time"], {"named get_time, thinking off": ["get_time"]},
+         {"named get_time, thinking off": [r.status_code, names]})
 
 
 async def s10(p: Probe) -> None:
@@ -320,10 +361,13 @@ def _message(data: dict[str, Any]) -> dict[str, Any]:
 async def s11(p: Probe) -> None:
     seen = {}
     for label, body in (("deepseek-reasoner", {"model": "deepseek-reasoner"}), ("deepseek-chat", {"model": "deepseek-chat"}),
-                        ("v4 default", {}), ("v4 disabled", THINK_OFF)):
+                        ("v4 default", {}), ("v4 disabled", THINK_OFF), ("v4-pro default", {"model": "deepseek-v4-pro"}),
+                        ("deepseek-chat enabled", {"model": "deepseek-chat", "thinking": {"type": "enabled"}}),
+                        ("effort none", {"reasoning_effort": "none"}), ("effort medium", {"reasoning_effort": "medium"})):
         _, data = await p.chat(**body)
         seen[label] = "reasoning_content" in _message(data)
-    want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False}
+    want = {"deepseek-reasoner": True, "deepseek-chat": False, "v4 default": True, "v4 disabled": False,
+            "v4-pro default": True, "deepseek-chat enabled": True, "effort none": False, "effort medium": True}
     need(seen == want, want, seen)
 
 
@@ -342,7 +386,8 @@ async def _switch(p: Probe, behavior: str) -> httpx.Response:
 async def s13(p: Probe) -> None:
     for behavior, status in (("insufficient_balance", 402), ("rate_limit", 429), ("server_error", 500), ("service_unavailable", 503)):
         r = await _switch(p, behavior)
-        need(r.status_code == status and bool(_err(r).get("message")), {behavior: status}, {behavior: r.status_code})
+        need(r.status_code == status and _enveloped(r), {behavior: f"{status} + error envelope"},
+             {behavior: [r.status_code, _err(r)]})
 
 
 # --- non-streaming (S14–S17) --------------------------------------------------------------------
@@ -357,8 +402,8 @@ async def s14(p: Probe) -> None:
         "object": d.get("object"),
         "uuid id": bool(_UUID.match(str(d.get("id", "")))),
         "int created": isinstance(d.get("created"), int),
-        "model": isinstance(d.get("model"), str),
-        "fingerprint": isinstance(d.get("system_fingerprint"), str),
+        "model": d.get("model") == "deepseek-v4-flash",  # asked for by its own id, not an alias
+        "fingerprint": isinstance(d.get("system_fingerprint"), str) and bool(d.get("system_fingerprint")),
         "one choice index 0": len(choices) == 1 and choices[0].get("index") == 0,
         "logprobs null": bool(choices) and choices[0].get("logprobs") is None,
     }
@@ -369,10 +414,22 @@ async def s14(p: Probe) -> None:
 async def s15(p: Probe) -> None:
     _, on = await p.chat(thinking={"type": "enabled"})
     _, off = await p.chat(**THINK_OFF)
-    got = {"thinking on has reasoning": isinstance(_message(on).get("reasoning_content"), str),
+    reasoning = _message(on).get("reasoning_content")
+    got = {"thinking on has reasoning": isinstance(reasoning, str) and bool(reasoning),
            "thinking off has the key": "reasoning_content" in _message(off)}
     want = {"thinking on has reasoning": True, "thinking off has the key": False}
     need(got == want, want, got)
+
+
+def _json_text(value: Any) -> bool:
+    """A string that parses as JSON."""
+    if not isinstance(value, str):
+        return False
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
 
 
 async def s16(p: Probe) -> None:
@@ -380,9 +437,9 @@ async def s16(p: Probe) -> None:
     choice = (d.get("choices") or [{}])[0]
     calls = _message(d).get("tool_calls") or []
     ok = (choice.get("finish_reason") == "tool_calls" and bool(calls) and all(
-        isinstance(c, dict) and "index" in c and isinstance(c.get("id"), str) and c.get("type") == "function"
-        and isinstance((c.get("function") or {}).get("name"), str) and isinstance((c.get("function") or {}).get("arguments"), str)
-        for c in calls))
+        isinstance(c, dict) and c.get("index") == i and bool(_CALL_ID.match(str(c.get("id")))) and c.get("type") == "function"
+        and isinstance((c.get("function") or {}).get("name"), str) and _json_text((c.get("function") or {}).get("arguments"))
+        for i, c in enumerate(calls)))
     need(ok, {"finish_reason": "tool_calls", "tool_calls": "index, id, type function, name, arguments string"},
          {"finish_reason": choice.get("finish_reason"), "tool_calls": calls})
 
@@ -407,28 +464,32 @@ async def s17(p: Probe) -> None:
 async def s18(p: Probe) -> None:
     s = await p.stream()  # a 200 without a chunk is nothing to judge the content type of
     ct = s.headers.get("content-type", "")
-    need(s.status == 200 and ct.startswith("text/event-stream"), {"status": 200, "content-type": "text/event-stream"},
-         {"status": s.status, "content-type": ct})
+    cache = s.headers.get("cache-control", "")
+    need(s.status == 200 and ct.replace(" ", "").lower() == "text/event-stream;charset=utf-8" and cache == "no-cache",
+         {"status": 200, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"},
+         {"status": s.status, "content-type": ct, "cache-control": cache})
 
 
 async def s19(p: Probe) -> None:
     s = await p.stream()
     text = s.raw.decode("utf-8", "replace")
     blocks = [b for b in text.split("\n\n") if b.strip()]
-    bad = [b[:60] for b in blocks if not b.startswith(":") and (b.count("\n") != 0 or not b.startswith("data: "))]
+    bad = [b[:60] for b in blocks if not b.startswith(":") and (
+        b.count("\n") != 0 or "\r" in b or not b.startswith("data: ") or not (b == "data: [DONE]" or _json_text(b[6:])))]
     need(not bad and text.endswith("\n\n"), {"events": "one `data: <json>` line each"}, {"odd events": bad})
 
 
 async def s20(p: Probe) -> None:
     s = await p.stream()
-    need(s.raw.endswith(b"data: [DONE]\n\n"), {"last bytes": "data: [DONE]\\n\\n"}, {"last bytes": s.raw[-24:].decode("utf-8", "replace")})
+    need(s.raw.endswith(b"}\n\ndata: [DONE]\n\n"), {"last bytes": "…}\\n\\ndata: [DONE]\\n\\n"}, {"last bytes": s.raw[-24:].decode("utf-8", "replace")})
 
 
 async def s21(p: Probe) -> None:
-    s = await p.stream()
-    fields = [t for k, t in s.events if k == "field"]
-    comments = [t for k, t in s.events if k == "comment" and t.strip() != ": keep-alive"]
-    need(not fields and not comments, {"filler": "only `: keep-alive`"}, {"fields": fields, "comments": comments})
+    for body in ({}, {"tools": [TOOL], "tool_choice": "required", **THINK_OFF}):  # a text and a tool-call stream
+        s = await p.stream(**body)
+        fields = [t for k, t in s.events if k == "field"]
+        comments = [t for k, t in s.events if k == "comment" and t.strip() != ": keep-alive"]
+        need(not fields and not comments, {"filler": "only `: keep-alive`"}, {"fields": fields, "comments": comments})
 
 
 async def s21b(p: Probe) -> None:
@@ -439,11 +500,12 @@ async def s21b(p: Probe) -> None:
 
 
 async def s22(p: Probe) -> None:
-    s = await p.stream()
-    keys = ("id", "created", "model", "system_fingerprint", "object")
-    seen = {k: sorted({json.dumps(c.get(k)) for c in s.chunks}) for k in keys}
-    ok = all(len(v) == 1 for v in seen.values()) and seen["object"] == ['"chat.completion.chunk"']
-    need(ok, {k: "one value" for k in keys}, seen)
+    for body in ({}, {"tools": [TOOL], "tool_choice": "required", **THINK_OFF}):
+        s = await p.stream(**body)
+        keys = ("id", "created", "model", "system_fingerprint", "object")
+        seen = {k: sorted({json.dumps(c.get(k)) for c in s.chunks}) for k in keys}
+        ok = all(len(v) == 1 for v in seen.values()) and seen["object"] == ['"chat.completion.chunk"']
+        need(ok, {k: "one value" for k in keys}, seen)
 
 
 async def s23(p: Probe) -> None:
@@ -461,8 +523,10 @@ async def s24(p: Probe) -> None:
     bad = [d for d in on if (d.get("reasoning_content") and set(d) != {"content", "reasoning_content"}) or
            (d.get("reasoning_content") and d.get("content") is not None)]
     bad += [d for d in on if d.get("content") and d.get("reasoning_content", "missing") is not None]
-    bad += [d for d in off if d.get("content") and set(d) != {"content"}]
+    bad += [d for d in off if set(d) != {"content"}]
     need(not bad, {"odd deltas": []}, {"odd deltas": bad[:5]})
+    kinds = {"reasoning": any(d.get("reasoning_content") for d in on), "answer": any(d.get("content") for d in on)}
+    need(all(kinds.values()), {"thinking on streams": {"reasoning": True, "answer": True}}, {"thinking on streams": kinds})
 
 
 async def s25(p: Probe) -> None:
@@ -474,6 +538,8 @@ async def s25(p: Probe) -> None:
             bad.append(d)
         if d.get("content") or d.get("tool_calls"):
             answer_started = True
+    if not any(d.get("reasoning_content") for d in deltas):
+        unobserved("reasoning deltas", "a thinking-on stream with none")
     need(not bad, {"reasoning after or mixed with the answer": []}, {"reasoning after or mixed with the answer": bad[:5]})
 
 
@@ -518,25 +584,44 @@ async def s28(p: Probe) -> None:
         except ValueError:
             bad[i] = a
     need(bool(args) and not bad, {"arguments": "valid JSON"}, {"arguments": bad or "no tool call"})
+    # strict mode (the /beta path): the arguments also match the schema
+    r = await p.post({"model": "deepseek-v4-flash", "messages": U, "tools": [STRICT_TOOL], "tool_choice": "required",
+                      **THINK_OFF}, path="/beta/chat/completions")
+    calls = _message(r.json() if r.status_code == 200 else {}).get("tool_calls") or []
+    if not calls:
+        unobserved("a strict tool call", f"HTTP {r.status_code}" if r.status_code != 200 else "no tool_calls")
+    schema = STRICT_TOOL["function"]["parameters"]
+    off = []
+    for c in calls:
+        text = (c.get("function") or {}).get("arguments") if isinstance(c, dict) else None
+        try:
+            jsonschema.validate(json.loads(text) if isinstance(text, str) else text, schema)
+        except (ValueError, jsonschema.ValidationError) as exc:
+            off.append(f"{text!r}: {str(exc).splitlines()[0]}")
+    need(not off, {"strict arguments": "match the schema"}, {"strict arguments": off})
 
 
 async def s29(p: Probe) -> None:
     for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
         s = await p.stream(**body)
         finishes = [i for i, c in enumerate(s.chunks) if c.get("choices") and c["choices"][0].get("finish_reason")]
-        early_usage = [i for i, c in enumerate(s.chunks[:-1]) if c.get("usage") is not None]
+        early_usage = [i for i, c in enumerate(s.chunks[:-1]) if c.get("usage", "missing") is not None]
+        # "usage": null and "finish_reason": null are sent, not left out
+        early_usage += [i for i, c in enumerate(s.chunks[:-1])
+                        if c.get("choices") and "finish_reason" not in c["choices"][0]]
         last = s.chunks[-1] if s.chunks else {}
         delta = (last.get("choices") or [{}])[0].get("delta")
         want_delta = {"content": "", "reasoning_content": None} if body.get("thinking", {}).get("type") == "enabled" else {"content": ""}
-        got = {"finish chunks": finishes, "earlier usage": early_usage, "finish delta": delta, "usage on it": isinstance(last.get("usage"), dict)}
-        want = {"finish chunks": [len(s.chunks) - 1], "earlier usage": [], "finish delta": want_delta, "usage on it": True}
+        got = {"finish chunks": finishes, "earlier usage or no finish_reason": sorted(set(early_usage)), "finish delta": delta, "usage on it": isinstance(last.get("usage"), dict)}
+        want = {"finish chunks": [len(s.chunks) - 1], "earlier usage or no finish_reason": [], "finish delta": want_delta, "usage on it": True}
         need(got == want, want, got)
 
 
 async def s30(p: Probe) -> None:
     s = await p.stream(stream_options=None)
     empty = [c for c in s.chunks if c.get("choices") == []]
-    need(not empty and _usage(s) is not None, {"usage chunk": "none; usage on the finish chunk"}, {"choices [] chunks": len(empty), "usage": _usage(s)})
+    total = (_usage(s) or {}).get("total_tokens")
+    need(not empty and isinstance(total, int) and total > 0, {"usage chunk": "none; usage on the finish chunk"}, {"choices [] chunks": len(empty), "usage": _usage(s)})
 
 
 async def s31(p: Probe) -> None:
@@ -544,7 +629,12 @@ async def s31(p: Probe) -> None:
     for body in ({"thinking": {"type": "enabled"}}, THINK_OFF):
         u = _usage(await p.stream(**body)) or {}
         pt, ct = u.get("prompt_tokens", -1), u.get("completion_tokens", -1)
-        hit, miss = u.get("prompt_cache_hit_tokens", 0), u.get("prompt_cache_miss_tokens", pt)
+        hit, miss = u.get("prompt_cache_hit_tokens"), u.get("prompt_cache_miss_tokens")
+        if not isinstance(hit, int) or not isinstance(miss, int):
+            problems.append("prompt_cache_hit_tokens / prompt_cache_miss_tokens missing")
+            hit, miss = hit if isinstance(hit, int) else 0, miss if isinstance(miss, int) else pt
+        if hit % 64:
+            problems.append("cache hits not a multiple of 64")
         if u.get("total_tokens") != pt + ct:
             problems.append("total != prompt + completion")
         if hit + miss != pt:
@@ -563,7 +653,11 @@ async def s31(p: Probe) -> None:
 
 async def s32(p: Probe) -> None:
     s = await p.stream(thinking={"type": "enabled"}, max_tokens=2)
-    need(_finish(s) == "length", {"finish_reason": "length"}, {"finish_reason": _finish(s)})
+    ds = _deltas(s)
+    got = {"finish_reason": _finish(s), "reasoning": any(d.get("reasoning_content") for d in ds),
+           "answer": any(d.get("content") for d in ds)}
+    want = {"finish_reason": "length", "reasoning": True, "answer": False}  # cut inside the reasoning
+    need(got == want, want, got)
 
 
 async def s33(p: Probe) -> None:
@@ -583,7 +677,8 @@ async def s34(p: Probe) -> None:
         content = (choice.get("delta") or {}).get("content")
         if content:
             entries = (lp or {}).get("content") or []
-            if not entries or not all({"token", "logprob", "bytes", "top_logprobs"} <= set(e) for e in entries):
+            if not entries or not all({"token", "logprob", "bytes", "top_logprobs"} <= set(e)
+                                      and len(e["top_logprobs"] or []) == 2 for e in entries):
                 bad.append(lp)
         elif lp is not None:
             bad.append(lp)
@@ -653,11 +748,16 @@ async def s41(p: Probe) -> None:
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}}
     bad = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}
+    open_ = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
     r1, _ = await p.chat(tools=[good], **THINK_OFF)
     answered(r1, "valid strict")
     r2, _ = await p.chat(tools=[bad], **THINK_OFF)
-    need(r2.status_code == 400, {"valid strict": 200, "invalid strict": 400},
-         {"valid strict": r1.status_code, "invalid strict": r2.status_code})
+    r3, _ = await p.chat(tools=[open_], **THINK_OFF)
+    need(r2.status_code == 400 and r3.status_code == 400 and _enveloped(r3),
+         {"valid strict": 200, "a property not required": 400, "no additionalProperties false": "400 + error envelope"},
+         {"valid strict": r1.status_code, "a property not required": r2.status_code,
+          "no additionalProperties false": [r3.status_code, _err(r3)]})
 
 
 Check = Callable[[Probe], Awaitable[None]]

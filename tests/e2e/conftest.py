@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import (
@@ -276,45 +275,7 @@ async def loop_rig(
                 rig.check()
 
 
-# --- snapshot normalisation --------------------------------------------------------------------
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_HEX32 = re.compile(r"\b[0-9a-f]{32}\b")
-_CALL = re.compile(r"\bcall_\d\d_[A-Za-z0-9]{24}\b")
-
-
-class Normalizer:
-    """Numbered tokens per distinct id (`{{uuid:1}}`, `{{call:1}}`, `{{request:1}}`), times to 0,
-    the workspace path to `{{cwd}}`."""
-
-    def __init__(self, cwd: Path | str) -> None:
-        self.cwd = str(cwd)
-        self.tokens: dict[tuple[str, str], str] = {}
-
-    def _token(self, kind: str, value: str) -> str:
-        key = (kind, value)
-        if key not in self.tokens:
-            n = sum(1 for k in self.tokens if k[0] == kind) + 1
-            self.tokens[key] = f"{{{{{kind}:{n}}}}}"
-        return self.tokens[key]
-
-    def text(self, value: str) -> str:
-        value = value.replace(self.cwd, "{{cwd}}")
-        value = _UUID.sub(lambda m: self._token("uuid", m.group()), value)
-        value = _HEX32.sub(lambda m: self._token("hex", m.group()), value)
-        return _CALL.sub(lambda m: self._token("call", m.group()), value)
-
-    def __call__(self, value: Any, key: str | None = None) -> Any:
-        if isinstance(value, Mapping):
-            return {k: self(v, k) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self(v) for v in value]
-        if isinstance(value, str):
-            return self._token("request", value) if key == "requestId" else self.text(value)
-        if key in ("time", "createdAt", "created", "time0") and isinstance(value, (int, float)):
-            return 0
-        return value
-
+# --- snapshot text ----------------------------------------------------------------------------------
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True)

@@ -16,8 +16,9 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from dshkit.harness.session import event_to_json
+from tests.normalize import Normalizer
 
-from .conftest import README_TEXT, Normalizer, RigFactory, call, reply
+from .conftest import README_TEXT, RigFactory, call, reply
 
 PROMPT = "Read README.md and tell me what the project does."
 CALL_ID = "call_00_r3ad0README0md0e2eWalk001"
@@ -79,7 +80,7 @@ async def test_seed_walk_log_and_wire(loop_rig: RigFactory, snapshot_json: Snaps
     assert README_TEXT.splitlines()[2] in wire[3]["content"]
     assert second["messages"][: len(first["messages"])] == first["messages"]  # append-extends
 
-    norm = Normalizer(rig.workspace)
+    norm = Normalizer.in_text(rig.workspace)
     log: list[Any] = [norm(event_to_json(e)) for e in rig.session.events]
     assert log == snapshot_json(name="session-log")
     assert norm(rig.bodies) == snapshot_json(name="request-bodies")

@@ -1,4 +1,4 @@
-"""Fixtures for the mock server tests: an httpx client with short timeouts, a sync server factory."""
+"""Fixtures for the mock server tests: an httpx client with patient timeouts, a sync server factory."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from dshkit.mock_server import MockServer
 
 @pytest_asyncio.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client that never waits long: every test bounds its own waits."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(2.0, read=1.0)) as client:
+    """An httpx client for answers that end on their own: its timeouts only bound a hang, so
+    they are patient (a loaded machine can pause a response for seconds). A test that waits on
+    silence on purpose sets its own short timeout."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
         yield client
 
 

@@ -16,6 +16,7 @@ class Gates:
     def __init__(self) -> None:
         self.gates: dict[str, asyncio.Event] = {}
         self.started: dict[str, asyncio.Event] = {}
+        self.ended: dict[str, asyncio.Event] = {}
         self.log: list[str] = []
 
     def gate(self, name: str) -> asyncio.Event:
@@ -24,12 +25,16 @@ class Gates:
     def started_event(self, name: str) -> asyncio.Event:
         return self.started.setdefault(name, asyncio.Event())
 
+    def ended_event(self, name: str) -> asyncio.Event:
+        return self.ended.setdefault(name, asyncio.Event())
+
     async def body(self, args: dict[str, str], call: ToolCall) -> str:
         name = args["name"]
         self.log.append(f"begin {name}")
         self.started_event(name).set()
         await self.gate(name).wait()
         self.log.append(f"end {name}")
+        self.ended_event(name).set()
         return f"done {name}"
 
 
@@ -127,6 +132,13 @@ async def test_concluded_and_policy_order_is_model_order() -> None:
     assert out.concluded and seen == ["c1", "c2"]
 
 
+async def turns(n: int = 50) -> None:
+    """Let the event loop run `n` rounds: counted turns, not time, so a loaded machine gives the
+    scheduler exactly the same chances to act (wrongly) as an idle one."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
 async def test_an_exclusive_call_is_a_barrier_between_pools() -> None:
     g = Gates()
     checks: list[str] = []
@@ -148,12 +160,14 @@ async def test_an_exclusive_call_is_a_barrier_between_pools() -> None:
     ))
     await g.started_event("1").wait()
     await g.started_event("2").wait()
-    await asyncio.sleep(0.01)
-    assert "call c3" not in events  # waits for the pool before it to drain
+    # One call of the pool ends, the other still runs: the exclusive call must keep waiting.
     g.gate("2").set()
+    await g.ended_event("2").wait()
+    await turns()
+    assert "call c3" not in events  # waits for the whole pool before it to drain
     g.gate("1").set()
     await g.started_event("3").wait()
-    await asyncio.sleep(0.01)
+    await turns()
     assert "call c4" not in events  # and nothing after it starts while it runs
     g.gate("3").set()
     g.gate("4").set()

@@ -301,19 +301,25 @@ async def test_idle_watchdog_before_headers(raw_server: RawServer) -> None:
 
 
 async def test_keep_alive_comments_keep_a_slow_stream_alive(raw_server: RawServer) -> None:
-    # The stream lasts well over the idle timeout, but a comment arrives every 0.1 s.
+    # The stream lasts longer than the idle timeout (by the server's clock, however slowly the
+    # machine runs), but a comment goes out every 50 ms: only a 1.5 s gap between two writes,
+    # thirty times the pacing, could trip the watchdog, so a loaded machine does not.
+    idle = 1.5
+
     async def slow(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for _ in range(10):
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 1.2 * idle
+        while loop.time() < until:
             await response.write(b": keep-alive\n\n")
-            await asyncio.sleep(0.1)  # pacing the server, not synchronising the test
+            await asyncio.sleep(0.05)  # pacing the server, not synchronising the test
         await response.write(sse(chunk({"content": "late but fine"}, "stop")))
         await response.write_eof()
         return response
 
     url = await raw_server.serve(slow)
-    chunks = await run(url, idle_timeout_s=0.6)
+    chunks = await run(url, idle_timeout_s=idle)
     assert only_finish(chunks).reason.kind == "stop"
     assert BlockAssembler().feed_all(chunks).blocks() == [TextBlock(text="late but fine")]
 

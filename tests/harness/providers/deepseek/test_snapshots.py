@@ -9,7 +9,6 @@ Regenerate after an intended change: `pytest tests/harness/providers/deepseek/te
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
@@ -27,37 +26,12 @@ from dshkit.harness.llm import (
 )
 from dshkit.harness.providers.deepseek import DeepSeekConfig
 from dshkit.harness.providers.openai_chat import serialize
+from tests.normalize import Normalizer
 
 from .wire import decode
 
 CAPTURES = Path(__file__).parent / "captures"
 NAMES = sorted(p.stem for p in CAPTURES.glob("*.sse"))
-ID_KEYS = {"id", "toolCallId", "callId", "tool_call_id", "requestId"}
-TIME_KEYS = {"created", "createdAt", "time", "timestamp"}
-
-
-class Normalizer:
-    """Replace ids and times with `<id-N>` / `<time-N>`, numbered by first appearance."""
-
-    def __init__(self) -> None:
-        self.tokens: dict[tuple[str, Any], str] = {}
-
-    def _token(self, kind: str, value: Any) -> str:
-        key = (kind, value)
-        if key not in self.tokens:
-            self.tokens[key] = f"<{kind}-{sum(k[0] == kind for k in self.tokens) + 1}>"
-        return self.tokens[key]
-
-    def __call__(self, value: Any, key: str | None = None) -> Any:
-        if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        if key in ID_KEYS and isinstance(value, str) and value:
-            return self._token("id", value)
-        if key in TIME_KEYS and isinstance(value, (int, float)):
-            return self._token("time", value)
-        return value
 
 
 @pytest.fixture
@@ -82,7 +56,7 @@ def test_captures_exist() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_translate_and_assemble(name: str, snapshot_json: SnapshotAssertion) -> None:
     chunks = decode((CAPTURES / f"{name}.sse").read_bytes())
-    normalize = Normalizer()
+    normalize = Normalizer.by_key()
     a = BlockAssembler().feed_all(chunks)
     document = {
         "chunks": [chunk_to_json(c) for c in chunks],
@@ -114,4 +88,4 @@ def test_round_trip_next_request(name: str, config: DeepSeekConfig, snapshot_jso
     # the arguments go back byte for byte
     sent = [c["function"]["arguments"] for c in body["messages"][2]["tool_calls"]]
     assert sent == [c.arguments for c in assistant.tool_calls]
-    assert Normalizer()(body) == snapshot_json
+    assert Normalizer.by_key()(body) == snapshot_json
