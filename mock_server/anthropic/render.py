@@ -14,7 +14,7 @@ import json
 import random
 import uuid
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import repeat as _repeat
 from typing import Any
 
 from dshkit.mock_server.defaults import apply_stop
@@ -298,10 +298,10 @@ _escape = json.encoder.encode_basestring  # what `_dumps` writes for a str (C, n
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_message_id(seed: int, anthropic: bool) -> str:
-    """:func:`message_id`, once per seed: seeding its generator costs a tenth of a rendering,
-    and a server renders the same step's seed again and again."""
-    return message_id(seed, anthropic=anthropic)
+def _cached_message_id(seed: int, anthropic: bool, repeat: int = 0) -> str:
+    """:func:`message_id`, once per seed and repeat: seeding its generator costs a tenth of a
+    rendering, and a server renders the same step's seed again and again."""
+    return message_id(seed, anthropic=anthropic, repeat=repeat)
 _DELTA_KEYS = {"thinking": b'"thinking_delta","thinking":', "text": b'"text_delta","text":',
                "tool_use": b'"input_json_delta","partial_json":'}
 
@@ -319,6 +319,7 @@ def encode_events_fast(
     quirks: Sequence[str] = (),
     framing: Framing = "lf",
     done: bool = True,
+    repeat: int = 0,
 ) -> list[bytes]:
     """:func:`encode_events`, byte for byte, for less CPU: the server's fast path renders with it.
 
@@ -331,7 +332,7 @@ def encode_events_fast(
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
-    msg_id = _cached_message_id(seed, anthropic)
+    msg_id = _cached_message_id(seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
@@ -364,7 +365,7 @@ def encode_events_fast(
         if "thinking_start_signature" in q:
             start["signature"] = ""
         signed = pieces.finish_reason != "length" or bool(pieces.content) or bool(pieces.calls)
-        blocks.append((start, "thinking", pieces.reasoning, _signature(msg_id, seed, anthropic) if signed else None))
+        blocks.append((start, "thinking", pieces.reasoning, _signature(msg_id, seed, anthropic, repeat) if signed else None))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, "text", pieces.content, None))
     for call_id, name, frags in pieces.calls:
@@ -378,7 +379,7 @@ def encode_events_fast(
             out.append(ping)
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
         post = b"}}" + tail
-        out += map(b"".join, zip(repeat(pre), map(str.encode, map(esc, frags)), repeat(post)))
+        out += map(b"".join, zip(_repeat(pre), map(str.encode, map(esc, frags)), _repeat(post)))
         if signature is not None:
             out.append(emit({"type": "content_block_delta", "index": index,
                              "delta": {"type": "signature_delta", "signature": signature}}))

@@ -154,11 +154,11 @@ _texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028')), max_
        framing=st.sampled_from(["lf", "crlf"]), thinking=st.booleans(), done=st.booleans(),
        seed=st.integers(0, 2**32 - 1), max_tokens=st.sampled_from([None, 1, 3, 50]),
        stop=st.sampled_from([(), ("c",), ("b", "中")]),
-       split=st.sampled_from([None, "fixed", "random", "whole"]))
+       split=st.sampled_from([None, "fixed", "random", "whole"]), repeat=st.sampled_from([0, 1, 7]))
 def test_the_anthropic_fast_renderer_writes_the_plain_renderers_bytes(
     content: str, reasoning: str, calls: list[tuple[str, str]], finish: str | None, quirks: list[str],
     framing: str, thinking: bool, done: bool, seed: int, max_tokens: int | None, stop: tuple[str, ...],
-    split: str | None,
+    split: str | None, repeat: int,
 ) -> None:
     """`encode_events_fast` (the fast path's renderer) against `encode_events` (the plain
     path's): the same events, byte for byte, for any reply, quirk set, framing and cut."""
@@ -170,7 +170,7 @@ def test_the_anthropic_fast_renderer_writes_the_plain_renderers_bytes(
                   tool_calls=tuple(ToolCall(name=n, arguments=a) for n, a in calls))
     args: dict[str, Any] = {"model": "deepseek-v4-pro", "thinking": thinking, "split": spec.fragment_plan(),
                             "seed": seed, "prompt_tokens": 40, "max_tokens": max_tokens, "stop": stop,
-                            "quirks": tuple(quirks), "framing": framing, "done": done}
+                            "quirks": tuple(quirks), "framing": framing, "done": done, "repeat": repeat}
     assert encode_events_fast(reply, **args) == encode_events(reply, **args)
 
 
