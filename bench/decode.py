@@ -55,7 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import msgspec
 import orjson
 
-from dshkit.harness.llm import BlockAssembler, ModelSource, ReasoningBlock, TextBlock
+from dshkit.harness.llm import BlockAssembler, ReasoningBlock, TextBlock
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers import anthropic as an
 from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
 from dshkit.harness.providers.sse import SSEDecoder

@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dshkit.harness.loop import Agent, AgentOptions
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.session import Session, SessionHeader, parse_session_log, save_session
+from dshkit.harness.session import Session, SessionHeader, parse_session_log
+from dshkit.harness.session.jsonl import save_session
 from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.mock_server import MockServer, parse_script
 from dshkit.view import render_paths

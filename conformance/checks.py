@@ -25,12 +25,10 @@ from dshkit.harness.llm import (
     StreamChunk,
     TextDelta,
     ToolCallDelta,
-    block_to_json,
     chunk_to_json,
-    is_retryable,
-    meta_to_json,
-    usage_to_json,
 )
+from dshkit.harness.llm.codec import block_to_json, meta_to_json, usage_to_json
+from dshkit.harness.llm.retry import is_retryable
 
 from .scenario import BlockExpect, FieldCheck, FinishExpect, MetaExpect, RequestExpect
 

@@ -24,7 +24,6 @@ from dshkit.harness.llm import (
     Finish,
     FinishReason,
     LlmFailure,
-    ProviderError,
     ReasoningBlock,
     ReasoningDelta,
     StreamChunk,
@@ -35,6 +34,7 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
+from dshkit.harness.llm.chunks import ProviderError
 
 from .checks import CheckResult, check_assemble, check_finish, check_request, check_usage, unified
 from .scenario import BlockExpect, FinishExpect, Step

@@ -37,13 +37,14 @@ from typing import Any, Literal
 from dshkit.harness.llm import (
     BlockAssembler,
     Message,
-    ModelSource,
     StreamChunk,
     ToolResultMessage,
     UsageError,
     UserMessage,
 )
-from dshkit.mock_server import MockServer, Script, session_of
+from dshkit.harness.llm.messages import ModelSource
+from dshkit.mock_server import MockServer, Script
+from dshkit.mock_server.routing import session_of
 
 from .checks import (
     CheckResult,

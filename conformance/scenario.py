@@ -25,11 +25,10 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from dshkit.harness.llm import InputError
+from dshkit.harness.llm.errors import InputError
 from dshkit.harness.llm.jsonio import JsonTooDeep
-from dshkit.mock_server import ReplySpec, StreamSpec, Timing, WriteSpec
 from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
-from dshkit.mock_server.scripts import FaultName
+from dshkit.mock_server.scripts import FaultName, ReplySpec, StreamSpec, Timing, WriteSpec
 
 __all__ = [
     "CAPABILITIES",

@@ -18,11 +18,7 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ContentBlock,
     GenerateOptions,
-    ImageAttachment,
-    ImageBlock,
     Message,
-    ModelSource,
-    OpaqueBlock,
     ReasoningBlock,
     SystemMessage,
     TextBlock,
@@ -32,7 +28,9 @@ from dshkit.harness.llm import (
     ToolSchema,
     UserMessage,
 )
-from dshkit.mock_server import FaultStep, RawStep, ReplyStep, plan_writes
+from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource, OpaqueBlock
+from dshkit.mock_server.generate.writes import plan_writes
+from dshkit.mock_server.scripts import FaultStep, RawStep, ReplyStep
 from dshkit.mock_server.scripts import Step as MockStep
 
 from .scenario import BlockIn, MessageSpec, RequestSpec, SseSpec, Wire

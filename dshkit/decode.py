@@ -23,7 +23,7 @@ from dshkit.harness.decode import (
     render_pretty,
 )
 from dshkit.harness.llm import HarnessError, jsonio
-from dshkit.harness.session import decompress_log, is_compressed
+from dshkit.harness.session.compression import decompress_log, is_compressed
 
 __all__ = ["decode_cassette", "register"]
 

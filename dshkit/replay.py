@@ -22,9 +22,9 @@ from dshkit.harness.replay import ReplayReport
 from dshkit.harness.replay import replay_session as replay_with
 
 if TYPE_CHECKING:
-    from dshkit.harness.replay import SessionScript
+    from dshkit.harness.replay.entries import SessionScript
     from dshkit.harness.session import Session
-    from dshkit.harness.tools import Approver
+    from dshkit.harness.tools.policy import Approver
 
 __all__ = ["register", "replay_session", "wire_adapter"]
 
@@ -83,7 +83,7 @@ def _replay_command(args: argparse.Namespace) -> int:
     if refusal is not None:
         print(f"dshkit replay: {refusal}", file=sys.stderr)
         return 2
-    from dshkit.harness.tools import terminal_approver
+    from dshkit.harness.tools.policy import terminal_approver
 
     concealed = None
     if args.tools == "builtin":
@@ -115,7 +115,7 @@ def _replay_command(args: argparse.Namespace) -> int:
         )
         return 2
     if args.out:
-        from dshkit.harness.session import save_session
+        from dshkit.harness.session.jsonl import save_session
 
         try:
             save_session(session, args.out)

@@ -24,25 +24,20 @@ import httpx
 
 import dshkit.harness
 from dshkit.args import http_url, non_empty, non_negative_int, positive_float, positive_int
-from dshkit.harness.llm import Adapter, HarnessError, RetryPolicy, SessionError, jsonio
-from dshkit.harness.loop import Agent, AgentEvent, AgentOptions, TurnOutcome
+from dshkit.harness.llm import Adapter, HarnessError, jsonio
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.retry import RetryPolicy
+from dshkit.harness.loop import Agent, AgentOptions, TurnOutcome
+from dshkit.harness.loop.options import AgentEvent
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.secrets import scrub_url
-from dshkit.harness.session import (
-    DEFAULT_SESSIONS_DIR,
-    Session,
-    SessionEvent,
-    SessionHeader,
-    SessionStore,
-)
-from dshkit.harness.tools import (
-    TOOL_TIMEOUT,
-    LocalShell,
-    ToolRuntime,
-    builtin_tools,
-    terminal_approver,
-)
+from dshkit.harness.session import Session, SessionEvent, SessionHeader, SessionStore
+from dshkit.harness.session.store import DEFAULT_SESSIONS_DIR
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.harness.tools.blocking import TOOL_TIMEOUT
 from dshkit.harness.tools.concealment import conceal_from_tools
+from dshkit.harness.tools.policy import terminal_approver
+from dshkit.harness.tools.providers import LocalShell
 
 __all__ = ["BUNDLED_SCRIPT", "EXIT_CODES", "register", "run_command"]
 
@@ -248,7 +243,8 @@ def _pace_ms(args: argparse.Namespace, out: TextIO) -> int:
 
 def _paced(sources: list[Any], pace_ms: int) -> list[Any]:
     """The bundled script(s) with `pace_ms` between writes (steps that set a delay keep it)."""
-    from dshkit.mock_server import Script, load_scripts
+    from dshkit.mock_server import Script
+    from dshkit.mock_server.scripts import load_scripts
 
     scripts: list[Script] = []
     for source in sources:
@@ -333,7 +329,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             sources: list[Any] = [BUNDLED_SCRIPT]
             served = BUNDLED_SCRIPT.name
             if replay is not None:
-                from dshkit.mock_server import ScriptError, replay_scripts
+                from dshkit.mock_server import ScriptError
+                from dshkit.mock_server.replay import replay_scripts
 
                 try:
                     from dshkit.bundled import resolve

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.llm import HarnessError, jsonio
-from dshkit.harness.session import parse_session_log, read_log_bytes
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.compression import read_log_bytes
 from dshkit.mock_server import CassetteError
 
 from .errors import ViewError

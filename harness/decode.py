@@ -26,22 +26,24 @@ from typing import Any, Literal
 
 from dshkit.harness.llm import (
     BlockAssembler,
-    CaptureError,
     Finish,
-    FinishMeta,
-    ModelSource,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
     chunk_to_json,
-    finish_reason_to_json,
     jsonio,
     message_to_json,
-    meta_to_json,
-    usage_to_json,
 )
+from dshkit.harness.llm.chunks import FinishMeta
+from dshkit.harness.llm.codec import finish_reason_to_json, meta_to_json, usage_to_json
+from dshkit.harness.llm.errors import CaptureError
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers import anthropic
+from dshkit.harness.providers.anthropic.failures import (
+    failure_from_response as anthropic_failure_from_response,
+)
+from dshkit.harness.providers.anthropic.translate import events_from_message
 from dshkit.harness.providers.failures import failure_from_http
 from dshkit.harness.providers.openai_chat import FastStreamDecoder
 
@@ -175,7 +177,7 @@ def _anthropic_objects(objects: list[Any]) -> list[Any]:
     out: list[Any] = []
     for o in objects:
         if isinstance(o, dict) and o.get("type") == "message":
-            out += anthropic.events_from_message(o)
+            out += events_from_message(o)
         else:
             out.append(o)
     return out
@@ -215,7 +217,7 @@ def decode_capture(
     chunks: list[StreamChunk]
     if fmt == "error":
         if proto == "anthropic":
-            failure = anthropic.failure_from_response(status or 400, data, {})
+            failure = anthropic_failure_from_response(status or 400, data, {})
         else:
             failure = failure_from_http(status or 400, data, {})
         chunks = [Finish.failed(failure)]
@@ -259,12 +261,9 @@ def decode_session_log(data: bytes, *, source: str = "<session log>") -> dict[st
     """Each model call of a session log: its logged chunks folded by the assembler, and whether
     the result equals the step's logged `assistant/message` (None when the call has none)."""
     from dshkit.harness.llm import HarnessError
-    from dshkit.harness.session import (
-        assemble_chunk_events,
-        logged_message,
-        parse_session_log,
-        split_model_calls,
-    )
+    from dshkit.harness.session import parse_session_log
+    from dshkit.harness.session.calls import assemble_chunk_events, split_model_calls
+    from dshkit.harness.session.shapes import logged_message
 
     try:
         loaded = parse_session_log(data, source=source, repair=False, lenient=True)

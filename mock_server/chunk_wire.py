@@ -107,7 +107,7 @@ def wire_plan(
     """
     # Imported here: the harness's replay package (and its session code) is needed only once a
     # logged call is replayed, not for a server to get ready.
-    from dshkit.harness.replay import plan_call
+    from dshkit.harness.replay.plan import plan_call
 
     plan = plan_call(chunks, failure, hang=hang)
     if plan.end == "http-error":

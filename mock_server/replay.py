@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from dshkit.harness.replay import ReplayEntry, SessionScript, load_session_scripts
+from dshkit.harness.replay.entries import ReplayEntry, SessionScript
 from dshkit.harness.replay.override import ready_path
-from dshkit.harness.session import decompress_log, is_compressed
+from dshkit.harness.replay.scripts import load_session_scripts
+from dshkit.harness.session.compression import decompress_log, is_compressed
 from dshkit.mock_server.cassette import (
     _HOP_HEADERS,
     CASSETTE_SUFFIX,

@@ -209,8 +209,10 @@ class Responder:
 
     async def chunks(self, spec: ChunksSpec, timing: Timing) -> str:
         """Serve a logged call's chunks as this wire sends them (or the HTTP error they stand for)."""
-        from dshkit.harness.llm import LlmFailure, chunk_from_json
-        from dshkit.harness.replay import ReplayError, fill_from_request, request_strings
+        from dshkit.harness.llm import LlmFailure
+        from dshkit.harness.llm.codec import chunk_from_json
+        from dshkit.harness.replay.entries import ReplayError
+        from dshkit.harness.replay.placeholders import fill_from_request, request_strings
 
         chunks_json: Any = spec.chunks
         if "{{fromRequest:" in json.dumps(chunks_json, ensure_ascii=False):

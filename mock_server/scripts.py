@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from dshkit.harness.llm import InputError
+from dshkit.harness.llm.errors import InputError
 from dshkit.harness.llm.jsonio import JsonTooDeep
 from dshkit.mock_server.generate.encode import Framing, frame_jsonl
 from dshkit.mock_server.generate.reply import Reply, ToolCall
@@ -518,7 +518,7 @@ class ChunksSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> ChunksSpec:
-        from dshkit.harness.llm import CodecError, chunk_from_json
+        from dshkit.harness.llm.codec import CodecError, chunk_from_json
 
         for i, chunk in enumerate(self.chunks):
             try:

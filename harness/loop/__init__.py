@@ -14,18 +14,11 @@ This is the seed's walk as code, one room per concept:
 
 from .agent import Agent
 from .header import rebuild_requests
-from .options import AgentEvent, AgentOptions, TurnOutcome
-from .prestep import Enter, PreStep, PreStepDecision, PreStepHook, Reject
+from .options import AgentOptions, TurnOutcome
 
 __all__ = [
     "Agent",
-    "AgentEvent",
     "AgentOptions",
-    "Enter",
-    "PreStep",
-    "PreStepDecision",
-    "PreStepHook",
-    "Reject",
     "TurnOutcome",
     "rebuild_requests",
 ]

@@ -13,15 +13,12 @@ import random as _random
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from dshkit.harness.llm import (
-    Adapter,
-    ErrorCode,
-    LlmError,
-    LlmFailure,
-    UserMessage,
-    failure_to_json,
-)
-from dshkit.harness.prompt import Assembly, RuntimeContextSnapshot, SystemPrompt
+from dshkit.harness.llm import Adapter, ErrorCode, LlmFailure, UserMessage
+from dshkit.harness.llm.codec import failure_to_json
+from dshkit.harness.llm.errors import LlmError
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.prompt.assembly import Assembly
+from dshkit.harness.prompt.runtime_context import RuntimeContextSnapshot
 from dshkit.harness.session import Session
 from dshkit.harness.tools import ToolRuntime
 

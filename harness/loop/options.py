@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dshkit.harness.llm import RetryPolicy
-from dshkit.harness.tools import DEFAULT_MAX_PARALLEL
+from dshkit.harness.llm.retry import RetryPolicy
+from dshkit.harness.tools.scheduler import DEFAULT_MAX_PARALLEL
 
 __all__ = ["AgentEvent", "AgentOptions", "TurnOutcome"]
 

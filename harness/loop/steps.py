@@ -19,17 +19,19 @@ from dshkit.harness.llm import (
     Adapter,
     BlockAssembler,
     ErrorCode,
-    LlmError,
     LlmFailure,
-    ModelSource,
     ToolCallBlock,
     UserMessage,
-    failure_to_json,
-    retry_delay_ms,
 )
-from dshkit.harness.prompt import Assembly
-from dshkit.harness.session import JsonValue, Session
-from dshkit.harness.tools import ToolResult, ToolRuntime, run_tool_calls
+from dshkit.harness.llm.codec import failure_to_json
+from dshkit.harness.llm.errors import LlmError
+from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.llm.retry import retry_delay_ms
+from dshkit.harness.prompt.assembly import Assembly
+from dshkit.harness.session import Session
+from dshkit.harness.session.lossless import JsonValue
+from dshkit.harness.tools import ToolResult, ToolRuntime
+from dshkit.harness.tools.scheduler import run_tool_calls
 
 from .header import HeaderLog, RequestHeader
 from .inbox import Inbox

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dshkit.harness.llm import PluginSource, TextBlock, UserMessage
+from dshkit.harness.llm import TextBlock, UserMessage
+from dshkit.harness.llm.messages import PluginSource
 from dshkit.harness.session import Session, SessionEvent
 from dshkit.harness.session.events import SurfaceReplace
 

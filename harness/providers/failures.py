@@ -19,13 +19,9 @@ from typing import Any
 
 import httpx
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    LlmFailure,
-    ProviderError,
-    is_context_window_exceeded,
-    is_quota_exceeded,
-)
+from dshkit.harness.llm import ErrorCode, LlmFailure
+from dshkit.harness.llm.chunks import ProviderError
+from dshkit.harness.llm.errors import is_context_window_exceeded, is_quota_exceeded
 
 __all__ = [
     "REQUEST_ID_HEADERS",

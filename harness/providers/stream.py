@@ -20,15 +20,8 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, TypeVar
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    Finish,
-    LlmFailure,
-    SignalAborted,
-    StreamChunk,
-    UsageError,
-    race_signal,
-)
+from dshkit.harness.llm import ErrorCode, Finish, LlmFailure, StreamChunk, UsageError
+from dshkit.harness.llm.adapter import SignalAborted, race_signal
 
 __all__ = ["WireDecoder", "WireSource", "run_stream", "with_request_id"]
 

@@ -16,32 +16,11 @@ Nothing here imports the mock server, and the loop only when a replay runs (`rep
 """
 
 from .adapter import ReplayAdapter
-from .compare import ReplayReport, replay_diff
-from .entries import ReplayEntry, ReplayError, SessionScript, derive_replay_script
-from .override import parse_override
-from .placeholders import fill_from_request, request_strings
-from .plan import CallPlan, Piece, plan_call
-from .scripts import load_log_session, load_session_scripts
-from .session import ReplayAdapterSource, logged_tool_runtime, replay_session, turn_inputs
+from .compare import ReplayReport
+from .session import replay_session
 
 __all__ = [
-    "CallPlan",
-    "Piece",
     "ReplayAdapter",
-    "ReplayAdapterSource",
-    "ReplayEntry",
-    "ReplayError",
     "ReplayReport",
-    "SessionScript",
-    "derive_replay_script",
-    "fill_from_request",
-    "load_log_session",
-    "load_session_scripts",
-    "logged_tool_runtime",
-    "parse_override",
-    "plan_call",
-    "replay_diff",
     "replay_session",
-    "request_strings",
-    "turn_inputs",
 ]

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dshkit.harness.llm import message_to_json
-from dshkit.harness.session import SessionEvent, logged_message, thaw_json
+from dshkit.harness.session import SessionEvent
+from dshkit.harness.session.lossless import thaw_json
+from dshkit.harness.session.shapes import logged_message
 
 __all__ = ["ReplayReport", "call_failures", "logged_contents", "replay_diff", "turn_outcome"]
 

@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dshkit.harness.llm import HarnessError, StreamChunk, chunk_from_json
-from dshkit.harness.session import SessionEvent, thaw_json
+from dshkit.harness.llm import HarnessError, StreamChunk
+from dshkit.harness.llm.codec import chunk_from_json
+from dshkit.harness.session import SessionEvent
+from dshkit.harness.session.lossless import thaw_json
 
 __all__ = [
     "HANG_PREFIX",

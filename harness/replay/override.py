@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, get_args
 
-from dshkit.harness.llm import chunk_from_json
+from dshkit.harness.llm.codec import chunk_from_json
 
 from .entries import ReplayEntry, ReplayError, ReplayKind
 

@@ -43,9 +43,8 @@ from dshkit.harness.llm import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    is_context_window_exceeded,
-    is_quota_exceeded,
 )
+from dshkit.harness.llm.errors import is_context_window_exceeded, is_quota_exceeded
 
 __all__ = ["STATUS_OF_CODE", "CallEnd", "CallPlan", "FinishName", "Piece", "plan_call"]
 

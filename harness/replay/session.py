@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.harness.llm import TextBlock, ToolResultMessage, UserMessage, UserSource
-from dshkit.harness.session import Session, SessionHeader, thaw_json
+from dshkit.harness.llm import TextBlock, ToolResultMessage, UserMessage
+from dshkit.harness.llm.messages import UserSource
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.lossless import thaw_json
 
 from .adapter import ReplayAdapter
 from .compare import ReplayReport, call_failures, logged_contents, turn_outcome
@@ -27,7 +29,8 @@ from .plan import plan_call
 from .scripts import load_log_session, load_session_scripts
 
 if TYPE_CHECKING:
-    from dshkit.harness.tools import Approver, ToolRuntime
+    from dshkit.harness.tools import ToolRuntime
+    from dshkit.harness.tools.policy import Approver
 
 __all__ = ["ReplayAdapterSource", "logged_tool_runtime", "replay_session", "turn_inputs"]
 
@@ -154,13 +157,10 @@ async def replay_session(
     ws = (workspace or Path.cwd()).resolve()
     runtime: ToolRuntime
     if tools == "builtin":
-        from dshkit.harness.tools import (
-            TOOL_TIMEOUT,
-            LocalShell,
-            ToolRuntime,
-            builtin_tools,
-            terminal_approver,
-        )
+        from dshkit.harness.tools import ToolRuntime, builtin_tools
+        from dshkit.harness.tools.blocking import TOOL_TIMEOUT
+        from dshkit.harness.tools.policy import terminal_approver
+        from dshkit.harness.tools.providers import LocalShell
 
         key_env = "DEEPSEEK_API_KEY"  # as in `dshkit run`: hidden from bash, scrubbed from results
         runtime = ToolRuntime(

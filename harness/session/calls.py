@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from dshkit.harness.llm import BlockAssembler, StreamChunk, chunk_from_json
+from dshkit.harness.llm import BlockAssembler, StreamChunk
+from dshkit.harness.llm.codec import chunk_from_json
 
 from .events import SessionEvent
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import Any, Final
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 
 __all__ = [
     "CHUNK_ROW_TYPES",

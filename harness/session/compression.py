@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 
 __all__ = ["COMPRESSED_SUFFIXES", "MAX_DECOMPRESSED_BYTES", "decompress_log", "is_compressed", "read_log_bytes"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 
 from .lossless import JsonValue
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 
 from .events import SESSION_FORMAT_VERSION
 from .lossless import JsonValue

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 from dshkit.harness.llm.jsonio import JsonTooDeep, dumps, loads
 
 from .chunk_rows import is_chunk_row, pack_events, unpack_line

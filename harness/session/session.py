@@ -20,15 +20,15 @@ from typing import Any, overload
 from dshkit.harness.llm import (
     AssistantMessage,
     Message,
-    SessionError,
     StreamChunk,
     TokenUsage,
     ToolResultMessage,
     UserMessage,
     chunk_to_json,
     message_to_json,
-    usage_to_json,
 )
+from dshkit.harness.llm.codec import usage_to_json
+from dshkit.harness.llm.errors import SessionError
 
 from .events import (
     CORE_EVENT_TYPES,

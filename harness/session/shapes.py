@@ -21,17 +21,19 @@ from typing import Any, Final
 
 from dshkit.harness.llm import (
     AssistantMessage,
-    CodecError,
     Message,
-    ModelSource,
-    SessionError,
     ToolResultBlock,
     ToolResultMessage,
-    ToolSource,
     UserMessage,
-    message_from_json,
 )
-from dshkit.harness.llm.codec import block_from_json, source_from_json
+from dshkit.harness.llm.codec import (
+    CodecError,
+    block_from_json,
+    message_from_json,
+    source_from_json,
+)
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.messages import ModelSource, ToolSource
 
 from .events import SURFACE_EVENT_TYPES
 from .lossless import JsonValue

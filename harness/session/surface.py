@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 
 from .events import SURFACE_EVENT_TYPES, SessionEvent, SurfaceReplace
 from .lossless import JsonValue

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from dshkit.harness.llm import ToolError
+from dshkit.harness.llm.errors import ToolError
 
 from .results import ABORTED
 

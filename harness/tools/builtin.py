@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
-from dshkit.harness.llm import ToolError
+from dshkit.harness.llm.errors import ToolError
 
 from .blocking import TOOL_TIMEOUT, run_blocking
 from .definition import ToolDefinition, define_tool

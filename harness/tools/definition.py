@@ -17,15 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from dshkit.harness.llm import (
-    ContentBlock,
-    TextBlock,
-    ToolArgsError,
-    ToolError,
-    ToolSchema,
-    UsageError,
-)
-from dshkit.harness.session import LosslessJsonError, freeze_json, thaw_json
+from dshkit.harness.llm import ContentBlock, TextBlock, ToolSchema, UsageError
+from dshkit.harness.llm.errors import ToolArgsError, ToolError
+from dshkit.harness.session.lossless import LosslessJsonError, freeze_json, thaw_json
 
 from .results import INVALID_TOOL_OUTPUT
 

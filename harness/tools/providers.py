@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from dshkit.harness.llm import ToolError
+from dshkit.harness.llm.errors import ToolError
 
 __all__ = [
     "DirEntry",

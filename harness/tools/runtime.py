@@ -19,16 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshkit.harness.llm import (
-    ContentBlock,
-    TextBlock,
-    ToolNotFoundError,
-    ToolSchema,
-    UsageError,
-    UserMessage,
-)
+from dshkit.harness.llm import ContentBlock, TextBlock, ToolSchema, UsageError, UserMessage
+from dshkit.harness.llm.errors import ToolNotFoundError
 from dshkit.harness.secrets import KnownSecrets
-from dshkit.harness.session import LosslessJsonError, freeze_json
+from dshkit.harness.session.lossless import LosslessJsonError, freeze_json
 
 from .definition import ToolDefinition
 from .policy import (

@@ -79,7 +79,6 @@ indices (`content_block_start`, one `ping` after the first start, the deltas, a
 `message_stop`. The journal keeps every request (`Journal.messages()` lists this surface's).
 """
 
-from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS, build_message, encode_events
-from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE
 
-__all__ = ["ANTHROPIC_QUIRKS", "PASSBACK_MESSAGE", "build_message", "encode_events"]
+__all__ = [
+]

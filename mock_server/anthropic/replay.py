@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dshkit.harness.replay import plan_call
+from dshkit.harness.replay.plan import plan_call
 from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 

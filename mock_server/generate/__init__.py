@@ -12,29 +12,13 @@ rest (`Era`, `Framing`, `ReplyPieces`, `cut_reply`, `tool_call_id`, `ENCODE_QUIR
 imported from its own module.
 """
 
-from dshkit.mock_server.generate.chunks import QUIRKS, generate_chunks
-from dshkit.mock_server.generate.completion import build_completion
-from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
-from dshkit.mock_server.generate.reply import Reply, StreamMeta, ToolCall, compute_usage, make_meta
-from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
-from dshkit.mock_server.generate.writes import WritePlan, plan_writes
+from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.encode import encode_sse
+from dshkit.mock_server.generate.reply import Reply, ToolCall
 
 __all__ = [
-    "QUIRKS",
-    "FragmentPlan",
     "Reply",
-    "SplitPlan",
-    "StreamMeta",
     "ToolCall",
-    "WritePlan",
-    "build_completion",
-    "compute_usage",
-    "encode_events",
     "encode_sse",
-    "encode_stream",
-    "frame_jsonl",
     "generate_chunks",
-    "make_meta",
-    "plan_writes",
-    "split_text",
 ]

@@ -19,14 +19,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    Finish,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    is_retryable,
-)
+from dshkit.harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, StreamChunk
+from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.providers.openai_chat import StreamDecoder, Translator
 from dshkit.harness.providers.sse import SSEDecoder

@@ -16,14 +16,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from dshkit.harness.llm import (
-    AssistantMessage,
-    Finish,
-    GenerateOptions,
-    LlmFailure,
-    OpaqueBlock,
-    StreamChunk,
-)
+from dshkit.harness.llm import AssistantMessage, Finish, GenerateOptions, LlmFailure, StreamChunk
+from dshkit.harness.llm.messages import OpaqueBlock
 from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from .broken import RewritesBody

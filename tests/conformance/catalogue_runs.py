@@ -17,8 +17,8 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from dshkit.conformance import for_protocol, load_catalogue, run_catalogue
-from dshkit.conformance.runner import ScenarioResult
+from dshkit.conformance import load_catalogue, run_catalogue
+from dshkit.conformance.runner import ScenarioResult, for_protocol
 from dshkit.conformance.scenario import Scenario
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter

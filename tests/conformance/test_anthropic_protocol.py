@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dshkit.conformance import for_protocol
+from dshkit.conformance.runner import for_protocol
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
 

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.conformance import SCENARIO_DIR, ScenarioError, load_catalogue, load_scenario_file
-from dshkit.conformance.scenario import checklist_ids
+from dshkit.conformance import load_catalogue
+from dshkit.conformance.scenario import (
+    SCENARIO_DIR,
+    ScenarioError,
+    checklist_ids,
+    load_scenario_file,
+)
 
 
 def test_every_file_validates_and_ids_are_unique() -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from dshkit.conformance import load_scenario_file, run_catalogue
+from dshkit.conformance import run_catalogue
+from dshkit.conformance.scenario import load_scenario_file
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dshkit.conformance import SERVER_CHECKS, run_server_checks
+from dshkit.conformance import run_server_checks
+from dshkit.conformance.server_checks import SERVER_CHECKS
 from dshkit.mock_server import CLAIMED_S_ITEMS, MockServer
 
 #: Claimed items a client cannot verify from outside (replay needs a recording on the server).

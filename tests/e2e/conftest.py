@@ -36,7 +36,8 @@ import pytest
 import pytest_asyncio
 
 from dshkit.harness.llm import Adapter, UserMessage
-from dshkit.harness.loop import Agent, AgentOptions, PreStepHook, TurnOutcome, rebuild_requests
+from dshkit.harness.loop import Agent, AgentOptions, TurnOutcome, rebuild_requests
+from dshkit.harness.loop.prestep import PreStepHook
 from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
 from dshkit.harness.providers.openai_chat import encode_body, serialize

@@ -9,16 +9,11 @@ from typing import Any
 
 from dshkit.harness.llm import GenerateOptions, UserMessage
 from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import (
-    Session,
-    SessionEvent,
-    SessionHeader,
-    SessionStore,
-    load_session,
-    save_session,
-)
+from dshkit.harness.session import Session, SessionEvent, SessionHeader, SessionStore
+from dshkit.harness.session.jsonl import load_session, save_session
 from dshkit.harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
-from dshkit.harness.tools import ToolCall, define_tool
+from dshkit.harness.tools import define_tool
+from dshkit.harness.tools.runtime import ToolCall
 
 from .conftest import MODEL, RigFactory, call, check_one_rule, reply
 

@@ -17,8 +17,9 @@ import pytest
 
 import dshkit.run
 from dshkit.cli import main
-from dshkit.harness.loop import Agent, PreStep, PreStepDecision, Reject
-from dshkit.harness.session import load_session
+from dshkit.harness.loop import Agent
+from dshkit.harness.loop.prestep import PreStep, PreStepDecision, Reject
+from dshkit.harness.session.jsonl import load_session
 from dshkit.mock_server import MockServer
 
 from .conftest import API_KEY, check_one_rule, reply, script

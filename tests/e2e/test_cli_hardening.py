@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.session import load_session, save_session
+from dshkit.harness.session.jsonl import load_session, save_session
 from dshkit.mock_server import MockServer
 
 from .conftest import API_KEY, call, reply, script

@@ -22,12 +22,13 @@ from dshkit.harness.llm import (
     BlockAssembler,
     GenerateOptions,
     HarnessError,
-    ModelSource,
     UserMessage,
     message_to_json,
 )
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.session import parse_session_log, thaw_json
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.lossless import thaw_json
 from dshkit.mock_server import ReplayServerFactory
 
 from ..harness.session.test_compression import damaged, frames

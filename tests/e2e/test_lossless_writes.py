@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.session import load_session
+from dshkit.harness.session.jsonl import load_session
 from dshkit.mock_server import MockServer, Script
 
 from .conftest import API_KEY

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from dshkit.harness.llm import GenerateOptions, StreamChunk, UserMessage
-from dshkit.harness.loop import Enter, PreStep, PreStepDecision
+from dshkit.harness.loop.prestep import Enter, PreStep, PreStepDecision
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 
 from .conftest import OneRuleViolation, RigFactory, reply

@@ -18,31 +18,19 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.harness.llm import (
-    Finish,
-    GenerateOptions,
-    OpaqueSource,
-    PluginSource,
-    TextBlock,
-    TextDelta,
-    UserMessage,
-    is_retryable,
-)
+from dshkit.harness.llm import Finish, GenerateOptions, TextBlock, TextDelta, UserMessage
+from dshkit.harness.llm.messages import OpaqueSource, PluginSource
+from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.replay import (
-    ReplayAdapter,
-    SessionScript,
-    load_log_session,
-    parse_override,
-    turn_inputs,
-)
-from dshkit.harness.session import event_to_json, save_session
-from dshkit.mock_server import (
-    MockServerFactory,
-    ReplayServerFactory,
-    load_cassette,
-    session_scripts_to_mock,
-)
+from dshkit.harness.replay import ReplayAdapter
+from dshkit.harness.replay.entries import SessionScript
+from dshkit.harness.replay.override import parse_override
+from dshkit.harness.replay.scripts import load_log_session
+from dshkit.harness.replay.session import turn_inputs
+from dshkit.harness.session import event_to_json
+from dshkit.harness.session.jsonl import save_session
+from dshkit.mock_server import MockServerFactory, ReplayServerFactory, load_cassette
+from dshkit.mock_server.replay import session_scripts_to_mock
 from dshkit.replay import replay_session
 from dshkit.run import run_command
 from tests.normalize import Normalizer
@@ -130,7 +118,8 @@ async def test_packed_dsh_log_through_the_real_adapter(
     dshkit_replay: ReplayServerFactory, dsh_sessions: Path
 ) -> None:
     from dshkit.harness.llm import BlockAssembler
-    from dshkit.harness.session import parse_session_log, thaw_json
+    from dshkit.harness.session import parse_session_log
+    from dshkit.harness.session.lossless import thaw_json
 
     path = dsh_sessions / "packed-chunks--session.jsonl"
     assert '"text-chunks"' in path.read_text()
@@ -144,7 +133,8 @@ async def test_packed_dsh_log_through_the_real_adapter(
             assembler = BlockAssembler()
             async for chunk in adapter.stream(_options()):
                 assembler.feed(chunk)
-            from dshkit.harness.llm import ModelSource, message_to_json
+            from dshkit.harness.llm import message_to_json
+            from dshkit.harness.llm.messages import ModelSource
 
             got.append(message_to_json(assembler.message(ModelSource(provider="p", model="m")))["content"])
     finally:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dshkit.harness.tools import ApprovalResult, Deny, ToolCall, define_tool, no_tty_approver
+from dshkit.harness.tools import define_tool
+from dshkit.harness.tools.policy import ApprovalResult, Deny, no_tty_approver
+from dshkit.harness.tools.runtime import ToolCall
 
 from .conftest import RigFactory, call, reply
 

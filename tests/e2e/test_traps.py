@@ -15,13 +15,18 @@ from typing import Any
 
 import pytest
 
-from dshkit.harness.llm import GenerateOptions, SessionError, StreamChunk, UserMessage
-from dshkit.harness.loop import Agent, AgentOptions, PreStep, PreStepDecision, Reject
-from dshkit.harness.prompt import UNLISTED_TOOLS, SystemPrompt
+from dshkit.harness.llm import GenerateOptions, StreamChunk, UserMessage
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.loop import Agent, AgentOptions
+from dshkit.harness.loop.prestep import PreStep, PreStepDecision, Reject
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.prompt.assembly import UNLISTED_TOOLS
 from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
 from dshkit.harness.session import SessionEvent, SessionHeader, SessionStore
-from dshkit.harness.tools import Accept, Deny, ToolCall, ToolResult, builtin_tools, define_tool
+from dshkit.harness.tools import ToolResult, builtin_tools, define_tool
+from dshkit.harness.tools.policy import Accept, Deny
+from dshkit.harness.tools.runtime import ToolCall
 
 from .conftest import MODEL, RigFactory, call, reply, script
 

@@ -6,9 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from dshkit.harness.llm import UserMessage
-from dshkit.harness.loop import AgentOptions, Enter, PreStep, PreStepDecision, Reject
-from dshkit.harness.prompt import RUNTIME_CONTEXT_PLUGIN, SystemPrompt
-from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
+from dshkit.harness.loop import AgentOptions
+from dshkit.harness.loop.prestep import Enter, PreStep, PreStepDecision, Reject
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.prompt.runtime_context import (
+    RUNTIME_CONTEXT_CLEARED,
+    RUNTIME_CONTEXT_HEADER,
+    RUNTIME_CONTEXT_PLUGIN,
+)
 
 from .conftest import MODEL, RigFactory, call, reply, script
 

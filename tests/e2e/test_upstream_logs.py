@@ -27,32 +27,22 @@ from dshkit.harness.llm import (
     BlockAssembler,
     Finish,
     GenerateOptions,
-    ModelSource,
     StreamChunk,
     UserMessage,
-    UserSource,
     message_to_json,
 )
+from dshkit.harness.llm.messages import ModelSource, UserSource
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.replay import (
-    ReplayEntry,
-    ReplayError,
-    SessionScript,
-    load_log_session,
-    load_session_scripts,
-    turn_inputs,
-)
-from dshkit.harness.session import (
-    LoadedLog,
-    SessionEvent,
-    assemble_chunk_events,
-    dump_session,
-    logged_message,
-    parse_session_log,
-    split_model_calls,
-    thaw_json,
-)
-from dshkit.mock_server import MockServer, session_scripts_to_mock
+from dshkit.harness.replay.entries import ReplayEntry, ReplayError, SessionScript
+from dshkit.harness.replay.scripts import load_log_session, load_session_scripts
+from dshkit.harness.replay.session import turn_inputs
+from dshkit.harness.session import SessionEvent, parse_session_log
+from dshkit.harness.session.calls import assemble_chunk_events, split_model_calls
+from dshkit.harness.session.jsonl import LoadedLog, dump_session
+from dshkit.harness.session.lossless import thaw_json
+from dshkit.harness.session.shapes import logged_message
+from dshkit.mock_server import MockServer
+from dshkit.mock_server.replay import session_scripts_to_mock
 from dshkit.replay import replay_session
 
 from ..conftest import DSH_UPSTREAM, corpus_missing, upstream_folders

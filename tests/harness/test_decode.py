@@ -166,8 +166,10 @@ RECORDINGS = REPO / "recordings"
 
 
 def _session_log(answer: str = "Hello!") -> bytes:
-    from dshkit.harness.llm import AssistantMessage, ModelSource, TextBlock, TextDelta, UserMessage
-    from dshkit.harness.session import Session, SessionHeader, dump_session
+    from dshkit.harness.llm import AssistantMessage, TextBlock, TextDelta, UserMessage
+    from dshkit.harness.llm.messages import ModelSource
+    from dshkit.harness.session import Session, SessionHeader
+    from dshkit.harness.session.jsonl import dump_session
 
     s = Session(SessionHeader.new(id="decode-me", created_at=1), clock=lambda: 5)
     s.append("turn/start", {"turn": 1})

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.mock_server import MockServer, MockServerFactory, Reply, Script, SplitPlan, ToolCall
+from dshkit.mock_server import MockServer, MockServerFactory, Script
 from dshkit.mock_server.anthropic.render import encode_events
 from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_messages
-from dshkit.mock_server.generate.split import FragmentPlan
+from dshkit.mock_server.generate.reply import Reply, ToolCall
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 from dshkit.mock_server.validation import Rejection
 
 from .wire import parse_sse

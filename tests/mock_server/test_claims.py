@@ -25,7 +25,9 @@ import httpx
 import pytest
 
 from dshkit.conformance import run_server_checks
-from dshkit.mock_server import CLAIMED_S_ITEMS, encode_sse, generate_chunks
+from dshkit.mock_server import CLAIMED_S_ITEMS
+from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.encode import encode_sse
 from dshkit.mock_server.generate.reply import Reply
 
 from .cli_process import ServeProcess

@@ -9,24 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.mock_server import (
-    QUIRKS,
-    FragmentPlan,
-    Reply,
-    SplitPlan,
-    ToolCall,
-    WritePlan,
-    build_completion,
-    compute_usage,
-    encode_events,
-    encode_sse,
-    encode_stream,
-    frame_jsonl,
-    generate_chunks,
-    make_meta,
-    plan_writes,
-    split_text,
-)
+from dshkit.mock_server import QUIRKS
+from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.completion import build_completion
+from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
+from dshkit.mock_server.generate.reply import Reply, ToolCall, compute_usage, make_meta
+from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 
 from .wire import parse_sse, reassemble
 

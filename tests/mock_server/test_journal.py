@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dshkit.mock_server import Journal, JournalEntry, MockServer, UnconsumedStepsError, Write
-from dshkit.mock_server.journal import json_line, redact_body, redact_headers
+from dshkit.mock_server import Journal, JournalEntry, MockServer, UnconsumedStepsError
+from dshkit.mock_server.journal import Write, json_line, redact_body, redact_headers
 
 
 def test_redaction() -> None:

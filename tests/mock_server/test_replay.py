@@ -12,7 +12,8 @@ import httpx
 import openai
 import pytest
 
-from dshkit.mock_server import MockServerFactory, Script, frame_jsonl
+from dshkit.mock_server import MockServerFactory, Script
+from dshkit.mock_server.generate.encode import frame_jsonl
 
 from ..conftest import corpus_missing
 from .wire import chat, parse_sse, reassemble

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dshkit.mock_server import Script, session_of
-from dshkit.mock_server.routing import RequestView, Router
+from dshkit.mock_server import Script
+from dshkit.mock_server.routing import RequestView, Router, session_of
 
 
 def test_session_key_order_and_no_key_leak() -> None:

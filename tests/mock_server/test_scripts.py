@@ -10,20 +10,17 @@ from typing import get_args
 import pytest
 
 import dshkit.mock_server
-from dshkit.mock_server import (
-    FAULTS,
-    QUIRKS,
+from dshkit.mock_server import FAULTS, QUIRKS, Script, ScriptError, load_script
+from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
+from dshkit.mock_server.scripts import (
+    FaultName,
     FaultStep,
+    QuirkName,
     RawStep,
     ReplyStep,
-    Script,
-    ScriptError,
-    load_script,
     load_scripts,
     script_json_schema,
 )
-from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
-from dshkit.mock_server.scripts import FaultName, QuirkName
 
 SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 
@@ -114,7 +111,7 @@ def test_errors_name_file_line_step_and_field(tmp_path: Path, text: str, line: i
 
 
 def test_errors_inside_a_scripts_list_name_their_line(tmp_path: Path) -> None:
-    from dshkit.mock_server import load_scripts
+    from dshkit.mock_server.scripts import load_scripts
 
     f = tmp_path / "many.yaml"
     f.write_text(

@@ -16,9 +16,10 @@ import httpx
 import pytest
 
 from dshkit.harness.llm import LlmFailure, StreamChunk
-from dshkit.mock_server import MockServerFactory, Reply, Script
+from dshkit.mock_server import MockServerFactory, Script
 from dshkit.mock_server.app import SURFACES
 from dshkit.mock_server.generate.encode import Framing
+from dshkit.mock_server.generate.reply import Reply
 from dshkit.mock_server.generate.split import split_text
 from dshkit.mock_server.output import Rendering
 from dshkit.mock_server.runtime import ServerConfig

@@ -357,7 +357,7 @@ async def test_replay_through_the_serve_cli(tmp_path: Path) -> None:
 
 
 def test_replaying_a_torn_cassette_warns_by_default(tmp_path: Path) -> None:
-    from dshkit.mock_server import replay_scripts
+    from dshkit.mock_server.replay import replay_scripts
 
     rec = Path(__file__).parents[2] / "recordings" / "plain-text.cassette.jsonl"
     torn = tmp_path / "torn.cassette.jsonl"

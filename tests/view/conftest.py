@@ -24,10 +24,13 @@ from typing import Any
 import httpx
 import pytest
 
-from dshkit.conformance import ScenarioResult, load_catalogue, to_json, unified
+from dshkit.conformance import ScenarioResult, load_catalogue
+from dshkit.conformance.checks import unified
+from dshkit.conformance.report import to_json
 from dshkit.harness.loop import Agent, AgentOptions
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.session import Session, SessionHeader, save_session
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.jsonl import save_session
 from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.mock_server import MockServer, Script
 

@@ -14,10 +14,7 @@ from hypothesis import strategies as st
 from dshkit.harness.llm import (
     AssistantMessage,
     GenerateOptions,
-    ImageAttachment,
-    ImageBlock,
     Message,
-    ModelSource,
     ReasoningBlock,
     SystemMessage,
     TextBlock,
@@ -26,6 +23,7 @@ from dshkit.harness.llm import (
     ToolSchema,
     UserMessage,
 )
+from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.providers.deepseek import DeepSeekConfig
 from dshkit.harness.session import parse_session_log

@@ -16,7 +16,6 @@ from dshkit.harness.llm import (
     Finish,
     FinishReason,
     HarnessError,
-    ModelSource,
     ReasoningDelta,
     TextBlock,
     TextDelta,
@@ -26,9 +25,11 @@ from dshkit.harness.llm import (
     UserMessage,
     message_to_json,
 )
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import RequestHeader
-from dshkit.harness.session import Session, SessionHeader, dump_session, parse_session_log
+from dshkit.harness.session import Session, SessionHeader, parse_session_log
+from dshkit.harness.session.jsonl import dump_session
 from dshkit.view import render_paths
 from dshkit.view.sessions import _trusted, rebuild_from_session
 

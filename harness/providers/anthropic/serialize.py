@@ -21,7 +21,6 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
-    ImageBlock,
     ReasoningBlock,
     SystemMessage,
     TextBlock,
@@ -31,6 +30,7 @@ from dshkit.harness.llm import (
     UsageError,
     UserMessage,
 )
+from dshkit.harness.llm.messages import ImageBlock
 
 __all__ = [
     "ANTHROPIC_EFFORTS",

@@ -22,17 +22,16 @@ import json
 from typing import Any
 
 from dshkit.harness.llm import (
-    BlockState,
     ContentBlock,
     ErrorCode,
     Finish,
     FinishReason,
     LlmFailure,
-    OpaqueBlock,
     StreamChunk,
-    StreamState,
     TokenUsage,
 )
+from dshkit.harness.llm.messages import OpaqueBlock
+from dshkit.harness.llm.stream_state import BlockState, StreamState
 
 from .failures import failure_from_error_event
 from .serialize import REPLAY_PROTOCOL

@@ -23,12 +23,10 @@ from dshkit.harness.llm import (
     StreamChunk,
     UsageError,
 )
-from dshkit.harness.providers.anthropic import (
-    AnthropicConfig,
-    Translator,
+from dshkit.harness.providers.anthropic import AnthropicConfig, Translator, serialize
+from dshkit.harness.providers.anthropic.failures import (
     failure_from_error_event,
     failure_from_response,
-    serialize,
 )
 from dshkit.harness.providers.sdk_stream import (
     SdkDecoder,

@@ -2,7 +2,7 @@
 and DeepSeek's profile of the OpenAI-style wire, `DeepSeekConfig`. The wire itself (serialize,
 SSE, translate) is the chat base, `dshkit.harness.providers.openai_chat`."""
 
-from dshkit.harness.providers.openai_chat import DeepSeekConfig
+from dshkit.harness.providers.openai_chat.profile import DeepSeekConfig
 
 from .adapter import DEFAULT_BASE_URL, DeepSeekAdapter
 

@@ -5,21 +5,15 @@ same with its fast paths)."""
 
 from .decoder import StreamDecoder
 from .fast_decoder import FastStreamDecoder
-from .profile import REASONING_EFFORTS, ChatProfile, DeepSeekConfig, Passback, resolve_thinking
+from .profile import ChatProfile
 from .serialize import encode_body, serialize
-from .translate import Translator, map_finish_reason, map_usage
+from .translate import Translator
 
 __all__ = [
-    "REASONING_EFFORTS",
     "ChatProfile",
-    "DeepSeekConfig",
     "FastStreamDecoder",
-    "Passback",
     "StreamDecoder",
     "Translator",
     "encode_body",
-    "map_finish_reason",
-    "map_usage",
-    "resolve_thinking",
     "serialize",
 ]

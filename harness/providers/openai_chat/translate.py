@@ -14,15 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dshkit.harness.llm import (
-    BlockState,
-    ErrorCode,
-    FinishReason,
-    LlmFailure,
-    StreamChunk,
-    StreamState,
-    TokenUsage,
-)
+from dshkit.harness.llm import ErrorCode, FinishReason, LlmFailure, StreamChunk, TokenUsage
+from dshkit.harness.llm.stream_state import BlockState, StreamState
 from dshkit.harness.providers.failures import failure_from_error_object
 
 __all__ = ["Translator", "map_finish_reason", "map_usage"]

@@ -25,13 +25,9 @@ from dshkit.harness.llm import (
     UsageError,
 )
 from dshkit.harness.providers.failures import failure_from_error_object, failure_from_http
-from dshkit.harness.providers.openai_chat import (
-    ChatProfile,
-    DeepSeekConfig,
-    Translator,
-    map_finish_reason,
-    serialize,
-)
+from dshkit.harness.providers.openai_chat import ChatProfile, Translator, serialize
+from dshkit.harness.providers.openai_chat.profile import DeepSeekConfig
+from dshkit.harness.providers.openai_chat.translate import map_finish_reason
 from dshkit.harness.providers.sdk_stream import (
     SdkDecoder,
     SdkSource,

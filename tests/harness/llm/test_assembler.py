@@ -12,12 +12,9 @@ from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     Finish,
-    FinishMeta,
     FinishReason,
     HarnessError,
     LlmFailure,
-    ModelSource,
-    OpaqueBlock,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
@@ -27,6 +24,8 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
+from dshkit.harness.llm.chunks import FinishMeta
+from dshkit.harness.llm.messages import ModelSource, OpaqueBlock
 
 SOURCE = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 

@@ -6,16 +6,13 @@ import pickle
 
 import pytest
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    HarnessError,
+from dshkit.harness.llm import ErrorCode, HarnessError, LlmFailure, UsageError
+from dshkit.harness.llm.errors import (
     LlmError,
-    LlmFailure,
     SessionError,
     ToolArgsError,
     ToolError,
     ToolNotFoundError,
-    UsageError,
     is_context_window_exceeded,
     is_quota_exceeded,
 )

@@ -6,16 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import (
+from dshkit.harness.llm import LlmFailure, UsageError
+from dshkit.harness.llm.retry import (
     DEFAULT_RETRYABLE_CODES,
+    MAX_TIMER_DELAY_MS,
     Backoff,
-    LlmFailure,
     RetryPolicy,
-    UsageError,
     is_retryable,
     retry_delay_ms,
 )
-from dshkit.harness.llm.retry import MAX_TIMER_DELAY_MS
 
 NO_JITTER = RetryPolicy(backoff=Backoff(jitter_ratio=0))
 

@@ -8,18 +8,13 @@ import pytest
 from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
-    BlockState,
     ErrorCode,
     Finish,
-    FinishMeta,
     FinishReason,
     LlmFailure,
-    OpaqueBlock,
-    ProviderError,
     ReasoningBlock,
     ReasoningDelta,
     StreamChunk,
-    StreamState,
     TextBlock,
     TextDelta,
     TokenUsage,
@@ -27,6 +22,9 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
+from dshkit.harness.llm.chunks import FinishMeta, ProviderError
+from dshkit.harness.llm.messages import OpaqueBlock
+from dshkit.harness.llm.stream_state import BlockState, StreamState
 
 CLOSED = LlmFailure(message="ended before a reason", code=ErrorCode.STREAM_CLOSED)
 

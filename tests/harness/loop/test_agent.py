@@ -27,18 +27,14 @@ from dshkit.harness.llm import (
     ToolSchema,
     chunk_to_json,
 )
-from dshkit.harness.loop import (
-    Agent,
-    AgentOptions,
-    PreStep,
-    PreStepDecision,
-    Reject,
-    rebuild_requests,
-)
+from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
 from dshkit.harness.loop.header import RequestHeader
+from dshkit.harness.loop.prestep import PreStep, PreStepDecision, Reject
 from dshkit.harness.prompt import SystemPrompt
-from dshkit.harness.replay import ReplayAdapter, ReplayEntry, SessionScript
-from dshkit.harness.session import Session, thaw_json
+from dshkit.harness.replay import ReplayAdapter
+from dshkit.harness.replay.entries import ReplayEntry, SessionScript
+from dshkit.harness.session import Session
+from dshkit.harness.session.lossless import thaw_json
 from dshkit.harness.tools import ToolRuntime, define_tool
 
 MODEL = "deepseek-v4-flash"

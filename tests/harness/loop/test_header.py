@@ -16,7 +16,8 @@ from dshkit.harness.llm import HarnessError, UserMessage
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import title_request
 from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import LoadedLog, parse_session_log
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.jsonl import LoadedLog
 
 from ...conftest import DSH_UPSTREAM, corpus_missing
 

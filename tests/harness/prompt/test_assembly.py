@@ -1,13 +1,9 @@
 import pytest
 
 from dshkit.harness.llm import ToolSchema
-from dshkit.harness.prompt import (
-    HARNESS_IDENTITY,
-    UNLISTED_TOOLS,
-    PromptError,
-    SystemPrompt,
-    interpolate,
-)
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.prompt.assembly import HARNESS_IDENTITY, UNLISTED_TOOLS
+from dshkit.harness.prompt.interpolate import PromptError, interpolate
 
 
 def schema(name: str) -> ToolSchema:

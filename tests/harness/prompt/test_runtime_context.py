@@ -1,6 +1,12 @@
-from dshkit.harness.llm import PluginSource, TextBlock, UserMessage, message_to_json
-from dshkit.harness.prompt import RUNTIME_CONTEXT_PLUGIN, RuntimeContextSnapshot, SystemPrompt
-from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_CLEARED, RUNTIME_CONTEXT_HEADER
+from dshkit.harness.llm import TextBlock, UserMessage, message_to_json
+from dshkit.harness.llm.messages import PluginSource
+from dshkit.harness.prompt import SystemPrompt
+from dshkit.harness.prompt.runtime_context import (
+    RUNTIME_CONTEXT_CLEARED,
+    RUNTIME_CONTEXT_HEADER,
+    RUNTIME_CONTEXT_PLUGIN,
+    RuntimeContextSnapshot,
+)
 from dshkit.harness.session import Session
 from dshkit.harness.session.events import SurfaceReplace
 

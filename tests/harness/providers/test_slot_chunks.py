@@ -17,11 +17,11 @@ from dshkit.harness.llm import (
     LlmFailure,
     ReasoningDelta,
     StreamChunk,
-    StreamState,
     TextDelta,
     ToolCallDelta,
     chunk_to_json,
 )
+from dshkit.harness.llm.stream_state import StreamState
 from dshkit.harness.providers import slot_chunks
 from dshkit.harness.providers.slot_chunks import SlotChunks
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from dshkit.harness.llm import BlockEnd, Finish, GenerateOptions, TextBlock, UserMessage
-from dshkit.harness.replay import ReplayAdapter, ReplayEntry, SessionScript, load_session_scripts
+from dshkit.harness.replay import ReplayAdapter
+from dshkit.harness.replay.entries import ReplayEntry, SessionScript
+from dshkit.harness.replay.scripts import load_session_scripts
 
 
 def _options(session: str | None = None, signal: asyncio.Event | None = None) -> GenerateOptions:

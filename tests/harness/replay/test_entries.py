@@ -2,7 +2,7 @@
 
 import pytest
 
-from dshkit.harness.replay import ReplayEntry, ReplayError, derive_replay_script
+from dshkit.harness.replay.entries import ReplayEntry, ReplayError, derive_replay_script
 from dshkit.harness.session import Session
 
 FINISH = {"type": "finish", "reason": {"kind": "stop"}}

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.harness.replay import ReplayError, derive_replay_script, parse_override
-from dshkit.harness.replay.override import ready_path
+from dshkit.harness.replay.entries import ReplayError, derive_replay_script
+from dshkit.harness.replay.override import parse_override, ready_path
 
 from .test_entries import FINISH, chunk_log, text
 

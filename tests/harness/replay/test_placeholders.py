@@ -3,7 +3,8 @@
 import pytest
 
 from dshkit.harness.llm import TextDelta
-from dshkit.harness.replay import ReplayEntry, ReplayError, fill_from_request, request_strings
+from dshkit.harness.replay.entries import ReplayEntry, ReplayError
+from dshkit.harness.replay.placeholders import fill_from_request, request_strings
 
 from .test_entries import FINISH, text
 

@@ -19,7 +19,7 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.replay import Piece, plan_call
+from dshkit.harness.replay.plan import Piece, plan_call
 
 
 def stop(kind: str = "stop") -> Finish:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshkit.harness.replay import ReplayError, load_session_scripts
+from dshkit.harness.replay.entries import ReplayError
+from dshkit.harness.replay.scripts import load_session_scripts
 
 
 def _folder(dsh_sessions: Path, scenario: str, into: Path, *, compress: bool) -> Path:

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.replay import ReplayError
-from dshkit.harness.session import dump_session, parse_session_log, thaw_json
+from dshkit.harness.replay.entries import ReplayError
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.jsonl import dump_session
+from dshkit.harness.session.lossless import thaw_json
 from dshkit.replay import replay_session
 
 MODES = pytest.mark.parametrize("wire", [False, True], ids=["chunks", "wire"])

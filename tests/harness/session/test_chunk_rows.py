@@ -1,6 +1,6 @@
 import pytest
 
-from dshkit.harness.llm import SessionError
+from dshkit.harness.llm.errors import SessionError
 from dshkit.harness.session.chunk_rows import pack_events, unpack_row, unpack_rows
 
 

@@ -12,17 +12,11 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshkit.harness.llm import SessionError, UsageError
-from dshkit.harness.session import (
-    SessionStore,
-    compression,
-    decompress_log,
-    dump_session,
-    is_compressed,
-    load_session,
-    parse_session_log,
-    read_log_bytes,
-)
+from dshkit.harness.llm import UsageError
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.session import SessionStore, compression, parse_session_log
+from dshkit.harness.session.compression import decompress_log, is_compressed, read_log_bytes
+from dshkit.harness.session.jsonl import dump_session, load_session
 
 
 def frames(data: bytes, per_frame: int = 3) -> bytes:

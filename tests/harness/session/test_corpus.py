@@ -5,14 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.harness.llm import AssistantMessage, ModelSource, message_from_json, message_to_json
-from dshkit.harness.session import (
-    assemble_chunk_events,
-    dump_session,
-    parse_session_log,
-    split_model_calls,
-    thaw_json,
-)
+from dshkit.harness.llm import AssistantMessage, message_to_json
+from dshkit.harness.llm.codec import message_from_json
+from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.calls import assemble_chunk_events, split_model_calls
+from dshkit.harness.session.jsonl import dump_session
+from dshkit.harness.session.lossless import thaw_json
 from tests.conftest import corpus_absent_param, corpus_missing
 
 _SHARED = Path(os.environ.get("DSHKIT_SHARED", Path(__file__).resolve().parents[3].parent / "shared"))

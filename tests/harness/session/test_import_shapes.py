@@ -11,20 +11,18 @@ import pytest
 
 from dshkit.harness.llm import (
     AssistantMessage,
-    ModelSource,
-    SessionError,
     TextBlock,
     ToolCallBlock,
     ToolResultMessage,
     UserMessage,
     message_to_json,
 )
-from dshkit.harness.replay import derive_replay_script
-from dshkit.harness.session import (
-    dump_session,
-    logged_message,
-    parse_session_log,
-)
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.replay.entries import derive_replay_script
+from dshkit.harness.session import parse_session_log
+from dshkit.harness.session.jsonl import dump_session
+from dshkit.harness.session.shapes import logged_message
 
 HEADER = '{"type":"session","version":0,"id":"x","createdAt":0,"cwd":"{{cwd}}","delegationDepth":0}'
 

@@ -4,8 +4,6 @@ import pytest
 
 from dshkit.harness.llm import (
     AssistantMessage,
-    ModelSource,
-    SessionError,
     TextBlock,
     TextDelta,
     ToolCallBlock,
@@ -13,8 +11,11 @@ from dshkit.harness.llm import (
     UserMessage,
     message_to_json,
 )
-from dshkit.harness.session import FrozenDict, Session, SessionEvent, SessionHeader
+from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.session import Session, SessionEvent, SessionHeader
 from dshkit.harness.session.events import SurfaceReplace
+from dshkit.harness.session.lossless import FrozenDict
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 

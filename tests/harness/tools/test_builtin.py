@@ -5,7 +5,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dshkit.harness.tools import LocalShell, ToolRuntime, auto_approver, builtin_tools
+from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.harness.tools.builtin import (
     BASH_PARAMETERS,
     GREP_PARAMETERS,
@@ -14,6 +14,8 @@ from dshkit.harness.tools.builtin import (
     WRITE_PARAMETERS,
     render_read,
 )
+from dshkit.harness.tools.policy import auto_approver
+from dshkit.harness.tools.providers import LocalShell
 
 
 @pytest.fixture

@@ -12,14 +12,10 @@ from pathlib import Path
 import pytest
 
 from dshkit.harness.llm import TextBlock, UserMessage
-from dshkit.harness.tools import (
-    LocalShell,
-    ToolRuntime,
-    ToolTimeoutError,
-    auto_approver,
-    builtin_tools,
-)
-from dshkit.harness.tools.blocking import run_blocking
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.harness.tools.blocking import ToolTimeoutError, run_blocking
+from dshkit.harness.tools.policy import auto_approver
+from dshkit.harness.tools.providers import LocalShell
 from dshkit.harness.tools.results import ToolErrorInfo, ToolResult, scrub_result
 
 CATASTROPHIC = '{"pattern": "(a+)+$"}'

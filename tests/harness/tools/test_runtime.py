@@ -5,19 +5,9 @@ import pytest
 from pydantic import BaseModel
 
 from dshkit.harness.llm import TextBlock, UsageError, UserMessage
-from dshkit.harness.tools import (
-    Accept,
-    Allow,
-    Ask,
-    Block,
-    Deny,
-    ToolCall,
-    ToolResult,
-    ToolRuntime,
-    define_tool,
-    terminal_approver,
-)
-from dshkit.harness.tools.runtime import parse_arguments
+from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
+from dshkit.harness.tools.policy import Accept, Allow, Ask, Block, Deny, terminal_approver
+from dshkit.harness.tools.runtime import ToolCall, parse_arguments
 
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 

@@ -1,7 +1,9 @@
 import asyncio
 
 from dshkit.harness.llm import ToolCallBlock
-from dshkit.harness.tools import ToolCall, ToolResult, ToolRuntime, define_tool, run_tool_calls
+from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
+from dshkit.harness.tools.runtime import ToolCall
+from dshkit.harness.tools.scheduler import run_tool_calls
 
 OBJ = {"type": "object", "properties": {"name": {"type": "string"}}}
 

@@ -24,8 +24,8 @@ from dshkit.harness.llm import (
     StreamChunk,
     TextBlock,
     UserMessage,
-    is_retryable,
 )
+from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
 
 from ..conftest import RawServer, body, pieces

@@ -19,20 +19,15 @@ from dshkit.harness.llm import (
     BlockEnd,
     ErrorCode,
     Finish,
-    OpaqueBlock,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
 )
-from dshkit.harness.providers.anthropic import (
-    FastStreamDecoder,
-    StreamDecoder,
-    Translator,
-    events_from_message,
-    failure_from_response,
-    map_usage,
-)
+from dshkit.harness.llm.messages import OpaqueBlock
+from dshkit.harness.providers.anthropic import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.providers.anthropic.failures import failure_from_response
+from dshkit.harness.providers.anthropic.translate import events_from_message, map_usage
 from dshkit.harness.providers.sse import SSEDecoder, SSEEvent
 from tests.conftest import corpus_missing
 

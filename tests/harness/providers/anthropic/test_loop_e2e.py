@@ -16,7 +16,8 @@ from dshkit.cli import main
 from dshkit.harness.llm import ErrorCode, GenerateOptions, UserMessage
 from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
 from dshkit.harness.providers.anthropic import AnthropicAdapter, encode_body, serialize
-from dshkit.harness.session import Session, SessionHeader, load_session
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.jsonl import load_session
 from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.mock_server import MockServer, Script
 

@@ -13,8 +13,6 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
-    ModelSource,
-    OpaqueBlock,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -23,13 +21,13 @@ from dshkit.harness.llm import (
     UsageError,
     UserMessage,
 )
-from dshkit.harness.providers.anthropic import (
+from dshkit.harness.llm.messages import ModelSource, OpaqueBlock
+from dshkit.harness.providers.anthropic import AnthropicConfig, serialize
+from dshkit.harness.providers.anthropic.serialize import (
     DEFAULT_MAX_TOKENS,
     REPLAY_PROTOCOL,
-    AnthropicConfig,
-    serialize,
+    tool_input,
 )
-from dshkit.harness.providers.anthropic.serialize import tool_input
 
 READ = ToolSchema(name="read", description="Read a file.", parameters={"type": "object", "properties": {"file_path": {"type": "string"}}})
 

@@ -14,13 +14,13 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from dshkit.harness.llm import (
     BlockAssembler,
     GenerateOptions,
-    ModelSource,
     ToolResultMessage,
     ToolSchema,
     UserMessage,
     chunk_to_json,
     message_to_json,
 )
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers.anthropic import StreamDecoder, serialize
 
 from .wire import TOOL_TURN

@@ -20,7 +20,8 @@ from dshkit.harness.llm import (
     ToolCallBlock,
     chunk_to_json,
 )
-from dshkit.harness.providers.anthropic import StreamDecoder, map_stop_reason
+from dshkit.harness.providers.anthropic import StreamDecoder
+from dshkit.harness.providers.anthropic.translate import map_stop_reason
 
 from .wire import (
     MESSAGE_STOP,

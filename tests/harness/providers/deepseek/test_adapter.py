@@ -22,14 +22,14 @@ from dshkit.harness.llm import (
     Finish,
     GenerateOptions,
     LlmFailure,
-    ProviderError,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
     UserMessage,
-    is_retryable,
 )
+from dshkit.harness.llm.chunks import ProviderError
+from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
 from dshkit.harness.providers.openai_chat import StreamDecoder, Translator, encode_body, serialize
 

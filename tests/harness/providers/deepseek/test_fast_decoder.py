@@ -21,7 +21,10 @@ from hypothesis import strategies as st
 
 from dshkit.harness.llm import StreamChunk, TextDelta, chunk_to_json
 from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
-from dshkit.mock_server import QUIRKS, Reply, ToolCall, encode_sse, generate_chunks
+from dshkit.mock_server import QUIRKS
+from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.encode import encode_sse
+from dshkit.mock_server.generate.reply import Reply, ToolCall
 
 CAPTURES = Path(__file__).parent / "captures"
 READS = [1, 2, 7, 64, 333, 1000, 2047, 2048, 2049, 2500, 4096, 1 << 16]

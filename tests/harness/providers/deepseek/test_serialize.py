@@ -9,10 +9,6 @@ import pytest
 from dshkit.harness.llm import (
     AssistantMessage,
     GenerateOptions,
-    ImageAttachment,
-    ImageBlock,
-    ModelSource,
-    OpaqueBlock,
     ReasoningBlock,
     SystemMessage,
     TextBlock,
@@ -23,8 +19,10 @@ from dshkit.harness.llm import (
     UsageError,
     UserMessage,
 )
+from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource, OpaqueBlock
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
-from dshkit.harness.providers.openai_chat import encode_body, resolve_thinking, serialize
+from dshkit.harness.providers.openai_chat import encode_body, serialize
+from dshkit.harness.providers.openai_chat.profile import resolve_thinking
 
 SRC = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 ODD_ARGS = [

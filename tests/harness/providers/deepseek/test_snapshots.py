@@ -17,13 +17,13 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from dshkit.harness.llm import (
     BlockAssembler,
     GenerateOptions,
-    ModelSource,
     ToolResultMessage,
     ToolSchema,
     UserMessage,
     chunk_to_json,
     message_to_json,
 )
+from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers.deepseek import DeepSeekConfig
 from dshkit.harness.providers.openai_chat import serialize
 from tests.normalize import Normalizer

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import ModelSource, TextBlock
+from dshkit.harness.llm import TextBlock
+from dshkit.harness.llm.messages import ModelSource
 
 from .wire import USAGE, assemble, call, chunk, decode, sse
 

@@ -9,10 +9,8 @@ from dshkit.harness.llm import (
     BlockEnd,
     BlockStart,
     Finish,
-    FinishMeta,
     FinishReason,
     LlmFailure,
-    ProviderError,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
@@ -22,7 +20,9 @@ from dshkit.harness.llm import (
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.providers.openai_chat import Translator, map_finish_reason, map_usage
+from dshkit.harness.llm.chunks import FinishMeta, ProviderError
+from dshkit.harness.providers.openai_chat import Translator
+from dshkit.harness.providers.openai_chat.translate import map_finish_reason, map_usage
 
 from .wire import FP, ID, MODEL, USAGE, assemble, call, chunk, decode, sse
 
