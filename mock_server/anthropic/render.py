@@ -93,6 +93,7 @@ def message_id(seed: int, *, anthropic: bool = False, repeat: int = 0) -> str:
 
 
 def _signature(msg_id: str, seed: int, anthropic: bool, repeat: int = 0) -> str:
+    """The thinking block's signature for a step's response (see :func:`message_id`)."""
     if not anthropic:
         return msg_id  # DeepSeek's signature is the message id (AN41)
     rng = random.Random(f"signature:{seed}:repeat:{repeat}" if repeat else f"signature:{seed}")
@@ -171,18 +172,21 @@ def encode_events(
     framing: Framing = "lf",
     done: bool = True,
     repeat: int = 0,
+    ids: tuple[str, str] | None = None,
 ) -> list[bytes]:
     """The Messages SSE events of a reply, one bytes object per event.
 
     `done=False` leaves out `message_stop` (the counterpart of the chat route's `[DONE]`);
-    `repeat` > 0 mints a fresh message id and signature (see :func:`message_id`).
+    `repeat` > 0 mints a fresh message id and signature (see :func:`message_id`); `ids` gives
+    them instead, as `(message id, signature)` (the stream cache renders with placeholders).
     Pure: the same arguments give the same bytes.
     """
     q = frozenset(quirks)
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
-    msg_id = message_id(seed, anthropic=anthropic, repeat=repeat)
+    msg_id = ids[0] if ids else message_id(seed, anthropic=anthropic, repeat=repeat)
+    signature = ids[1] if ids else _signature(msg_id, seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
@@ -210,7 +214,7 @@ def encode_events(
             start["signature"] = ""
         deltas = [{"type": "thinking_delta", "thinking": f} for f in pieces.reasoning]
         if pieces.finish_reason != "length" or pieces.content or pieces.calls:
-            deltas.append({"type": "signature_delta", "signature": _signature(msg_id, seed, anthropic, repeat)})
+            deltas.append({"type": "signature_delta", "signature": signature})
         blocks.append((start, deltas))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": f} for f in pieces.content]))
@@ -320,6 +324,7 @@ def encode_events_fast(
     framing: Framing = "lf",
     done: bool = True,
     repeat: int = 0,
+    ids: tuple[str, str] | None = None,
 ) -> list[bytes]:
     """:func:`encode_events`, byte for byte, for less CPU: the server's fast path renders with it.
 
@@ -332,7 +337,7 @@ def encode_events_fast(
     reply, matched = _cut_stop(reply, stop)
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
-    msg_id = _cached_message_id(seed, anthropic, repeat)
+    msg_id = ids[0] if ids else _cached_message_id(seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
@@ -365,7 +370,7 @@ def encode_events_fast(
         if "thinking_start_signature" in q:
             start["signature"] = ""
         signed = pieces.finish_reason != "length" or bool(pieces.content) or bool(pieces.calls)
-        blocks.append((start, "thinking", pieces.reasoning, _signature(msg_id, seed, anthropic, repeat) if signed else None))
+        blocks.append((start, "thinking", pieces.reasoning, (ids[1] if ids else _signature(msg_id, seed, anthropic, repeat)) if signed else None))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, "text", pieces.content, None))
     for call_id, name, frags in pieces.calls:

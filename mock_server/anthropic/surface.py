@@ -22,10 +22,27 @@ from dshkit.mock_server.anthropic.validation import PASSBACK_MESSAGE, validate_m
 from dshkit.mock_server.chat import deepseek_headers
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.reply import Reply, tool_call_id
-from dshkit.mock_server.output import Rendering
+from dshkit.mock_server.output import Rendering, Template
 from dshkit.mock_server.scripts import ChunksSpec, FaultStep, StreamSpec
 from dshkit.mock_server.surface import Body, Call, Cuts, Replay, Surface, json_body
 from dshkit.mock_server.validation import ChatRequest, Rejection, bearer_key, error_body
+
+
+def _placeholder_ids(ids: tuple[str, str]) -> tuple[str, str]:
+    """Fixed values of the lengths of this response's id and signature (a UUID or `msg_01…`, and
+    the id again or an `Eq…==` signature), so filling them in moves no event's end."""
+    msg_id, signature = ids
+    fake_id = ("dshkit-cached-message-id" + "0" * len(msg_id))[: len(msg_id)]
+    fake_signature = fake_id if signature == msg_id else ("dshkitcachedsignature" + "0" * len(signature))[: len(signature)]
+    return fake_id, fake_signature
+
+
+def _spell_ids(ids: tuple[str, str]) -> tuple[bytes, ...]:
+    # Quoted with their JSON keys: inside a string value the quotes would be escaped.
+    return b'"id":%s' % json.dumps(ids[0]).encode(), b'"signature":%s' % json.dumps(ids[1]).encode()
+
+
+_IDS_TEMPLATE = Template(placeholder=_placeholder_ids, spell=_spell_ids)
 
 if TYPE_CHECKING:
     from dshkit.harness.llm import LlmFailure, StreamChunk
@@ -208,20 +225,25 @@ class AnthropicSurface(Surface):
 
     def stream(
         self, call: Call, reply: Reply, spec: StreamSpec, *, done: bool = True, logprobs: int | None = None
-    ) -> Rendering[None]:
+    ) -> Rendering[tuple[str, str]]:
         args = self._render_args(call, spec)
         reply = self._prepare(call, reply, args["seed"])
         framing = spec.framing
+        # The message id and signature are this response's own (fresh when the step answers
+        # again): the envelope the stream cache fills in, so a repeated step stays cached.
+        repeat = args.pop("repeat")
+        anthropic_ids = "anthropic_ids" in args["quirks"]
+        msg_id = render.message_id(args["seed"], anthropic=anthropic_ids, repeat=repeat)
+        ids = (msg_id, render._signature(msg_id, args["seed"], anthropic_ids, repeat))
 
-        def events(_: None) -> list[bytes]:
-            return render.encode_events(reply, framing=framing, done=done, **args)
+        def events(e: tuple[str, str]) -> list[bytes]:
+            return render.encode_events(reply, framing=framing, done=done, ids=e, **args)
 
-        def fast(_: None) -> list[bytes]:
-            return render.encode_events_fast(reply, framing=framing, done=done, **args)
+        def fast(e: tuple[str, str]) -> list[bytes]:
+            return render.encode_events_fast(reply, framing=framing, done=done, ids=e, **args)
 
-        # The message id comes from the seed: the bytes depend on the key alone.
         key = (self.name, reply, framing, done, *args.values())
-        return Rendering(render=events, fast=fast, envelope=None, key=key)
+        return Rendering(render=events, fast=fast, envelope=ids, key=key, template=_IDS_TEMPLATE)
 
     def body(self, call: Call, reply: Reply, spec: StreamSpec, *, logprobs: int | None = None) -> Body:
         if reply.finish_reason == "insufficient_system_resource":
