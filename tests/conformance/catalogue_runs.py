@@ -48,8 +48,10 @@ __all__ = [
     "params",
 ]
 
-PER_ADAPTER = 2
-"""Scenarios in flight per adapter (a shard of 4-5 adapters: about 10 on the loop at most)."""
+PER_ADAPTER = 4
+"""Scenarios in flight per adapter: a shard of 5 adapters has 20 on its loop at most (fewer than
+the 32 of the single 16-adapter run this replaced), so the seconds of the keep-alive and stall
+scenarios overlap more while no timing-sensitive scenario meets a more crowded loop."""
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)
 ANTHROPIC_ADAPTERS: tuple[type, ...] = (AnthropicAdapter, AnthropicSDKAdapter, *BROKEN_ANTHROPIC)
 BROKEN_SHARDS = 3
