@@ -32,9 +32,13 @@ browser:
 		|| echo "could not install chromium: the browser tests will be skipped"; \
 	else echo "no $(CHROMIUM) and not root: the browser tests will be skipped (apt-get install chromium)"; fi
 
-## test: the whole suite, in parallel workers, each with its own servers and ports
+## test: the whole suite, in parallel workers, each with its own servers and ports.
+## Bytecode is cached under .venv/pycache (never beside the sources), even where the environment
+## sets PYTHONDONTWRITEBYTECODE: each worker and each Python the tests start (CLI runs, `python -c`
+## checks, drivers) would otherwise compile every module, and pytest rewrite every test, again.
 test: $(STAMP) browser
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto --dist loadgroup -q
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache \
+		HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -n auto --dist loadgroup -q
 
 ## e2e-dsh: the real DSH (npm @deepseek-ai/dsh, installed into .e2e-dsh/ on first use) headless
 ## against `dshkit serve` on loopback, case by case; prints a report table, exits 1 on any failure.

@@ -1,7 +1,7 @@
 """How long the whole test suite takes, as `make test` runs it (goal: under 60 s on 2 cores).
 
 Runs `HYPOTHESIS_PROFILE=ci python -m pytest -n auto --dist loadgroup -q --durations=20` (the
-recipe of `make test`, less its chromium install step) `--rounds` times in a row, each in a fresh
+recipe of `make test` with its bytecode cache, less its chromium install step) `--rounds` times in a row, each in a fresh
 interpreter, and reads pytest's own summary: the seconds pytest reports for the run, how many
 tests passed, failed and were skipped, and the 20 slowest setups, calls and teardowns of the
 last round (where the time goes). The wall time of the whole process (interpreter start,
@@ -53,7 +53,9 @@ def _parse(out: str) -> dict[str, Any]:
 
 
 def _round(workers: str, extra: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci"}
+    # as `make test`: bytecode cached under .venv/pycache even where PYTHONDONTWRITEBYTECODE is set
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "PYTHONPYCACHEPREFIX": str(ROOT / ".venv" / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     command = [sys.executable, "-m", "pytest", "-n", workers, "--dist", "loadgroup", "-q",
                f"--durations={SLOWEST}", *extra]
     start = time.perf_counter()

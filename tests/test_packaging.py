@@ -42,7 +42,7 @@ class Built:
 
 def _env() -> dict[str, str]:
     # no variable of this suite's venv may leak into the user's (PYTHONPATH, a virtualenv's own)
-    drop = {"PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"}
+    drop = {"PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"}
     return {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_XDIST")}
 
 

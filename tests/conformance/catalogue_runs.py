@@ -2,13 +2,16 @@
 
 A catalogue run spends most of its wall time waiting (keep-alive, stall and drip scenarios take
 seconds of real time each) and little on the CPU, so playing the runs one test after another
-left a worker idle for minutes. Here every adapter's run starts at once on one event loop, in a
-thread of its own (pytest's loops stay untouched), each with its own mock server as
+left a worker idle for minutes. Here the adapters of one *shard* start at once on one event loop,
+in a thread of its own (pytest's loops stay untouched), each with its own mock server as
 `run_catalogue` makes it, and a few scenarios in flight per adapter so the loop never gets
-crowded enough to delay a timing-sensitive scenario. The tests then judge each adapter's
-results exactly as they judged their own run. They carry `xdist_group(GROUP)` (chat protocol) or
-`xdist_group(ANTHROPIC_GROUP)`, so under `--dist loadgroup` (`make test`) one worker plays each
-protocol's runs and judges them all, and the two protocols may use both workers.
+crowded enough to delay a timing-sensitive scenario. The tests then judge each adapter's results
+exactly as they judged their own run.
+
+Each shard is an xdist group (`group_of(adapter)`; `params` marks each adapter's test with it), so
+under `--dist loadgroup` (`make test`) one worker plays a shard once and judges all its adapters,
+while the other shards play on the other workers: the chat catalogue for 16 adapters on one worker
+was the suite's longest serial chain, with the second core idle.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from typing import Any
+
+import pytest
 
 from dshkit.conformance import load_catalogue, run_catalogue
 from dshkit.conformance.runner import ScenarioResult, for_protocol
@@ -31,22 +37,50 @@ from .broken_anthropic import BROKEN_ANTHROPIC
 __all__ = [
     "ANTHROPIC_ADAPTERS",
     "ANTHROPIC_GROUP",
+    "ANTHROPIC_SHARDS",
     "CHAT_ADAPTERS",
+    "CHAT_SHARDS",
     "GROUP",
     "PER_ADAPTER",
     "CatalogueRuns",
     "catalogue",
+    "group_of",
+    "params",
 ]
 
-GROUP = "catalogue_runs"
-"""The xdist group of the tests that read the chat-protocol runs (one worker plays them once)."""
-ANTHROPIC_GROUP = "catalogue_runs_anthropic"
-"""The same for the Anthropic-protocol runs: a group of its own, so `--dist loadgroup` may play
-the two catalogues on two workers at once."""
-PER_ADAPTER = 2
-"""Scenarios in flight per adapter (16 adapters on the chat protocol: 32 on the loop at most)."""
+PER_ADAPTER = 4
+"""Scenarios in flight per adapter: a shard of 5 adapters has 20 on its loop at most (fewer than
+the 32 of the single 16-adapter run this replaced), so the seconds of the keep-alive and stall
+scenarios overlap more while no timing-sensitive scenario meets a more crowded loop."""
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)
 ANTHROPIC_ADAPTERS: tuple[type, ...] = (AnthropicAdapter, AnthropicSDKAdapter, *BROKEN_ANTHROPIC)
+BROKEN_SHARDS = 3
+"""The broken chat adapters are played in this many shards (about 5 adapters each)."""
+CHAT_SHARDS: dict[str, tuple[type, ...]] = {
+    "catalogue_runs": (DeepSeekAdapter, OpenAICompatAdapter),
+    **{f"catalogue_runs_broken{i}": tuple(BROKEN[i::BROKEN_SHARDS]) for i in range(BROKEN_SHARDS)},
+}
+"""The chat-protocol shards by xdist group: the two real adapters, then the broken ones."""
+GROUP = "catalogue_runs"
+"""The group (and shard) of the two real chat-protocol adapters."""
+ANTHROPIC_GROUP = "catalogue_runs_anthropic"
+"""The one shard of the Anthropic-protocol runs (cheap: a fraction of a second per adapter)."""
+ANTHROPIC_SHARDS: dict[str, tuple[type, ...]] = {ANTHROPIC_GROUP: ANTHROPIC_ADAPTERS}
+
+
+def group_of(adapter: type) -> str:
+    """The xdist group, and shard, whose worker plays `adapter`'s catalogue run."""
+    for shards in (CHAT_SHARDS, ANTHROPIC_SHARDS):
+        for name, adapters in shards.items():
+            if adapter in adapters:
+                return name
+    raise KeyError(f"{adapter.__name__} is in no shard of catalogue_runs")
+
+
+def params(adapters: Sequence[type]) -> list[Any]:
+    """`adapters` as parametrize values, each marked with its shard's xdist group, ids by class name."""
+    return [pytest.param(a, id=a.__name__, marks=pytest.mark.xdist_group(group_of(a))) for a in adapters]
+
 
 _CATALOGUE: list[Scenario] = []
 
@@ -59,12 +93,13 @@ def catalogue() -> list[Scenario]:
 
 
 class CatalogueRuns:
-    """The results of each adapter's whole-catalogue run on one protocol, played on first use."""
+    """The results of each adapter's whole-catalogue run on one protocol; each shard is played on
+    the first use of one of its adapters."""
 
-    def __init__(self, protocol: str, adapters: Sequence[type]) -> None:
+    def __init__(self, protocol: str, shards: dict[str, tuple[type, ...]]) -> None:
         self.protocol = protocol
-        self.adapters = tuple(adapters)
-        self._results: dict[type, list[ScenarioResult]] | None = None
+        self.shards = dict(shards)
+        self._results: dict[type, list[ScenarioResult]] = {}
         self._lock = threading.Lock()
 
     def scenarios(self) -> list[Scenario]:
@@ -72,21 +107,22 @@ class CatalogueRuns:
 
     def results(self, adapter: type) -> list[ScenarioResult]:
         """`run_catalogue(scenarios, adapter, protocol=...)`'s results, in catalogue order."""
-        if adapter not in self.adapters:
+        shard = next((s for s in self.shards.values() if adapter in s), None)
+        if shard is None:
             raise KeyError(f"{adapter.__name__} is not one of this protocol's adapters")
         with self._lock:
-            if self._results is None:
-                self._results = self._play()
+            if adapter not in self._results:
+                self._results.update(self._play(shard))
         return self._results[adapter]
 
-    def _play(self) -> dict[type, list[ScenarioResult]]:
+    def _play(self, adapters: tuple[type, ...]) -> dict[type, list[ScenarioResult]]:
         out: dict[type, list[ScenarioResult]] = {}
         failure: list[BaseException] = []
 
         async def every_run() -> None:
             scenarios = self.scenarios()
-            runs = [run_catalogue(scenarios, a, concurrency=PER_ADAPTER, protocol=self.protocol) for a in self.adapters]
-            out.update(zip(self.adapters, await asyncio.gather(*runs), strict=True))
+            runs = [run_catalogue(scenarios, a, concurrency=PER_ADAPTER, protocol=self.protocol) for a in adapters]
+            out.update(zip(adapters, await asyncio.gather(*runs), strict=True))
 
         def in_thread() -> None:
             try:

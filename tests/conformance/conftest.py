@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from .catalogue_runs import ANTHROPIC_ADAPTERS, CHAT_ADAPTERS, CatalogueRuns
+from .catalogue_runs import ANTHROPIC_SHARDS, CHAT_SHARDS, CatalogueRuns
 
 
 @pytest.fixture(scope="session")
 def chat_runs() -> CatalogueRuns:
-    """Every chat-protocol adapter's whole-catalogue run (the real two and every broken one)."""
-    return CatalogueRuns("chat", CHAT_ADAPTERS)
+    """Every chat-protocol adapter's whole-catalogue run (the real two and every broken one), by shard."""
+    return CatalogueRuns("chat", CHAT_SHARDS)
 
 
 @pytest.fixture(scope="session")
 def anthropic_runs() -> CatalogueRuns:
     """Every anthropic-protocol adapter's whole-catalogue run (the real two and every broken one)."""
-    return CatalogueRuns("anthropic", ANTHROPIC_ADAPTERS)
+    return CatalogueRuns("anthropic", ANTHROPIC_SHARDS)

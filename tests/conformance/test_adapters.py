@@ -7,7 +7,15 @@ import pytest
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.providers.openai_compat import OpenAICompatAdapter
 
-from .catalogue_runs import GROUP, CatalogueRuns
+from .catalogue_runs import (
+    ANTHROPIC_ADAPTERS,
+    ANTHROPIC_SHARDS,
+    CHAT_ADAPTERS,
+    CHAT_SHARDS,
+    GROUP,
+    CatalogueRuns,
+    group_of,
+)
 
 pytestmark = pytest.mark.xdist_group(GROUP)
 
@@ -37,5 +45,13 @@ def test_catalogue_on_openai_compat_adapter(chat_runs: CatalogueRuns) -> None:
 def test_the_catalogue_tests_share_one_worker_under_loadgroup(request: pytest.FixtureRequest) -> None:
     # `make test` runs `--dist loadgroup`; were the group lost (tests/conftest.py says how it
     # was once), every worker would play all the catalogue runs again.
+    assert group_of(DeepSeekAdapter) == group_of(OpenAICompatAdapter) == GROUP
     if getattr(request.config.option, "loadgroup", False):
         assert request.node.nodeid.endswith(f"@{GROUP}"), request.node.nodeid
+
+
+def test_every_adapter_is_played_in_exactly_one_shard() -> None:
+    for adapters, shards in ((CHAT_ADAPTERS, CHAT_SHARDS), (ANTHROPIC_ADAPTERS, ANTHROPIC_SHARDS)):
+        played = [a for shard in shards.values() for a in shard]
+        assert sorted(played, key=lambda a: a.__name__) == sorted(adapters, key=lambda a: a.__name__)
+        assert all(shards[group_of(a)] for a in adapters)

@@ -7,11 +7,10 @@ import pytest
 from dshkit.conformance import run_catalogue
 
 from .broken import BROKEN
-from .catalogue_runs import GROUP, CatalogueRuns, catalogue
+from .catalogue_runs import CatalogueRuns, catalogue, params
 
 
-@pytest.mark.xdist_group(GROUP)
-@pytest.mark.parametrize("adapter", BROKEN, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("adapter", params(BROKEN))
 def test_broken_adapter_fails_exactly_its_scenarios(adapter: type, chat_runs: CatalogueRuns) -> None:
     assert {s.id for s in chat_runs.scenarios()} >= adapter.MUST_FAIL, "MUST_FAIL names unknown scenarios"
     results = chat_runs.results(adapter)

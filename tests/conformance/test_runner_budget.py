@@ -22,6 +22,10 @@ T = TypeVar("T")
 ROOT = Path(__file__).parents[2]
 #: The run must end long before this; it only stops a regression from hanging the suite.
 SAFETY_S = 60
+#: The graces the runner and the CLI give a task that swallowed its cancellation (2 s and 1 s in
+#: production), shortened here: the adapters below hold such a task until the test releases it,
+#: so it can never end within any grace, and waiting the full one only idled the worker.
+HANG_GRACE_S = 0.2
 
 
 async def _within(coro: Coroutine[Any, Any, T], seconds: float) -> T:
@@ -55,7 +59,8 @@ async def test_hanging_aclose_fails_within_the_budget_and_the_run_ends() -> None
         assert f"within the {SHORT_BUDGET_S:g} s budget" in r.diff  # the scenario's own budget
 
 
-async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check() -> None:
+async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("dshkit.conformance.runner.CANCEL_GRACE_S", HANG_GRACE_S)
     (scenario,) = select(load_catalogue(), ["net-cancel-propagates"])
     (result,) = await _within(run_catalogue([scenario], SwallowsCancelAdapter), SAFETY_S)
     assert result.status == "fail"
@@ -66,7 +71,8 @@ async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check() -> N
 def test_the_cli_exits_despite_tasks_that_ignore_cancellation(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     code = (
-        "import sys; from dshkit.cli import main; "
+        "import sys; from dshkit.cli import main; import dshkit.conformance.runner as r, dshkit.conformance.cli as c; "
+        f"r.CANCEL_GRACE_S = c._LEFTOVER_GRACE_S = {HANG_GRACE_S}; "
         "sys.exit(main(['conformance', '--adapter', 'tests.conformance.broken:SwallowsCancelAdapter', "
         f"'--only', 'net-cancel-propagates', '--json', {str(report)!r}]))"
     )

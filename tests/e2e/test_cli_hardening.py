@@ -197,11 +197,11 @@ def test_replay_builtin_tools_asks_before_bash_like_run(
     assert (workspace / "marker").exists()
 
 
-@pytest.mark.parametrize("wire", [False, True], ids=["chunks", "wire"])
-def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(wire: bool, workspace: Path, tmp_path: Path) -> None:
+def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(workspace: Path, tmp_path: Path) -> None:
     """Ctrl-C before the model's first chunk logs an aborted finish and no message; replaying
     that used to wait forever for a cancel that no chunk would ever trigger. It is cancelled
-    again as soon as it is requested, and the turn ends aborted as the logged one did."""
+    again as soon as it is requested, and the turn ends aborted as the logged one did, replayed
+    from the logged chunks and from the logged wire (one recorded run serves both)."""
     steps = script({"fault": "stall"})
     log = tmp_path / "aborted.jsonl"
     requested = threading.Event()
@@ -224,13 +224,14 @@ def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(wire: bool
                 proc.kill()
     chunks = [e.data["chunk"] for e in load_session(log).events if e.type == "assistant/chunk"]
     assert [c["type"] for c in chunks] == ["finish"] and chunks[0]["reason"]["kind"] == "aborted"
-    replay = subprocess.run(  # a subprocess, so that a hang fails the test instead of stalling it
-        [sys.executable, "-m", "dshkit.cli", "replay", str(log), "--workspace", str(workspace), *(["--wire"] if wire else [])],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
-    )
-    assert replay.returncode == 0, replay.stderr
-    result = json.loads(replay.stdout)
-    assert result["turns"] == ["aborted"] and result["outcomes_equal"] and result["model_calls"] == 1
+    for wire in ([], ["--wire"]):
+        replay = subprocess.run(  # a subprocess, so that a hang fails the test instead of stalling it
+            [sys.executable, "-m", "dshkit.cli", "replay", str(log), "--workspace", str(workspace), *wire],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+        )
+        assert replay.returncode == 0, (wire, replay.stderr)
+        result = json.loads(replay.stdout)
+        assert result["turns"] == ["aborted"] and result["outcomes_equal"] and result["model_calls"] == 1, (wire, result)
 
 
 def test_replay_of_a_too_deep_log_is_a_located_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
