@@ -34,26 +34,6 @@ async def always_500() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-@pytest.fixture
-async def black_hole() -> AsyncIterator[str]:
-    """Accepts every connection, reads nothing, answers nothing, until the test ends."""
-    closing = asyncio.Event()
-    writers: list[asyncio.StreamWriter] = []
-
-    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
-        await closing.wait()
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    closing.set()
-    for w in writers:
-        w.close()
-    server.close()
-    await server.wait_closed()
-
-
 async def test_nothing_passes_against_an_always_500_server(always_500: str) -> None:
     results = await run_server_checks(always_500, "sk-unobservable")
     passed = [r.id for r in results if r.status == "pass"]

@@ -56,25 +56,6 @@ async def useless(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-@pytest.fixture
-async def black_hole() -> AsyncIterator[str]:
-    """Accepts every connection, reads nothing, answers nothing, until the test ends."""
-    closing = asyncio.Event()
-    writers: list[asyncio.StreamWriter] = []
-
-    async def hold(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
-        await closing.wait()
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    closing.set()
-    for w in writers:
-        w.close()
-    server.close()
-    await server.wait_closed()
-
-
 async def test_no_chat_check_passes_against_a_useless_server(useless: str) -> None:
     results = await run_server_checks(useless, "sk-unobservable", timeout_s=5)
     passed = {r.id: r.reason for r in results if r.status == "pass"}
