@@ -307,11 +307,12 @@ class Router:
         self._reserved: dict[str, Script] = {}
         self.scripts: list[Script] = []
         """Every script added, in the order added (a script's index here names it across the
-        processes of `dshkit serve --workers`, which all load the same scripts)."""
+        processes of `dshkit serve --workers`, which all load the same scripts; `reset` starts
+        again from them)."""
+        self._sessions: list[str | None] = []
+        """The session each of `scripts` was reserved for by `add(session=)`, else None."""
         self._claims: dict[str, _Cursor] = {}
         self._ever_scripted = False
-        self._added: list[tuple[Script, str | None]] = []
-        """Every script added, with its session, in order (what `reset` starts again from)."""
         for s in scripts or ():
             self.add(s)
 
@@ -319,8 +320,8 @@ class Router:
         """Queue a script for the next new session, or reserve it for `session`."""
         with self._lock:
             self._add(script, session)
-            self._added.append((script, session))
             self.scripts.append(script)
+            self._sessions.append(session)
 
     def _add(self, script: Script, session: str | None) -> None:
         self._ever_scripted = True
@@ -338,7 +339,7 @@ class Router:
         """Forget every session: the scripts added so far wait to be claimed again, every step
         unused (as on a server just started with them)."""
         with self._lock:
-            self._start_over(self._added)
+            self._start_over()
 
     def replace(self, scripts: list[Script]) -> None:
         """Drop every script and session and start over with `scripts` (none: every request
@@ -350,14 +351,13 @@ class Router:
             if twice:
                 raise ValueError(f"session(s) {', '.join(map(repr, twice))} have more than one script; "
                                  "give each script its own session id")
-            self._added = [(s, None) for s in scripts]
-            self.scripts = list(scripts)
-            self._start_over(self._added)
+            self.scripts, self._sessions = list(scripts), [None] * len(scripts)
+            self._start_over()
 
-    def _start_over(self, added: list[tuple[Script, str | None]]) -> None:
+    def _start_over(self) -> None:
         self._unclaimed, self._reserved, self._claims = [], {}, {}
         self._ever_scripted = False
-        for script, session in added:
+        for script, session in zip(self.scripts, self._sessions, strict=True):
             self._add(script, session)
 
     @property

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from dshkit.mock_server import FAULTS, load_script
+
+from .mock_server.cli_process import ServeProcess
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -44,8 +51,6 @@ def test_pytest_example_passes_under_warnings_as_errors(tmp_path: Path) -> None:
 
 
 def test_fault_script_and_sequence_are_valid(tmp_path: Path) -> None:
-    from dshkit.mock_server import FAULTS, load_script
-
     path = tmp_path / "faults.yaml"
     path.write_text(_block("yaml", "steps:"), encoding="utf-8")
     script = load_script(path)
@@ -57,12 +62,6 @@ def test_fault_script_and_sequence_are_valid(tmp_path: Path) -> None:
 
 def test_admin_api_commands_run_as_written() -> None:
     """The "other language" section's curl commands against a real `dshkit serve` (its port)."""
-    import shutil
-
-    import pytest
-
-    from .mock_server.cli_process import ServeProcess
-
     if shutil.which("curl") is None:
         pytest.skip("no curl on this machine")
     lines = [ln for ln in _block("sh", "dshkit serve --port 8080 &").splitlines() if ln.strip()]

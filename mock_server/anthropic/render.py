@@ -31,6 +31,7 @@ __all__ = [
     "encode_events_fast",
     "error_event",
     "message_id",
+    "signature",
     "stop_reason",
 ]
 
@@ -92,7 +93,7 @@ def message_id(seed: int, *, anthropic: bool = False, repeat: int = 0) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _signature(msg_id: str, seed: int, anthropic: bool, repeat: int = 0) -> str:
+def signature(msg_id: str, seed: int, anthropic: bool, repeat: int = 0) -> str:
     """The thinking block's signature for a step's response (see :func:`message_id`)."""
     if not anthropic:
         return msg_id  # DeepSeek's signature is the message id (AN41)
@@ -186,7 +187,7 @@ def encode_events(
     pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
     anthropic = "anthropic_ids" in q
     msg_id = ids[0] if ids else message_id(seed, anthropic=anthropic, repeat=repeat)
-    signature = ids[1] if ids else _signature(msg_id, seed, anthropic, repeat)
+    sig = ids[1] if ids else signature(msg_id, seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
@@ -214,7 +215,7 @@ def encode_events(
             start["signature"] = ""
         deltas = [{"type": "thinking_delta", "thinking": f} for f in pieces.reasoning]
         if pieces.finish_reason != "length" or pieces.content or pieces.calls:
-            deltas.append({"type": "signature_delta", "signature": signature})
+            deltas.append({"type": "signature_delta", "signature": sig})
         blocks.append((start, deltas))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": f} for f in pieces.content]))
@@ -279,7 +280,7 @@ def build_message(
     if pieces.reasoning:
         content.append({
             "type": "thinking", "thinking": "".join(pieces.reasoning),
-            "signature": _signature(msg_id, seed, anthropic, repeat),
+            "signature": signature(msg_id, seed, anthropic, repeat),
         })
     if pieces.content:
         content.append({"type": "text", "text": "".join(pieces.content)})
@@ -370,13 +371,13 @@ def encode_events_fast(
         if "thinking_start_signature" in q:
             start["signature"] = ""
         signed = pieces.finish_reason != "length" or bool(pieces.content) or bool(pieces.calls)
-        blocks.append((start, "thinking", pieces.reasoning, (ids[1] if ids else _signature(msg_id, seed, anthropic, repeat)) if signed else None))
+        blocks.append((start, "thinking", pieces.reasoning, (ids[1] if ids else signature(msg_id, seed, anthropic, repeat)) if signed else None))
     if pieces.content:
         blocks.append(({"type": "text", "text": ""}, "text", pieces.content, None))
     for call_id, name, frags in pieces.calls:
         blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, "tool_use", frags or [""], None))
     many = "many_pings" in q
-    for index, (block, kind, frags, signature) in enumerate(blocks):
+    for index, (block, kind, frags, sig) in enumerate(blocks):
         if many:
             out.append(ping)
         out.append(emit({"type": "content_block_start", "index": index, "content_block": block}))
@@ -385,9 +386,9 @@ def encode_events_fast(
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
         post = b"}}" + tail
         out += map(b"".join, zip(_repeat(pre), map(str.encode, map(esc, frags)), _repeat(post)))
-        if signature is not None:
+        if sig is not None:
             out.append(emit({"type": "content_block_delta", "index": index,
-                             "delta": {"type": "signature_delta", "signature": signature}}))
+                             "delta": {"type": "signature_delta", "signature": sig}}))
         last = index == len(blocks) - 1
         if not (last and pieces.finish_reason == "length" and "open_block_after_max_tokens" in q):
             out.append(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)

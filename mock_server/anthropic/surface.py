@@ -234,7 +234,7 @@ class AnthropicSurface(Surface):
         repeat = args.pop("repeat")
         anthropic_ids = "anthropic_ids" in args["quirks"]
         msg_id = render.message_id(args["seed"], anthropic=anthropic_ids, repeat=repeat)
-        ids = (msg_id, render._signature(msg_id, args["seed"], anthropic_ids, repeat))
+        ids = (msg_id, render.signature(msg_id, args["seed"], anthropic_ids, repeat))
 
         def events(e: tuple[str, str]) -> list[bytes]:
             return render.encode_events(reply, framing=framing, done=done, ids=e, **args)
