@@ -17,6 +17,48 @@ from hypothesis import HealthCheck, settings
 # `pytester` runs a user's pytest session inside this process (tests/record/test_record_mode.py).
 pytest_plugins = ["pytester"]
 
+_DSHKIT_IMPORTED = False
+
+
+def _import_all_of_dshkit() -> None:
+    """Import every dshkit module once, before the first in-process pytester session.
+
+    Such a session takes a snapshot of `sys.modules` and, when it ends, removes every module
+    imported during it. A dshkit module first imported inside the session would then be imported
+    a second time by a later test, a copy with classes of its own: the conformance runner of one
+    copy no longer recognises the `Finish` chunks or the transport errors of the other (seen as
+    "the stream ended without a finish chunk" / "raised ReadError", depending on which tests
+    shared a worker). Imported beforehand, the modules are in the snapshot and stay one copy."""
+    global _DSHKIT_IMPORTED
+    if _DSHKIT_IMPORTED:
+        return
+    _DSHKIT_IMPORTED = True
+    import importlib
+    import pkgutil
+
+    import dshkit
+
+    for info in pkgutil.walk_packages(dshkit.__path__, prefix="dshkit."):
+        # The client drivers import client libraries `make test` does not install; `__main__`
+        # modules run their command.
+        if ".clients." in info.name or info.name.endswith("__main__") or ".recordings." in info.name:
+            continue
+        importlib.import_module(info.name)
+    # What is imported only on first use: httpx's transport and its event-loop backend (a copy
+    # of httpcore made inside a session raises errors httpx no longer maps), and the official
+    # SDKs the SDK adapters load lazily, with their own HTTP stacks.
+    import importlib.util
+
+    for name in ("httpcore", "h11", "anyio", "anyio._backends._asyncio", "sniffio", "certifi",
+                 "openai", "anthropic", "httpx2", "httpcore2"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "pytester" in getattr(item, "fixturenames", ()):
+        _import_all_of_dshkit()
+
 
 def _read_ca_certificates_lazily() -> None:
     """Point httpx at a CA *directory* instead of a CA *file*, for this process and the ones it starts.

@@ -6,6 +6,7 @@ xdist run: its workers are processes anyway, so it stays a subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -30,6 +31,21 @@ def test_catalogue_runs_as_parametrized_tests(pytester: pytest.Pytester) -> None
     assert code == 0, out
     assert "test_scenario[ser-stream-flags] PASSED" in out
     assert "test_scenario[tool-split-arguments] PASSED" in out
+
+
+def test_a_run_after_an_in_process_session_still_recognises_its_failures(pytester: pytest.Pytester) -> None:
+    """A catalogue run in this process after an in-process pytester session (which drops the
+    modules first imported during it): the transport errors and finishes must still be those
+    the runner knows (tests/conftest.py imports them beforehand)."""
+    from dshkit.conformance import load_catalogue, run_catalogue
+    from dshkit.harness.providers.deepseek import DeepSeekAdapter
+
+    code, out = _session(pytester, "--pyargs", "dshkit.conformance", "--dshkit-adapter",
+                         "dshkit.harness.providers.deepseek:DeepSeekAdapter", "--dshkit-only", "net-stall-before-first-byte")
+    assert code == 0, out
+    scenarios = [s for s in load_catalogue() if s.id == "net-stall-before-first-byte"]
+    (result,) = asyncio.run(run_catalogue(scenarios, DeepSeekAdapter))
+    assert result.status == "pass", result.diff
 
 
 def test_markers_and_failures_and_xdist(tmp_path: Path) -> None:
