@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from pathlib import Path
+
+from dshkit.harness.llm import jsonio
 
 from .cli import _fail, _print_results, _run_to_end, select
 from .client_matrix import ClientRun, matrix_ids, render_markdown, try_options
@@ -50,16 +51,26 @@ def _file_name(name: str) -> str:
 
 def _write(path: Path, run: ClientRun) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(run.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(jsonio.dumps(run.to_json(), compact=False, indent=2) + "\n", encoding="utf-8")
+
+
+class ReportError(Exception):
+    """A file in --json-dir that is not a readable client report (exit 2)."""
 
 
 def _reports(folder: Path) -> list[ClientRun]:
     """Every client report in `folder`, bundled drivers first in their listed order."""
     runs = []
     for f in sorted(folder.glob("*.json")):
-        doc = json.loads(f.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and doc.get("client"):
-            runs.append(ClientRun.from_json(doc))
+        try:
+            doc = jsonio.loads(f.read_bytes(), where=str(f))
+            if isinstance(doc, dict) and doc.get("client"):
+                runs.append(ClientRun.from_json(doc))
+        except OSError as e:
+            raise ReportError(f"{f}: cannot be read ({e.strerror or e})") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ReportError(f"{f}: not a client report that --client … --json-dir wrote ({e!r:.200}); "
+                              "delete it or write it again") from None
     order = list(BUNDLED_CLIENTS)
     return sorted(runs, key=lambda r: (order.index(r.name) if r.name in order else len(order), r.name))
 
@@ -82,7 +93,10 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
     if not args.client:
         if not args.json_dir:
             return _fail("--matrix-md without --client needs --json-dir DIR, the client reports to draw it from"), []
-        saved = _reports(Path(args.json_dir))
+        try:
+            saved = _reports(Path(args.json_dir))
+        except ReportError as e:
+            return _fail(str(e)), []
         if not saved:
             return _fail(f"--json-dir {args.json_dir}: no client report there (write some with --client … --json-dir)"), []
         _render(args.matrix_md, saved)
@@ -135,5 +149,8 @@ def run_clients(args: argparse.Namespace) -> tuple[int, list[ScenarioResult]]:
         if args.junit:
             write_junit(args.junit, results, name=f"dshkit client conformance: {cmd.name}")
     if args.matrix_md:
-        _render(args.matrix_md, _reports(Path(args.json_dir)) if args.json_dir else runs)
+        try:
+            _render(args.matrix_md, _reports(Path(args.json_dir)) if args.json_dir else runs)
+        except ReportError as e:
+            return _fail(str(e)), everything
     return (1 if summarize(everything)["fail"] else 0), everything

@@ -14,12 +14,13 @@ so their own times add up to more).
 
 from __future__ import annotations
 
-import json
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from dshkit.harness.llm import jsonio
 
 from .runner import ScenarioResult, summarize
 
@@ -45,7 +46,7 @@ def write_json(
     client: str | None = None, driver: Mapping[str, Any] | None = None,
 ) -> None:
     doc = to_json(results, adapter=adapter, server=server, client=client, driver=driver)
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    text = jsonio.dumps(doc, compact=False, indent=2)  # strict JSON, UTF-8 whatever a reason holds
     Path(path).write_text(text + "\n", encoding="utf-8")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit.conformance.report import to_junit
+from dshkit.conformance.report import to_junit, write_json
 from dshkit.conformance.runner import ScenarioResult
 from dshkit.mock_server import MockServer
 
@@ -127,3 +127,11 @@ def test_junit_suite_time_is_wall_time_not_the_sum() -> None:
     root = to_junit(results, name="run")
     assert root.get("time") == "3.000" and root.find("testsuite").get("time") == "3.000"  # type: ignore[union-attr]
     assert [c.get("time") for c in root.iter("testcase")] == ["2.000"] * 3
+
+
+def test_a_json_report_holding_a_lone_surrogate_is_strict_utf8_json(tmp_path: Path) -> None:
+    result = ScenarioResult(id="x\ud800", tags=[], status="fail", reason="sent \ud800 and \udfff")
+    path = tmp_path / "r.json"
+    write_json(path, [result], adapter="a:b")
+    doc = json.loads(path.read_bytes().decode("utf-8"))
+    assert doc["scenarios"][0]["id"] == "x\ud800" and doc["scenarios"][0]["reason"] == "sent \ud800 and \udfff"

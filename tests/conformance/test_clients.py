@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
+from dshkit.conformance import client_cli
 from dshkit.conformance.client_matrix import (
     BEHAVIOURS,
     ClientRun,
@@ -348,3 +349,26 @@ def test_anthropic_driver_observes_a_reset_mid_stream() -> None:
     else:  # anthropic 2.x lets the transport's ReadError through (issue: a raw transport error)
         assert res.status == "fail" and res.failed == ["step0.translate"]
         assert f"the library let {err['class']} escape" in res.reason
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b"[" * 5000, b'{"client": "x", "scenarios": 3}',
+                                     b'{"client": "x", "scenarios": [{"status": "pass"}]}', b"{,}"])
+def test_a_bad_saved_report_is_a_located_usage_error(tmp_path: Path, content: bytes,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    reports, page = tmp_path / "reports", tmp_path / "clients.md"
+    reports.mkdir()
+    (reports / "bad.json").write_bytes(content)
+    assert main(["conformance", "--json-dir", str(reports), "--matrix-md", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dshkit conformance: {reports / 'bad.json'}: ") and "Traceback" not in err
+    assert not page.exists()
+
+
+def test_a_report_holding_a_lone_surrogate_is_written_as_strict_json(tmp_path: Path) -> None:
+    run = ClientRun(name="demo\ud800", hello={}, protocol="chat",
+                    results=[_result("http-500-server", "fail", "got \ud800 back")], catalogue=1)
+    reports = tmp_path / "reports"
+    client_cli._write(reports / "demo.json", run)
+    assert json.loads((reports / "demo.json").read_text(encoding="utf-8"))["client"] == "demo\ud800"
+    back = client_cli._reports(reports)
+    assert back[0].name == "demo\ud800" and back[0].results[0].reason == "got \ud800 back"
