@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from dshkit.harness.llm.errors import InputError
 from dshkit.harness.llm.jsonio import JsonTooDeep
-from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
+from dshkit.mock_server.locate import field_path, load_yaml, parse_document, yaml_line_of
 from dshkit.mock_server.scripts import FaultName, ReplySpec, StreamSpec, Timing, WriteSpec
 
 __all__ = [
@@ -586,20 +586,10 @@ def _hint(err: Mapping[str, Any]) -> str | None:
     return None
 
 
-_FastSafeLoader: Any = getattr(yaml, "CSafeLoader", None)
-
-
 def _load_yaml(text: str) -> Any:
-    """`yaml.safe_load`, through libyaml when PyYAML was built with it (4x faster: the bundled
-    catalogue is parsed by every `dshkit conformance` run and many tests). libyaml words its
-    errors differently and places some a line later, so a file it refuses is parsed again by
-    the pure-Python loader, whose error (message and line) is the one reported."""
-    if _FastSafeLoader is not None:
-        try:
-            return yaml.load(text, Loader=_FastSafeLoader)
-        except yaml.YAMLError:
-            pass
-    return yaml.safe_load(text)
+    """A scenario file's data: the scripts' YAML reader (libyaml when built, with the
+    pure-Python loader's located errors; alias bombs refused)."""
+    return load_yaml(text)[0]
 
 
 def load_scenario_file(path: str | Path) -> list[Scenario]:

@@ -12,7 +12,69 @@ import yaml
 
 from dshkit.harness.llm import jsonio
 
-__all__ = ["field_path", "parse_document", "yaml_line_of"]
+__all__ = ["MAX_EXPANDED", "field_path", "load_yaml", "parse_document", "yaml_line_of"]
+
+
+MAX_EXPANDED = 1_000_000
+"""Most values a YAML document may hold once its aliases are expanded. An alias is a reference
+to an anchored value, so nine aliases to a list of nine aliases to ... ("a billion laughs") is a
+few lines that every later walk (validation, rendering a reply) would expand to millions of
+values; no script or scenario is anywhere near this size."""
+
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader when PyYAML was built with it (about 4x faster than the pure-Python
+one), else None; either way the loader is safe (plain data, no tags that run code)."""
+
+
+def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """The data of a YAML document and its composed node tree (for line numbers), in one parse.
+
+    Through libyaml when available. libyaml words some syntax errors differently and places
+    some a line later, so a text it refuses is parsed again by the pure-Python loader, whose
+    error (message and line) is the one raised: a bad file is located the same either way.
+    A document whose aliases expand past :data:`MAX_EXPANDED` values is refused
+    (`jsonio.JsonTooDeep`, code `YAML_TOO_LARGE`) before its data is built."""
+    loaders = [yaml.SafeLoader] if _FAST_LOADER is None else [_FAST_LOADER, yaml.SafeLoader]
+    for n, loader_cls in enumerate(loaders):
+        loader = loader_cls(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None and ("&" in text or "<<" in text):
+                _check_expansion(node)
+            return (loader.construct_document(node) if node is not None else None), node
+        except yaml.YAMLError:
+            if n == len(loaders) - 1:
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph that expands past MAX_EXPANDED values. Aliases share node objects, so
+    each node's expanded size is counted once (memoised by identity), children before parents."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        total = 1 + sum(size.get(id(k), 0) for k in kids)
+        if total > MAX_EXPANDED:
+            raise jsonio.JsonTooDeep(
+                "", f"its aliases expand to more than {MAX_EXPANDED:,} values (from the value at line "
+                f"{node.start_mark.line + 1}); write the values out, or anchor fewer copies of copies",
+                code="YAML_TOO_LARGE", line=node.start_mark.line + 1)
+        size[id(node)] = total
 
 
 def parse_document(text: str, *, is_json: bool, load_yaml: Callable[[str], Any] = yaml.safe_load) -> Any:

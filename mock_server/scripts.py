@@ -38,7 +38,7 @@ from dshkit.mock_server.generate.encode import Framing, frame_jsonl
 from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
-from dshkit.mock_server.locate import field_path, parse_document, yaml_line_of
+from dshkit.mock_server.locate import field_path, load_yaml, parse_document, yaml_line_of
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -831,35 +831,10 @@ def parse_script(
     return script
 
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
-"""libyaml's safe loader when PyYAML was built with it (about 4x faster than the pure-Python
-one), else None; the loader of scripts either way is safe (plain data, no tags that run code)."""
-
-
-def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
-    """The data of a YAML document and its composed node tree (for line numbers), in one parse.
-
-    Through libyaml when available. libyaml words some syntax errors differently and places
-    some a line later, so a text it refuses is parsed again by the pure-Python loader, whose
-    error (message and line) is the one raised: a bad script is located the same either way."""
-    loaders = [yaml.SafeLoader] if _FAST_LOADER is None else [_FAST_LOADER, yaml.SafeLoader]
-    for n, loader_cls in enumerate(loaders):
-        loader = loader_cls(text)
-        try:
-            node = loader.get_single_node()
-            return (loader.construct_document(node) if node is not None else None), node
-        except yaml.YAMLError:
-            if n == len(loaders) - 1:
-                raise
-        finally:
-            loader.dispose()
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def _compose(text: str) -> yaml.Node | None:
     """The YAML node tree of a file (JSON is YAML too), for line numbers; None if unparsable."""
     try:
-        return _parse_yaml(text)[1]
+        return load_yaml(text)[1]
     except yaml.YAMLError:
         return None
 
@@ -886,7 +861,7 @@ def parse_scripts_text(
     root: yaml.Node | None = None
     try:
         # The depth guard first (jsonio's limit); YAML gives its data and node tree in one parse.
-        parsed = parse_document(text, is_json=is_json, load_yaml=_parse_yaml)
+        parsed = parse_document(text, is_json=is_json, load_yaml=load_yaml)
         data, root = (parsed, None) if is_json else parsed
     except JsonTooDeep as e:
         raise ScriptError(e.problem, source=source, line=e.line) from None

@@ -105,3 +105,13 @@ def test_a_file_that_is_not_yaml_is_located_as_the_pure_python_loader_says(tmp_p
         load_scenario_file(bad)
     assert str(caught.value).startswith(f"{bad}:5: not valid YAML: while parsing a flow node\n"
                                         "expected the node content, but found '<stream end>'")
+
+
+def test_an_alias_bomb_in_a_scenario_file_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    lines = ["x0: &x0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n" + BAD)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_file(f)
+    assert "aliases expand to more than 1,000,000 values" in str(info.value) and str(f) in str(info.value)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dshkit.mock_server import scripts as scripts_module
+from dshkit.mock_server import locate as scripts_module  # the YAML reader of scripts and scenarios
 from dshkit.mock_server.scripts import ScriptError, load_scripts
 
 BAD = {
@@ -74,3 +74,32 @@ def test_syntax_errors_keep_the_pure_python_wording(tmp_path: Path) -> None:
         load_scripts(f)
     assert info.value.line == 3
     assert "while parsing a flow sequence" in str(info.value)
+
+
+def _bomb(levels: int, where: str) -> str:
+    """A script whose tool-call arguments hold nine copies of nine copies of ... through aliases."""
+    lines = ['x0: &x0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"x{i}: &x{i} [" + ",".join([f"*x{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    inner = "\n".join(" " * 12 + line for line in lines)
+    return f"steps:\n  - reply:\n      tool_calls:\n        - name: f\n          {where}:\n{inner}\n"
+
+
+@pytest.mark.parametrize("loader", [getattr(yaml, "CSafeLoader", None), None])
+def test_an_alias_bomb_is_a_located_error_before_it_is_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: object
+) -> None:
+    monkeypatch.setattr(scripts_module, "_FAST_LOADER", loader)
+    f = tmp_path / "bomb.yaml"
+    f.write_text(_bomb(9, "arguments"), encoding="utf-8")  # 9**9 values once expanded
+    with pytest.raises(ScriptError) as info:
+        load_scripts(f)
+    assert "aliases expand to more than 1,000,000 values" in str(info.value)
+    assert info.value.line is not None and 6 <= info.value.line <= 14
+
+
+def test_modest_aliases_still_load(tmp_path: Path) -> None:
+    f = tmp_path / "ok.yaml"
+    f.write_text(_bomb(4, "arguments"), encoding="utf-8")  # 9**4 values: a big but honest document
+    (script,) = load_scripts(f)
+    call = script.steps[0].reply.tool_calls[0]  # type: ignore[union-attr]
+    assert call.arguments["x3"][8][8][8] == ["x"] * 9  # type: ignore[index]
