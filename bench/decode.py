@@ -16,7 +16,7 @@ against the bare limit, on one generated DeepSeek stream of more than 10,000 chu
 The same three contenders run on DeepSeek's second wire, the Anthropic Messages surface: one
 generated stream of more than 10,000 events (thinking deltas, a signature, text deltas, tool_use
 blocks with `input_json_delta` fragments, `event:`-framed), decoded by
-`dshkit.harness.providers.anthropic.FastStreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
+`dshkit.harness.providers.anthropic.decoder.FastStreamDecoder` + `BlockAssembler`, by the official `anthropic` SDK
 (`messages.create(stream=True)` over an `httpx2.MockTransport`, accumulating by block index), and
 by the same bare limit (split + `orjson.loads` of every `data:` payload).
 
@@ -55,10 +55,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import msgspec
 import orjson
 
-from dshkit.harness.llm import BlockAssembler, ReasoningBlock, TextBlock
-from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.providers import anthropic as an
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.llm import BlockAssembler, TextBlock
+from dshkit.harness.llm.messages import ModelSource, ReasoningBlock
+from dshkit.harness.providers.anthropic import decoder as an
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
+from dshkit.harness.providers.openai_chat.translate import Translator
 from dshkit.harness.providers.sse import SSEDecoder
 
 READ = 64 * 1024

@@ -43,10 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dshkit.harness.llm import GenerateOptions, StreamChunk
 from dshkit.harness.loop import Agent, AgentOptions
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.providers.openai_chat import FastStreamDecoder
-from dshkit.harness.session import Session, SessionEvent, SessionHeader
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.tools import ToolRuntime, builtin_tools
-from dshkit.mock_server import MockServer, parse_script
+from dshkit.mock_server import MockServer
+from dshkit.mock_server.scripts import parse_script
 
 MODEL = "deepseek-v4-flash"
 LONG_EVENTS = 10_000

@@ -43,7 +43,8 @@ from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import Session, SessionHeader, parse_session_log
 from dshkit.harness.session.jsonl import save_session
 from dshkit.harness.tools import ToolRuntime, builtin_tools
-from dshkit.mock_server import MockServer, parse_script
+from dshkit.mock_server import MockServer
+from dshkit.mock_server.scripts import parse_script
 from dshkit.view import render_paths
 
 MODEL = "deepseek-v4-flash"

@@ -6,17 +6,14 @@ in any language, through drivers speaking the client protocol (docs/client_proto
 """
 
 from .anthropic_checks import run_anthropic_checks
-from .checks import CheckResult
-from .client_runner import run_client_catalogue
+from .client_runner import ClientCommand, run_client_catalogue
 from .report import write_json, write_junit
-from .runner import ScenarioResult, run_catalogue
-from .scenario import Scenario, load_catalogue
+from .runner import run_catalogue
+from .scenario import load_catalogue
 from .server_checks import run_server_checks
 
 __all__ = [
-    "CheckResult",
-    "Scenario",
-    "ScenarioResult",
+    "ClientCommand",
     "load_catalogue",
     "run_anthropic_checks",
     "run_catalogue",

@@ -17,17 +17,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    BlockEnd,
-    Finish,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    ToolCallDelta,
-    chunk_to_json,
-)
-from dshkit.harness.llm.codec import block_to_json, meta_to_json, usage_to_json
+from dshkit.harness.llm import BlockAssembler, Finish, StreamChunk
+from dshkit.harness.llm.chunks import BlockEnd, ReasoningDelta, TextDelta, ToolCallDelta
+from dshkit.harness.llm.codec import block_to_json, chunk_to_json, meta_to_json, usage_to_json
 from dshkit.harness.llm.retry import is_retryable
 
 from .scenario import BlockExpect, FieldCheck, FinishExpect, MetaExpect, RequestExpect

@@ -19,22 +19,24 @@ from typing import Any
 
 from dshkit.harness.llm import (
     BlockAssembler,
-    BlockEnd,
-    BlockStart,
     Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     StreamChunk,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.llm.chunks import ProviderError
+from dshkit.harness.llm.messages import ReasoningBlock
 
 from .checks import CheckResult, check_assemble, check_finish, check_request, check_usage, unified
 from .scenario import BlockExpect, FinishExpect, Step

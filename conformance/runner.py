@@ -34,15 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    Message,
-    StreamChunk,
-    ToolResultMessage,
-    UsageError,
-    UserMessage,
-)
-from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.llm import BlockAssembler, Message, StreamChunk, UserMessage
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
 from dshkit.mock_server import MockServer, Script
 from dshkit.mock_server.routing import session_of
 

@@ -16,19 +16,24 @@ from typing import Any
 
 from dshkit.harness.llm import (
     AssistantMessage,
-    ContentBlock,
     GenerateOptions,
     Message,
-    ReasoningBlock,
-    SystemMessage,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
     ToolSchema,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource, OpaqueBlock
+from dshkit.harness.llm.messages import (
+    ContentBlock,
+    ImageAttachment,
+    ImageBlock,
+    ModelSource,
+    OpaqueBlock,
+    ReasoningBlock,
+    SystemMessage,
+    ToolResultBlock,
+    ToolResultMessage,
+)
 from dshkit.mock_server.generate.writes import plan_writes
 from dshkit.mock_server.scripts import FaultStep, RawStep, ReplyStep
 from dshkit.mock_server.scripts import Step as MockStep

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dshkit.harness.llm import HarnessError, jsonio
-from dshkit.harness.replay import ReplayReport
 from dshkit.harness.replay import replay_session as replay_with
+from dshkit.harness.replay.compare import ReplayReport
 
 if TYPE_CHECKING:
     from dshkit.harness.replay.entries import SessionScript

@@ -27,12 +27,13 @@ from dshkit.args import http_url, non_empty, non_negative_int, positive_float, p
 from dshkit.harness.llm import Adapter, HarnessError, jsonio
 from dshkit.harness.llm.errors import SessionError
 from dshkit.harness.llm.retry import RetryPolicy
-from dshkit.harness.loop import Agent, AgentOptions, TurnOutcome
-from dshkit.harness.loop.options import AgentEvent
+from dshkit.harness.loop import Agent, AgentOptions
+from dshkit.harness.loop.options import AgentEvent, TurnOutcome
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.secrets import scrub_url
-from dshkit.harness.session import Session, SessionEvent, SessionHeader, SessionStore
-from dshkit.harness.session.store import DEFAULT_SESSIONS_DIR
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.events import SessionEvent
+from dshkit.harness.session.store import DEFAULT_SESSIONS_DIR, SessionStore
 from dshkit.harness.tools import ToolRuntime, builtin_tools
 from dshkit.harness.tools.blocking import TOOL_TIMEOUT
 from dshkit.harness.tools.concealment import conceal_from_tools
@@ -125,7 +126,7 @@ class LiveView:
         if self.as_json:
             data = event.data
             if isinstance(data, SessionEvent):
-                from dshkit.harness.session import event_to_json
+                from dshkit.harness.session.events import event_to_json
 
                 payload: Any = {"type": "session/event", "event": event_to_json(data)}
             else:
@@ -329,8 +330,8 @@ async def run_command(args: argparse.Namespace, out: TextIO | None = None) -> in
             sources: list[Any] = [BUNDLED_SCRIPT]
             served = BUNDLED_SCRIPT.name
             if replay is not None:
-                from dshkit.mock_server import ScriptError
                 from dshkit.mock_server.replay import replay_scripts
+                from dshkit.mock_server.scripts import ScriptError
 
                 try:
                     from dshkit.bundled import resolve

@@ -7,11 +7,9 @@ keeps importing nothing of `mock_server` and `mock_server` nothing of the loop.
 """
 
 from .errors import ViewError
-from .load import KINDS, detect_kind, render_paths
+from .load import render_paths
 
 __all__ = [
-    "KINDS",
     "ViewError",
-    "detect_kind",
     "render_paths",
 ]

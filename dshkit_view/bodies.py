@@ -19,7 +19,7 @@ from typing import Any
 
 from dshkit.harness.llm import GenerateOptions, Message
 from dshkit.harness.providers.deepseek import DeepSeekConfig
-from dshkit.harness.providers.openai_chat import serialize
+from dshkit.harness.providers.openai_chat.serialize import serialize
 
 __all__ = ["request_bodies"]
 

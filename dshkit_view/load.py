@@ -19,7 +19,7 @@ from typing import Any
 from dshkit.harness.llm import HarnessError, jsonio
 from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.compression import read_log_bytes
-from dshkit.mock_server import CassetteError
+from dshkit.mock_server.cassette import CassetteError
 
 from .errors import ViewError
 from .pages import matrix_page, session_page, wire_page

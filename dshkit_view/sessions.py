@@ -26,9 +26,14 @@ from typing import Any
 from dshkit.harness.llm import GenerateOptions, HarnessError, Message
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import CALL_ENDERS, RequestHeader, title_request
-from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import Session, SessionEvent
-from dshkit.harness.session.events import CORE_EVENT_TYPES, PLUGIN_EVENT_TYPES, SURFACE_EVENT_TYPES
+from dshkit.harness.providers.openai_chat.serialize import serialize
+from dshkit.harness.session import Session
+from dshkit.harness.session.events import (
+    CORE_EVENT_TYPES,
+    PLUGIN_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
+    SessionEvent,
+)
 from dshkit.harness.session.jsonl import LoadedLog
 from dshkit.harness.session.surface import Surface
 

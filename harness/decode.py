@@ -24,28 +24,24 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    Finish,
-    ReasoningBlock,
-    StreamChunk,
-    TextBlock,
-    ToolCallBlock,
-    chunk_to_json,
-    jsonio,
-    message_to_json,
-)
+from dshkit.harness.llm import BlockAssembler, Finish, StreamChunk, TextBlock, ToolCallBlock, jsonio
 from dshkit.harness.llm.chunks import FinishMeta
-from dshkit.harness.llm.codec import finish_reason_to_json, meta_to_json, usage_to_json
+from dshkit.harness.llm.codec import (
+    chunk_to_json,
+    finish_reason_to_json,
+    message_to_json,
+    meta_to_json,
+    usage_to_json,
+)
 from dshkit.harness.llm.errors import CaptureError
-from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.providers import anthropic
+from dshkit.harness.llm.messages import ModelSource, ReasoningBlock
+from dshkit.harness.providers.anthropic import decoder as anthropic_decoder
 from dshkit.harness.providers.anthropic.failures import (
     failure_from_response as anthropic_failure_from_response,
 )
 from dshkit.harness.providers.anthropic.translate import events_from_message
 from dshkit.harness.providers.failures import failure_from_http
-from dshkit.harness.providers.openai_chat import FastStreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
 
 __all__ = [
     "CaptureError",
@@ -184,7 +180,7 @@ def _anthropic_objects(objects: list[Any]) -> list[Any]:
 
 
 def _decode_anthropic(data: bytes, objects: list[Any] | None) -> list[StreamChunk]:
-    decoder = anthropic.FastStreamDecoder()  # the adapter's own decoder
+    decoder = anthropic_decoder.FastStreamDecoder()  # the adapter's own decoder
     if objects is None:
         return decoder.feed(data) + decoder.close()
     chunks: list[StreamChunk] = []

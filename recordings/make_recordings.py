@@ -26,7 +26,8 @@ from dshkit.harness.providers.deepseek import DeepSeekAdapter  # noqa: E402
 from dshkit.harness.session import Session, SessionHeader  # noqa: E402
 from dshkit.harness.tools import ToolRuntime, builtin_tools  # noqa: E402
 from dshkit.harness.tools.policy import auto_approver  # noqa: E402
-from dshkit.mock_server import MockServer, Recorder, Script, parse_script  # noqa: E402
+from dshkit.mock_server import MockServer, Recorder, Script  # noqa: E402
+from dshkit.mock_server.scripts import parse_script  # noqa: E402
 from dshkit.run import BUNDLED_SCRIPT  # noqa: E402
 
 MODEL = "deepseek-v4-flash"

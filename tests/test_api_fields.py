@@ -9,9 +9,10 @@ import typing
 from pathlib import Path
 
 from dshkit.harness import llm
+from dshkit.harness.llm.messages import ContentBlock
 
 API_DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
-TYPES = [llm.GenerateOptions, *typing.get_args(llm.Message), *typing.get_args(llm.ContentBlock), llm.ToolSchema]
+TYPES = [llm.GenerateOptions, *typing.get_args(llm.Message), *typing.get_args(ContentBlock), llm.ToolSchema]
 FIELD_ROW = re.compile(r"^\| `(\w+)\.(\w+)` \| `(.+?)` \| (.+?) \| (.+) \|$")
 
 

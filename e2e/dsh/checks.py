@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.decode import decode_capture
-from dshkit.harness.llm import HarnessError, chunk_to_json
+from dshkit.harness.llm import HarnessError
+from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.providers.deepseek import DeepSeekConfig
-from dshkit.harness.providers.openai_chat import serialize
+from dshkit.harness.providers.openai_chat.serialize import serialize
 from dshkit.harness.session import parse_session_log
 
 from .harnesses import Run

@@ -115,7 +115,8 @@ def _journal(path: Path) -> list[dict[str, Any]]:
 
 def _events(data: bytes) -> list[dict[str, Any]]:
     """The log's events as dshkit reads them (DSH's packed `text-chunks` rows unpacked)."""
-    from dshkit.harness.session import event_to_json, parse_session_log
+    from dshkit.harness.session import parse_session_log
+    from dshkit.harness.session.events import event_to_json
 
     return [event_to_json(e) for e in parse_session_log(data, lenient=True).session.events]
 

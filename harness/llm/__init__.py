@@ -1,37 +1,16 @@
 """Provider-neutral LLM vocabulary: blocks, messages, stream chunks, assembly, errors, retry.
 
-This package imports nothing else from dshkit; every other package builds on it.
+This package imports nothing else from dshkit; every other package builds on it. It exports what
+an adapter's writer and a caller of an adapter need (docs/api.md); the other chunk and block kinds
+(`TextDelta`, `BlockStart`, `ReasoningBlock`, …), the JSON codec and the rest are imported from
+their own modules (`chunks`, `messages`, `codec`, `errors`, …).
 """
 
 from .adapter import Adapter, AdapterCapabilities
 from .assembler import BlockAssembler
-from .chunks import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    ToolCallDelta,
-    Usage,
-)
-from .codec import chunk_to_json, message_to_json
-from .errors import ErrorCode, HarnessError, UsageError
-from .messages import (
-    AssistantMessage,
-    ContentBlock,
-    Message,
-    ReasoningBlock,
-    SystemMessage,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
-    UserMessage,
-)
+from .chunks import Finish, FinishReason, LlmFailure, StreamChunk, TokenUsage
+from .errors import ErrorCode, HarnessError
+from .messages import AssistantMessage, Message, TextBlock, ToolCallBlock, UserMessage
 from .options import GenerateOptions, ToolSchema
 from .stream_state import StreamState
 
@@ -40,9 +19,6 @@ __all__ = [
     "AdapterCapabilities",
     "AssistantMessage",
     "BlockAssembler",
-    "BlockEnd",
-    "BlockStart",
-    "ContentBlock",
     "ErrorCode",
     "Finish",
     "FinishReason",
@@ -50,22 +26,11 @@ __all__ = [
     "HarnessError",
     "LlmFailure",
     "Message",
-    "ReasoningBlock",
-    "ReasoningDelta",
     "StreamChunk",
     "StreamState",
-    "SystemMessage",
     "TextBlock",
-    "TextDelta",
     "TokenUsage",
     "ToolCallBlock",
-    "ToolCallDelta",
-    "ToolResultBlock",
-    "ToolResultMessage",
     "ToolSchema",
-    "Usage",
-    "UsageError",
     "UserMessage",
-    "chunk_to_json",
-    "message_to_json",
 ]

@@ -14,11 +14,10 @@ This is the seed's walk as code, one room per concept:
 
 from .agent import Agent
 from .header import rebuild_requests
-from .options import AgentOptions, TurnOutcome
+from .options import AgentOptions
 
 __all__ = [
     "Agent",
     "AgentOptions",
-    "TurnOutcome",
     "rebuild_requests",
 ]

@@ -22,7 +22,8 @@ from typing import Any
 from dshkit.harness.llm import GenerateOptions, HarnessError, Message, ToolSchema
 from dshkit.harness.llm.codec import message_from_json, tool_schema_from_json, tool_schema_to_json
 from dshkit.harness.prompt.assembly import Assembly
-from dshkit.harness.session import Session, SessionEvent
+from dshkit.harness.session import Session
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.session.lossless import thaw_json
 
 from .options import AgentOptions

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from dshkit.harness.llm import HarnessError, UserMessage, message_to_json
-from dshkit.harness.llm.codec import message_from_json
+from dshkit.harness.llm import HarnessError, UserMessage
+from dshkit.harness.llm.codec import message_from_json, message_to_json
 from dshkit.harness.session import Session
 from dshkit.harness.session.lossless import JsonValue, thaw_json
 

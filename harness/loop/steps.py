@@ -30,7 +30,8 @@ from dshkit.harness.llm.retry import retry_delay_ms
 from dshkit.harness.prompt.assembly import Assembly
 from dshkit.harness.session import Session
 from dshkit.harness.session.lossless import JsonValue
-from dshkit.harness.tools import ToolResult, ToolRuntime
+from dshkit.harness.tools import ToolRuntime
+from dshkit.harness.tools.results import ToolResult
 from dshkit.harness.tools.scheduler import run_tool_calls
 
 from .header import HeaderLog, RequestHeader

@@ -4,9 +4,6 @@ Plugins contribute sections, contexts, variables and tools to a `SystemPrompt`; 
 loop calls `assemble()` and asks a `RuntimeContextSnapshot` whether to append a snapshot message.
 """
 
-from .assembly import PromptPlugin, SystemPrompt
+from .assembly import SystemPrompt
 
-__all__ = [
-    "PromptPlugin",
-    "SystemPrompt",
-]
+__all__ = ["SystemPrompt"]

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from dshkit.harness.llm import TextBlock, UserMessage
 from dshkit.harness.llm.messages import PluginSource
-from dshkit.harness.session import Session, SessionEvent
-from dshkit.harness.session.events import SurfaceReplace
+from dshkit.harness.session import Session
+from dshkit.harness.session.events import SessionEvent, SurfaceReplace
 
 from .assembly import Assembly, RenderedSection
 

@@ -10,38 +10,20 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from .http_stream import (
-        HttpAdapter,
-        HttpSource,
-        HttpWire,
-        checked_api_key,
-        default_ssl_context,
-        harness_headers,
-    )
-    from .sdk_stream import SdkSource
-    from .stream import WireDecoder, WireSource, run_stream
+    from .http_stream import HttpAdapter, HttpWire
+    from .stream import run_stream
 
 __all__ = [
     "HttpAdapter",
-    "HttpSource",
     "HttpWire",
-    "SdkSource",
-    "WireDecoder",
-    "WireSource",
-    "checked_api_key",
-    "default_ssl_context",
-    "harness_headers",
     "run_stream",
 ]
 
-_HOME = {
-    "HttpAdapter": "http_stream", "HttpSource": "http_stream", "HttpWire": "http_stream",
-    "checked_api_key": "http_stream", "default_ssl_context": "http_stream", "harness_headers": "http_stream",
-    "SdkSource": "sdk_stream", "WireDecoder": "stream", "WireSource": "stream", "run_stream": "stream",
-}
+_HOME = {"HttpAdapter": "http_stream", "HttpWire": "http_stream", "run_stream": "stream"}
 """Where each name of the adapter-writing surface lives; imported on first use, so importing one
-provider subpackage does not load the others' shared modules (the SDK source imports no SDK,
-but keeps `dshkit run`'s start-up to what its adapter needs)."""
+provider subpackage does not load the others' shared modules. The rest of that surface
+(`HttpSource`, `checked_api_key`, `harness_headers`, `default_ssl_context` in `http_stream`;
+`WireSource`, `WireDecoder` in `stream`; `SdkSource` in `sdk_stream`) is imported from its module."""
 
 
 def __getattr__(name: str) -> _typing.Any:

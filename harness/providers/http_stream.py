@@ -26,8 +26,8 @@ from dshkit.harness.llm import (
     GenerateOptions,
     LlmFailure,
     StreamChunk,
-    UsageError,
 )
+from dshkit.harness.llm.errors import UsageError
 
 from .stream import WireDecoder, run_stream
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from dshkit.harness.llm import ReasoningDelta, TextDelta, ToolCallDelta
+from dshkit.harness.llm.chunks import ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = ["SlotChunks"]
 

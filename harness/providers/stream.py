@@ -20,8 +20,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, TypeVar
 
-from dshkit.harness.llm import ErrorCode, Finish, LlmFailure, StreamChunk, UsageError
+from dshkit.harness.llm import ErrorCode, Finish, LlmFailure, StreamChunk
 from dshkit.harness.llm.adapter import SignalAborted, race_signal
+from dshkit.harness.llm.errors import UsageError
 
 __all__ = ["WireDecoder", "WireSource", "run_stream", "with_request_id"]
 

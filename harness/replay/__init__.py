@@ -16,11 +16,9 @@ Nothing here imports the mock server, and the loop only when a replay runs (`rep
 """
 
 from .adapter import ReplayAdapter
-from .compare import ReplayReport
 from .session import replay_session
 
 __all__ = [
     "ReplayAdapter",
-    "ReplayReport",
     "replay_session",
 ]

@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dshkit.harness.llm import Finish, GenerateOptions, StreamChunk, message_to_json
+from dshkit.harness.llm import Finish, GenerateOptions, StreamChunk
+from dshkit.harness.llm.codec import message_to_json
 
 from .entries import ReplayError, SessionScript
 from .override import ready_path

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dshkit.harness.llm import message_to_json
-from dshkit.harness.session import SessionEvent
+from dshkit.harness.llm.codec import message_to_json
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.session.lossless import thaw_json
 from dshkit.harness.session.shapes import logged_message
 

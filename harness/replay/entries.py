@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from dshkit.harness.llm import HarnessError, StreamChunk
 from dshkit.harness.llm.codec import chunk_from_json
-from dshkit.harness.session import SessionEvent
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.session.lossless import thaw_json
 
 __all__ = [

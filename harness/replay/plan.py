@@ -29,22 +29,24 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from dshkit.harness.llm import (
-    BlockEnd,
-    BlockStart,
     ErrorCode,
     Finish,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     StreamChunk,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )
 from dshkit.harness.llm.errors import is_context_window_exceeded, is_quota_exceeded
+from dshkit.harness.llm.messages import ReasoningBlock
 
 __all__ = ["STATUS_OF_CODE", "CallEnd", "CallPlan", "FinishName", "Piece", "plan_call"]
 

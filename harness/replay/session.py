@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.harness.llm import TextBlock, ToolResultMessage, UserMessage
-from dshkit.harness.llm.messages import UserSource
+from dshkit.harness.llm import TextBlock, UserMessage
+from dshkit.harness.llm.messages import ToolResultMessage, UserSource
 from dshkit.harness.session import Session, SessionHeader
 from dshkit.harness.session.lossless import thaw_json
 
@@ -41,7 +41,8 @@ __all__ = ["ReplayAdapterSource", "logged_tool_runtime", "replay_session", "turn
 def logged_tool_runtime(sessions: Iterable[Session]) -> ToolRuntime:
     """A `ToolRuntime` whose tools answer each call with the result logged for its call id, so
     a replay runs no tool for real (upstream's workspaces and tools are not ours)."""
-    from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
+    from dshkit.harness.tools import ToolRuntime, define_tool
+    from dshkit.harness.tools.results import ToolResult
 
     results: dict[str, tuple[ToolResultMessage, Any]] = {}
     names: set[str] = set()

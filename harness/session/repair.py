@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from dshkit.harness.llm import ToolCallBlock, ToolResultMessage
+from dshkit.harness.llm import ToolCallBlock
+from dshkit.harness.llm.messages import ToolResultMessage
 
 from .events import SessionEvent
 from .lossless import JsonValue

@@ -17,18 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any, overload
 
-from dshkit.harness.llm import (
-    AssistantMessage,
-    Message,
-    StreamChunk,
-    TokenUsage,
-    ToolResultMessage,
-    UserMessage,
-    chunk_to_json,
-    message_to_json,
-)
-from dshkit.harness.llm.codec import usage_to_json
+from dshkit.harness.llm import AssistantMessage, Message, StreamChunk, TokenUsage, UserMessage
+from dshkit.harness.llm.codec import chunk_to_json, message_to_json, usage_to_json
 from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.messages import ToolResultMessage
 
 from .events import (
     CORE_EVENT_TYPES,

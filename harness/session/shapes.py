@@ -19,13 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from dshkit.harness.llm import (
-    AssistantMessage,
-    Message,
-    ToolResultBlock,
-    ToolResultMessage,
-    UserMessage,
-)
+from dshkit.harness.llm import AssistantMessage, Message, UserMessage
 from dshkit.harness.llm.codec import (
     CodecError,
     block_from_json,
@@ -33,7 +27,7 @@ from dshkit.harness.llm.codec import (
     source_from_json,
 )
 from dshkit.harness.llm.errors import SessionError
-from dshkit.harness.llm.messages import ModelSource, ToolSource
+from dshkit.harness.llm.messages import ModelSource, ToolResultBlock, ToolResultMessage, ToolSource
 
 from .events import SURFACE_EVENT_TYPES
 from .lossless import JsonValue

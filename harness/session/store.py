@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from dshkit.harness.llm import UsageError
+from dshkit.harness.llm.errors import UsageError
 
 from .compression import COMPRESSED_SUFFIXES, is_compressed
 from .header import SessionHeader

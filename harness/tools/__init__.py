@@ -5,13 +5,10 @@ through the runtime's stages and reports starts and results back in model order.
 """
 
 from .builtin import builtin_tools
-from .definition import ToolDefinition, define_tool
-from .results import ToolResult
+from .definition import define_tool
 from .runtime import ToolRuntime
 
 __all__ = [
-    "ToolDefinition",
-    "ToolResult",
     "ToolRuntime",
     "builtin_tools",
     "define_tool",

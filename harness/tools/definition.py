@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from dshkit.harness.llm import ContentBlock, TextBlock, ToolSchema, UsageError
-from dshkit.harness.llm.errors import ToolArgsError, ToolError
+from dshkit.harness.llm import TextBlock, ToolSchema
+from dshkit.harness.llm.errors import ToolArgsError, ToolError, UsageError
+from dshkit.harness.llm.messages import ContentBlock
 from dshkit.harness.session.lossless import LosslessJsonError, freeze_json, thaw_json
 
 from .results import INVALID_TOOL_OUTPUT

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias
 
-from dshkit.harness.llm import ContentBlock, UserMessage
+from dshkit.harness.llm import UserMessage
+from dshkit.harness.llm.messages import ContentBlock
 
 if TYPE_CHECKING:
     from .results import ToolResult

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from dshkit.harness.llm import ContentBlock, HarnessError, TextBlock, ToolResultMessage, UserMessage
+from dshkit.harness.llm import HarnessError, TextBlock, UserMessage
+from dshkit.harness.llm.messages import ContentBlock, ToolResultMessage
 from dshkit.harness.secrets import KnownSecrets, placeholder, scrub_strings
 
 __all__ = [

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshkit.harness.llm import ContentBlock, TextBlock, ToolSchema, UsageError, UserMessage
-from dshkit.harness.llm.errors import ToolNotFoundError
+from dshkit.harness.llm import TextBlock, ToolSchema, UserMessage
+from dshkit.harness.llm.errors import ToolNotFoundError, UsageError
+from dshkit.harness.llm.messages import ContentBlock
 from dshkit.harness.secrets import KnownSecrets
 from dshkit.harness.session.lossless import LosslessJsonError, freeze_json
 

@@ -5,9 +5,9 @@ the `anthropic` SDK point at `https://api.deepseek.com/anthropic`). This package
 that differs between the two surfaces, one module per concern: `surface` (`AnthropicSurface`,
 this wire's :class:`~dshkit.mock_server.surface.Surface`: paths, auth, error bodies, the pieces
 faults send and where they cut), `validation` (`validate_messages`, model names), `render` (the
-stream events and the non-streaming body) and `replay` (logged chunks as a reply). The package itself exports what a
-user of the mock needs without a server (the renderers, the quirk names, DeepSeek's passback
-message); the rest is imported from its own module. The server's scripts, faults, routing and
+stream events and the non-streaming body) and `replay` (logged chunks as a reply). The package itself exports nothing:
+the renderers, the quirk names (`render`) and DeepSeek's passback message (`validation`) are
+imported from their modules. The server's scripts, faults, routing and
 journal are shared. The contract, for clients of the mock and for the rest of `mock_server`:
 
 **Paths.** `POST /anthropic/v1/messages` (what the SDK calls, given `base_url=<mock>/anthropic`)

@@ -7,18 +7,8 @@ the chunk dicts, tool-call emission, logprobs, dialect quirks), encoding (:mod:`
 framing and the template fast path), write plans (:mod:`.writes`: where bytes are cut into
 network writes) and the non-streaming completion (:mod:`.completion`). Every function is pure:
 the same arguments and seed give the same output, so the conformance suite and the recorder
-reuse it without a server. The package exports the names `mock_server` exports from it; the
-rest (`Era`, `Framing`, `ReplyPieces`, `cut_reply`, `tool_call_id`, `ENCODE_QUIRKS`, …) is
-imported from its own module.
+reuse it without a server. The package exports nothing: each name is imported from its
+module (`reply.Reply`, `chunks.generate_chunks`, `encode.encode_sse`, `writes.plan_writes`, …).
 """
 
-from dshkit.mock_server.generate.chunks import generate_chunks
-from dshkit.mock_server.generate.encode import encode_sse
-from dshkit.mock_server.generate.reply import Reply, ToolCall
-
-__all__ = [
-    "Reply",
-    "ToolCall",
-    "encode_sse",
-    "generate_chunks",
-]
+__all__: list[str] = []

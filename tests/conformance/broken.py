@@ -22,7 +22,8 @@ import httpx
 from dshkit.harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, StreamChunk
 from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.providers.openai_chat import StreamDecoder, Translator
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.translate import Translator
 from dshkit.harness.providers.sse import SSEDecoder
 
 

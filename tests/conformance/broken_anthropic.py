@@ -18,7 +18,9 @@ import httpx
 
 from dshkit.harness.llm import AssistantMessage, Finish, GenerateOptions, LlmFailure, StreamChunk
 from dshkit.harness.llm.messages import OpaqueBlock
-from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic.decoder import StreamDecoder
+from dshkit.harness.providers.anthropic.translate import Translator
 
 from .broken import RewritesBody
 

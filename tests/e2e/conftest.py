@@ -36,14 +36,19 @@ import pytest
 import pytest_asyncio
 
 from dshkit.harness.llm import Adapter, UserMessage
-from dshkit.harness.loop import Agent, AgentOptions, TurnOutcome, rebuild_requests
+from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
+from dshkit.harness.loop.options import TurnOutcome
 from dshkit.harness.loop.prestep import PreStepHook
 from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
-from dshkit.harness.providers.openai_chat import encode_body, serialize
-from dshkit.harness.session import Session, SessionEvent, SessionHeader, event_to_json
-from dshkit.harness.tools import ToolDefinition, ToolRuntime, builtin_tools
-from dshkit.mock_server import JournalEntry, MockServer, MockServerFactory, Script, parse_script
+from dshkit.harness.providers.openai_chat.serialize import encode_body, serialize
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.events import SessionEvent, event_to_json
+from dshkit.harness.tools import ToolRuntime, builtin_tools
+from dshkit.harness.tools.definition import ToolDefinition
+from dshkit.mock_server import MockServer, MockServerFactory, Script
+from dshkit.mock_server.journal import JournalEntry
+from dshkit.mock_server.scripts import parse_script
 
 MODEL = "deepseek-v4-flash"
 API_KEY = "sk-dshkit-e2e"

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from dshkit.harness.llm import GenerateOptions, UserMessage
-from dshkit.harness.providers.openai_chat import serialize
-from dshkit.harness.session import Session, SessionEvent, SessionHeader, SessionStore
+from dshkit.harness.providers.openai_chat.serialize import serialize
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.session.jsonl import load_session, save_session
 from dshkit.harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
+from dshkit.harness.session.store import SessionStore
 from dshkit.harness.tools import define_tool
 from dshkit.harness.tools.runtime import ToolCall
 

@@ -18,13 +18,8 @@ from pathlib import Path
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.llm import (
-    BlockAssembler,
-    GenerateOptions,
-    HarnessError,
-    UserMessage,
-    message_to_json,
-)
+from dshkit.harness.llm import BlockAssembler, GenerateOptions, HarnessError, UserMessage
+from dshkit.harness.llm.codec import message_to_json
 from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import parse_session_log

@@ -18,7 +18,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.harness.llm import Finish, GenerateOptions, TextBlock, TextDelta, UserMessage
+from dshkit.harness.llm import Finish, GenerateOptions, TextBlock, UserMessage
+from dshkit.harness.llm.chunks import TextDelta
 from dshkit.harness.llm.messages import OpaqueSource, PluginSource
 from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
@@ -27,7 +28,7 @@ from dshkit.harness.replay.entries import SessionScript
 from dshkit.harness.replay.override import parse_override
 from dshkit.harness.replay.scripts import load_log_session
 from dshkit.harness.replay.session import turn_inputs
-from dshkit.harness.session import event_to_json
+from dshkit.harness.session.events import event_to_json
 from dshkit.harness.session.jsonl import save_session
 from dshkit.mock_server import MockServerFactory, ReplayServerFactory, load_cassette
 from dshkit.mock_server.replay import session_scripts_to_mock
@@ -133,7 +134,7 @@ async def test_packed_dsh_log_through_the_real_adapter(
             assembler = BlockAssembler()
             async for chunk in adapter.stream(_options()):
                 assembler.feed(chunk)
-            from dshkit.harness.llm import message_to_json
+            from dshkit.harness.llm.codec import message_to_json
             from dshkit.harness.llm.messages import ModelSource
 
             got.append(message_to_json(assembler.message(ModelSource(provider="p", model="m")))["content"])

@@ -15,7 +15,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.harness.session import event_to_json
+from dshkit.harness.session.events import event_to_json
 from tests.normalize import Normalizer
 
 from .conftest import README_TEXT, RigFactory, call, reply

@@ -23,9 +23,12 @@ from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.prompt.assembly import UNLISTED_TOOLS
 from dshkit.harness.prompt.runtime_context import RUNTIME_CONTEXT_HEADER
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
-from dshkit.harness.session import SessionEvent, SessionHeader, SessionStore
-from dshkit.harness.tools import ToolResult, builtin_tools, define_tool
+from dshkit.harness.session import SessionHeader
+from dshkit.harness.session.events import SessionEvent
+from dshkit.harness.session.store import SessionStore
+from dshkit.harness.tools import builtin_tools, define_tool
 from dshkit.harness.tools.policy import Accept, Deny
+from dshkit.harness.tools.results import ToolResult
 from dshkit.harness.tools.runtime import ToolCall
 
 from .conftest import MODEL, RigFactory, call, reply, script

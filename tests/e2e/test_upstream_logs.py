@@ -23,21 +23,16 @@ from typing import Any
 
 import pytest
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    Finish,
-    GenerateOptions,
-    StreamChunk,
-    UserMessage,
-    message_to_json,
-)
+from dshkit.harness.llm import BlockAssembler, Finish, GenerateOptions, StreamChunk, UserMessage
+from dshkit.harness.llm.codec import message_to_json
 from dshkit.harness.llm.messages import ModelSource, UserSource
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.replay.entries import ReplayEntry, ReplayError, SessionScript
 from dshkit.harness.replay.scripts import load_log_session, load_session_scripts
 from dshkit.harness.replay.session import turn_inputs
-from dshkit.harness.session import SessionEvent, parse_session_log
+from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.calls import assemble_chunk_events, split_model_calls
+from dshkit.harness.session.events import SessionEvent
 from dshkit.harness.session.jsonl import LoadedLog, dump_session
 from dshkit.harness.session.lossless import thaw_json
 from dshkit.harness.session.shapes import logged_message

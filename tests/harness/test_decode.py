@@ -166,7 +166,8 @@ RECORDINGS = REPO / "recordings"
 
 
 def _session_log(answer: str = "Hello!") -> bytes:
-    from dshkit.harness.llm import AssistantMessage, TextBlock, TextDelta, UserMessage
+    from dshkit.harness.llm import AssistantMessage, TextBlock, UserMessage
+    from dshkit.harness.llm.chunks import TextDelta
     from dshkit.harness.llm.messages import ModelSource
     from dshkit.harness.session import Session, SessionHeader
     from dshkit.harness.session.jsonl import dump_session

@@ -15,9 +15,9 @@ import httpx
 import openai
 import pytest
 
-from dshkit.mock_server import MockServer, Script, ScriptError, load_script
+from dshkit.mock_server import MockServer, Script, load_script
 from dshkit.mock_server.routing import RequestView, prompt_of, purpose_of
-from dshkit.mock_server.scripts import DEFAULT_TITLE
+from dshkit.mock_server.scripts import DEFAULT_TITLE, ScriptError
 
 SESSION = {"x-deepseek-harness-session-id": "session-1"}
 TITLE_SYSTEM = (

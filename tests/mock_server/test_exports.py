@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import dshkit.mock_server
+from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 
 
 def test_claimed_items_are_checklist_ids() -> None:
     import re
 
-    assert all(re.fullmatch(r"S\d+b?", s) for s in dshkit.mock_server.CLAIMED_S_ITEMS)
-    assert len(set(dshkit.mock_server.CLAIMED_S_ITEMS)) == len(dshkit.mock_server.CLAIMED_S_ITEMS)
+    assert all(re.fullmatch(r"S\d+b?", s) for s in CLAIMED_S_ITEMS)
+    assert len(set(CLAIMED_S_ITEMS)) == len(CLAIMED_S_ITEMS)
 
 
 def test_docs_list_every_fault_and_quirk() -> None:

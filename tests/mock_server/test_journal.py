@@ -9,8 +9,16 @@ from typing import Any
 import httpx
 import pytest
 
-from dshkit.mock_server import Journal, JournalEntry, MockServer, UnconsumedStepsError
-from dshkit.mock_server.journal import Write, json_line, redact_body, redact_headers
+from dshkit.mock_server import MockServer
+from dshkit.mock_server.journal import (
+    Journal,
+    JournalEntry,
+    UnconsumedStepsError,
+    Write,
+    json_line,
+    redact_body,
+    redact_headers,
+)
 
 
 def test_redaction() -> None:

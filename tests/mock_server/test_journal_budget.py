@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dshkit.mock_server import Journal, MockServer, Script
-from dshkit.mock_server.journal import DEFAULT_KEEP_BYTES, Write
+from dshkit.mock_server import MockServer, Script
+from dshkit.mock_server.journal import DEFAULT_KEEP_BYTES, Journal, Write
 
 from .cli_process import ServeProcess
 from .wire import chat

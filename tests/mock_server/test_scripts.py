@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 
 import dshkit.mock_server
-from dshkit.mock_server import FAULTS, QUIRKS, Script, ScriptError, load_script
+from dshkit.mock_server import FAULTS, QUIRKS, Script, load_script
 from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS
 from dshkit.mock_server.scripts import (
     FaultName,
@@ -18,6 +18,7 @@ from dshkit.mock_server.scripts import (
     QuirkName,
     RawStep,
     ReplyStep,
+    ScriptError,
     load_scripts,
     script_json_schema,
 )

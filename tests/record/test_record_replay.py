@@ -23,16 +23,15 @@ from aiohttp import web
 from dshkit.harness.llm import Finish, GenerateOptions, StreamChunk, UserMessage
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.mock_server import (
-    CassetteError,
     MockServerFactory,
     Recorder,
     ReplayServerFactory,
     Script,
     cassette_to_scripts,
     load_cassette,
-    parse_script,
-    script_to_cassette,
 )
+from dshkit.mock_server.cassette import CassetteError, script_to_cassette
+from dshkit.mock_server.scripts import parse_script
 
 KEY = "sk-live-SECRET-0123456789abcdef"
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}

@@ -23,7 +23,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from dshkit.mock_server import CassetteError, Recorder, ReplayServerFactory, load_cassette
+from dshkit.mock_server import Recorder, ReplayServerFactory, load_cassette
+from dshkit.mock_server.cassette import CassetteError
 
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

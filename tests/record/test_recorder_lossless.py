@@ -88,7 +88,7 @@ def test_non_finite_and_absurd_timings_are_refused_at_load(
     """Before: `dt_ms: Infinity` or `1e308` stalled `serve --replay` for ever and `headers_ms: NaN`
     crashed it. Now the load names the line and field and says the limit; serve exits 2."""
     from dshkit.cli import main
-    from dshkit.mock_server import CassetteError
+    from dshkit.mock_server.cassette import CassetteError
 
     path = tmp_path / "t.cassette.jsonl"
     path.write_text(HEADER + _exchange(dt, headers_ms), encoding="utf-8")
@@ -109,7 +109,7 @@ def test_the_longest_allowed_timing_still_loads(tmp_path: Path) -> None:
 
 def test_a_deep_last_line_is_an_error_not_a_torn_tail(tmp_path: Path) -> None:
     """A line too deep to parse was never cut by a crash: it is reported, not set aside."""
-    from dshkit.mock_server import CassetteError
+    from dshkit.mock_server.cassette import CassetteError
 
     path = tmp_path / "d.cassette.jsonl"
     path.write_text(HEADER + _exchange() + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")

@@ -24,9 +24,10 @@ from typing import Any
 import httpx
 import pytest
 
-from dshkit.conformance import ScenarioResult, load_catalogue
+from dshkit.conformance import load_catalogue
 from dshkit.conformance.checks import unified
 from dshkit.conformance.report import to_json
+from dshkit.conformance.runner import ScenarioResult
 from dshkit.harness.loop import Agent, AgentOptions
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import Session, SessionHeader

@@ -15,15 +15,19 @@ from dshkit.harness.llm import (
     AssistantMessage,
     GenerateOptions,
     Message,
-    ReasoningBlock,
-    SystemMessage,
     TextBlock,
     ToolCallBlock,
-    ToolResultMessage,
     ToolSchema,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource
+from dshkit.harness.llm.messages import (
+    ImageAttachment,
+    ImageBlock,
+    ModelSource,
+    ReasoningBlock,
+    SystemMessage,
+    ToolResultMessage,
+)
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.providers.deepseek import DeepSeekConfig
 from dshkit.harness.session import parse_session_log

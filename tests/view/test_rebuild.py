@@ -16,16 +16,14 @@ from dshkit.harness.llm import (
     Finish,
     FinishReason,
     HarnessError,
-    ReasoningDelta,
     TextBlock,
-    TextDelta,
     ToolCallBlock,
-    ToolResultMessage,
     ToolSchema,
     UserMessage,
-    message_to_json,
 )
-from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.llm.chunks import ReasoningDelta, TextDelta
+from dshkit.harness.llm.codec import message_to_json
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import RequestHeader
 from dshkit.harness.session import Session, SessionHeader, parse_session_log

@@ -19,7 +19,8 @@ from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.session import parse_session_log
 from dshkit.mock_server import MockServer, Script
-from dshkit.view import ViewError, detect_kind, render_paths
+from dshkit.view import ViewError, render_paths
+from dshkit.view.load import detect_kind
 from dshkit.view.sessions import SentRequest, build_session_view
 
 from ..harness.loop.test_header import title_log_text

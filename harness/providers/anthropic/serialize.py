@@ -21,16 +21,18 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
-    ReasoningBlock,
-    SystemMessage,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
-    UsageError,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ImageBlock
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.llm.messages import (
+    ImageBlock,
+    ReasoningBlock,
+    SystemMessage,
+    ToolResultBlock,
+    ToolResultMessage,
+)
 
 __all__ = [
     "ANTHROPIC_EFFORTS",

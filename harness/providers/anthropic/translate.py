@@ -21,16 +21,8 @@ import dataclasses
 import json
 from typing import Any
 
-from dshkit.harness.llm import (
-    ContentBlock,
-    ErrorCode,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    StreamChunk,
-    TokenUsage,
-)
-from dshkit.harness.llm.messages import OpaqueBlock
+from dshkit.harness.llm import ErrorCode, Finish, FinishReason, LlmFailure, StreamChunk, TokenUsage
+from dshkit.harness.llm.messages import ContentBlock, OpaqueBlock
 from dshkit.harness.llm.stream_state import BlockState, StreamState
 
 from .failures import failure_from_error_event

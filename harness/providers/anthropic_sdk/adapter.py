@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from dshkit.harness.llm import (
-    AdapterCapabilities,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    UsageError,
-)
-from dshkit.harness.providers.anthropic import AnthropicConfig, Translator, serialize
+from dshkit.harness.llm import AdapterCapabilities, GenerateOptions, LlmFailure, StreamChunk
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.providers.anthropic import AnthropicConfig
 from dshkit.harness.providers.anthropic.failures import (
     failure_from_error_event,
     failure_from_response,
 )
+from dshkit.harness.providers.anthropic.serialize import serialize
+from dshkit.harness.providers.anthropic.translate import Translator
 from dshkit.harness.providers.sdk_stream import (
     SdkDecoder,
     SdkSource,

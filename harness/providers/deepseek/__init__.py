@@ -4,6 +4,6 @@ SSE, translate) is the chat base, `dshkit.harness.providers.openai_chat`."""
 
 from dshkit.harness.providers.openai_chat.profile import DeepSeekConfig
 
-from .adapter import DEFAULT_BASE_URL, DeepSeekAdapter
+from .adapter import DeepSeekAdapter
 
-__all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter", "DeepSeekConfig"]
+__all__ = ["DeepSeekAdapter", "DeepSeekConfig"]

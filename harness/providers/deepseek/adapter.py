@@ -28,8 +28,9 @@ from dshkit.harness.providers.http_stream import (
     checked_api_key,
     harness_headers,
 )
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, encode_body, serialize
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
 from dshkit.harness.providers.openai_chat.profile import DeepSeekConfig
+from dshkit.harness.providers.openai_chat.serialize import encode_body, serialize
 from dshkit.harness.providers.stream import WireDecoder
 
 __all__ = ["DEFAULT_BASE_URL", "DeepSeekAdapter"]

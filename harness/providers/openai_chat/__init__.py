@@ -1,19 +1,10 @@
 """The OpenAI-style Chat Completions base that the DeepSeek and openai-SDK adapters extend:
-`GenerateOptions` → request body (`serialize`, with a server family's `ChatProfile`) and wire
-chunks → `StreamChunk`s (`Translator`; `StreamDecoder` from body bytes, `FastStreamDecoder` the
-same with its fast paths)."""
+`GenerateOptions` → request body (`serialize.serialize`, with a server family's
+`profile.ChatProfile`) and wire chunks → `StreamChunk`s (`translate.Translator`;
+`decoder.StreamDecoder` from body bytes, `fast_decoder.FastStreamDecoder` the same with its
+fast paths).
 
-from .decoder import StreamDecoder
-from .fast_decoder import FastStreamDecoder
-from .profile import ChatProfile
-from .serialize import encode_body, serialize
-from .translate import Translator
+A base to build on, not a surface: the package exports nothing, and an adapter that reuses it
+imports each part from its module (`serialize`, `profile`, `translate`, `decoder`, `fast_decoder`)."""
 
-__all__ = [
-    "ChatProfile",
-    "FastStreamDecoder",
-    "StreamDecoder",
-    "Translator",
-    "encode_body",
-    "serialize",
-]
+__all__: list[str] = []

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
-from dshkit.harness.llm import ErrorCode, GenerateOptions, UsageError
+from dshkit.harness.llm import ErrorCode, GenerateOptions
+from dshkit.harness.llm.errors import UsageError
 
 __all__ = ["REASONING_EFFORTS", "ChatProfile", "DeepSeekConfig", "Passback", "resolve_thinking"]
 

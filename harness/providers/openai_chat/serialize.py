@@ -20,17 +20,19 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
-    ReasoningBlock,
-    SystemMessage,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
     ToolSchema,
-    UsageError,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ImageBlock
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.llm.messages import (
+    ImageBlock,
+    ReasoningBlock,
+    SystemMessage,
+    ToolResultBlock,
+    ToolResultMessage,
+)
 
 from .profile import ChatProfile, DeepSeekConfig, Passback
 

@@ -1,5 +1,5 @@
 """An adapter on the official `openai` SDK, for any OpenAI-compatible server."""
 
-from .adapter import OpenAICompatAdapter, OpenAICompatCapabilities
+from .adapter import OpenAICompatAdapter
 
-__all__ = ["OpenAICompatAdapter", "OpenAICompatCapabilities"]
+__all__ = ["OpenAICompatAdapter"]

@@ -22,12 +22,12 @@ from dshkit.harness.llm import (
     GenerateOptions,
     LlmFailure,
     StreamChunk,
-    UsageError,
 )
+from dshkit.harness.llm.errors import UsageError
 from dshkit.harness.providers.failures import failure_from_error_object, failure_from_http
-from dshkit.harness.providers.openai_chat import ChatProfile, Translator, serialize
-from dshkit.harness.providers.openai_chat.profile import DeepSeekConfig
-from dshkit.harness.providers.openai_chat.translate import map_finish_reason
+from dshkit.harness.providers.openai_chat.profile import ChatProfile, DeepSeekConfig
+from dshkit.harness.providers.openai_chat.serialize import serialize
+from dshkit.harness.providers.openai_chat.translate import Translator, map_finish_reason
 from dshkit.harness.providers.sdk_stream import (
     SdkDecoder,
     SdkSource,

@@ -9,23 +9,24 @@ from hypothesis import strategies as st
 from dshkit.harness.llm import (
     AssistantMessage,
     BlockAssembler,
-    BlockEnd,
-    BlockStart,
     Finish,
     FinishReason,
     HarnessError,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    FinishMeta,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.llm.chunks import FinishMeta
-from dshkit.harness.llm.messages import ModelSource, OpaqueBlock
+from dshkit.harness.llm.messages import ModelSource, OpaqueBlock, ReasoningBlock
 
 SOURCE = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 

@@ -6,13 +6,14 @@ import pickle
 
 import pytest
 
-from dshkit.harness.llm import ErrorCode, HarnessError, LlmFailure, UsageError
+from dshkit.harness.llm import ErrorCode, HarnessError, LlmFailure
 from dshkit.harness.llm.errors import (
     LlmError,
     SessionError,
     ToolArgsError,
     ToolError,
     ToolNotFoundError,
+    UsageError,
     is_context_window_exceeded,
     is_quota_exceeded,
 )

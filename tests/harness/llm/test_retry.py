@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import LlmFailure, UsageError
+from dshkit.harness.llm import LlmFailure
+from dshkit.harness.llm.errors import UsageError
 from dshkit.harness.llm.retry import (
     DEFAULT_RETRYABLE_CODES,
     MAX_TIMER_DELAY_MS,

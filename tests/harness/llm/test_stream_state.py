@@ -6,24 +6,26 @@ from __future__ import annotations
 import pytest
 
 from dshkit.harness.llm import (
-    BlockEnd,
-    BlockStart,
     ErrorCode,
     Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     StreamChunk,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    FinishMeta,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.llm.chunks import FinishMeta, ProviderError
-from dshkit.harness.llm.messages import OpaqueBlock
+from dshkit.harness.llm.messages import OpaqueBlock, ReasoningBlock
 from dshkit.harness.llm.stream_state import BlockState, StreamState
 
 CLOSED = LlmFailure(message="ended before a reason", code=ErrorCode.STREAM_CLOSED)

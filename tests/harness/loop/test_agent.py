@@ -13,20 +13,17 @@ from typing import Any
 import pytest
 
 from dshkit.harness.llm import (
-    BlockEnd,
-    BlockStart,
     Finish,
     FinishReason,
     GenerateOptions,
     LlmFailure,
     StreamChunk,
     TextBlock,
-    TextDelta,
     ToolCallBlock,
-    ToolCallDelta,
     ToolSchema,
-    chunk_to_json,
 )
+from dshkit.harness.llm.chunks import BlockEnd, BlockStart, TextDelta, ToolCallDelta
+from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
 from dshkit.harness.loop.header import RequestHeader
 from dshkit.harness.loop.prestep import PreStep, PreStepDecision, Reject

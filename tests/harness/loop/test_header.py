@@ -15,7 +15,7 @@ import pytest
 from dshkit.harness.llm import HarnessError, UserMessage
 from dshkit.harness.loop import rebuild_requests
 from dshkit.harness.loop.header import title_request
-from dshkit.harness.providers.openai_chat import serialize
+from dshkit.harness.providers.openai_chat.serialize import serialize
 from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.jsonl import LoadedLog
 
@@ -81,7 +81,7 @@ def test_a_malformed_title_request_is_a_located_rebuild_error(data: dict[str, ob
 
 def test_a_title_request_keeps_its_logged_messages() -> None:
     message = UserMessage.text("Generate the session title from this JSON array of human messages:\n[]")
-    from dshkit.harness.llm import message_to_json
+    from dshkit.harness.llm.codec import message_to_json
 
     options = title_request({"route": {"provider": "p", "model": "m"}, "messages": [message_to_json(message)]}, session_id="s")
     assert options.messages == (message,) and options.system is None and options.max_tokens is None

@@ -1,4 +1,5 @@
-from dshkit.harness.llm import TextBlock, UserMessage, message_to_json
+from dshkit.harness.llm import TextBlock, UserMessage
+from dshkit.harness.llm.codec import message_to_json
 from dshkit.harness.llm.messages import PluginSource
 from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.prompt.runtime_context import (

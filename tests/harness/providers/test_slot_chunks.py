@@ -11,16 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import (
-    ErrorCode,
-    FinishReason,
-    LlmFailure,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    ToolCallDelta,
-    chunk_to_json,
-)
+from dshkit.harness.llm import ErrorCode, FinishReason, LlmFailure, StreamChunk
+from dshkit.harness.llm.chunks import ReasoningDelta, TextDelta, ToolCallDelta
+from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.llm.stream_state import StreamState
 from dshkit.harness.providers import slot_chunks
 from dshkit.harness.providers.slot_chunks import SlotChunks

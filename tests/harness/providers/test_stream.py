@@ -15,15 +15,8 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from dshkit.harness.llm import (
-    Adapter,
-    ErrorCode,
-    Finish,
-    GenerateOptions,
-    StreamChunk,
-    TextDelta,
-    UserMessage,
-)
+from dshkit.harness.llm import Adapter, ErrorCode, Finish, GenerateOptions, StreamChunk, UserMessage
+from dshkit.harness.llm.chunks import TextDelta
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
 from dshkit.harness.providers.deepseek import DeepSeekAdapter

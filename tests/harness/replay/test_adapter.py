@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dshkit.harness.llm import BlockEnd, Finish, GenerateOptions, TextBlock, UserMessage
+from dshkit.harness.llm import Finish, GenerateOptions, TextBlock, UserMessage
+from dshkit.harness.llm.chunks import BlockEnd
 from dshkit.harness.replay import ReplayAdapter
 from dshkit.harness.replay.entries import ReplayEntry, SessionScript
 from dshkit.harness.replay.scripts import load_session_scripts

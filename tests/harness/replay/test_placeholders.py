@@ -2,7 +2,7 @@
 
 import pytest
 
-from dshkit.harness.llm import TextDelta
+from dshkit.harness.llm.chunks import TextDelta
 from dshkit.harness.replay.entries import ReplayEntry, ReplayError
 from dshkit.harness.replay.placeholders import fill_from_request, request_strings
 

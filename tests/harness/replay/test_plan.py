@@ -5,17 +5,19 @@ from __future__ import annotations
 import pytest
 
 from dshkit.harness.llm import (
-    BlockEnd,
-    BlockStart,
     Finish,
     FinishReason,
     LlmFailure,
-    ReasoningDelta,
     StreamChunk,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )

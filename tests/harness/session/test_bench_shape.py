@@ -10,7 +10,8 @@ import tracemalloc
 from types import FrameType
 from typing import Any
 
-from dshkit.harness.llm import AssistantMessage, TextBlock, TextDelta, UserMessage
+from dshkit.harness.llm import AssistantMessage, TextBlock, UserMessage
+from dshkit.harness.llm.chunks import TextDelta
 from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.session import Session
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshkit.harness.llm import UsageError
-from dshkit.harness.llm.errors import SessionError
-from dshkit.harness.session import SessionStore, compression, parse_session_log
+from dshkit.harness.llm.errors import SessionError, UsageError
+from dshkit.harness.session import compression, parse_session_log
 from dshkit.harness.session.compression import decompress_log, is_compressed, read_log_bytes
 from dshkit.harness.session.jsonl import dump_session, load_session
+from dshkit.harness.session.store import SessionStore
 
 
 def frames(data: bytes, per_frame: int = 3) -> bytes:

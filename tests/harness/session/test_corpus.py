@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.harness.llm import AssistantMessage, message_to_json
-from dshkit.harness.llm.codec import message_from_json
+from dshkit.harness.llm import AssistantMessage
+from dshkit.harness.llm.codec import message_from_json, message_to_json
 from dshkit.harness.llm.messages import ModelSource
 from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.calls import assemble_chunk_events, split_model_calls

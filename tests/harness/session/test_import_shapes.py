@@ -9,16 +9,10 @@ import json
 
 import pytest
 
-from dshkit.harness.llm import (
-    AssistantMessage,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultMessage,
-    UserMessage,
-    message_to_json,
-)
+from dshkit.harness.llm import AssistantMessage, TextBlock, ToolCallBlock, UserMessage
+from dshkit.harness.llm.codec import message_to_json
 from dshkit.harness.llm.errors import SessionError
-from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
 from dshkit.harness.replay.entries import derive_replay_script
 from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.jsonl import dump_session

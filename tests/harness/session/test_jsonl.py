@@ -3,13 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.harness.llm import AssistantMessage, TextDelta, ToolCallBlock, UserMessage
+from dshkit.harness.llm import AssistantMessage, ToolCallBlock, UserMessage
+from dshkit.harness.llm.chunks import TextDelta
 from dshkit.harness.llm.errors import SessionError
 from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.session import Session, SessionHeader, SessionStore, parse_session_log
+from dshkit.harness.session import Session, SessionHeader, parse_session_log
 from dshkit.harness.session.jsonl import dump_session, load_session, save_session
 from dshkit.harness.session.repair import TOOL_NOT_STARTED_TEXT, TOOL_OUTCOME_UNKNOWN_TEXT
-from dshkit.harness.session.store import encode_segment
+from dshkit.harness.session.store import SessionStore, encode_segment
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")
 

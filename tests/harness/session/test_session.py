@@ -2,19 +2,13 @@ import math
 
 import pytest
 
-from dshkit.harness.llm import (
-    AssistantMessage,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolResultMessage,
-    UserMessage,
-    message_to_json,
-)
+from dshkit.harness.llm import AssistantMessage, TextBlock, ToolCallBlock, UserMessage
+from dshkit.harness.llm.chunks import TextDelta
+from dshkit.harness.llm.codec import message_to_json
 from dshkit.harness.llm.errors import SessionError
-from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.session import Session, SessionEvent, SessionHeader
-from dshkit.harness.session.events import SurfaceReplace
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
+from dshkit.harness.session import Session, SessionHeader
+from dshkit.harness.session.events import SessionEvent, SurfaceReplace
 from dshkit.harness.session.lossless import FrozenDict
 
 SRC = ModelSource(provider="deepseek", model="deepseek-chat")

@@ -4,9 +4,11 @@ import io
 import pytest
 from pydantic import BaseModel
 
-from dshkit.harness.llm import TextBlock, UsageError, UserMessage
-from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
+from dshkit.harness.llm import TextBlock, UserMessage
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.tools import ToolRuntime, define_tool
 from dshkit.harness.tools.policy import Accept, Allow, Ask, Block, Deny, terminal_approver
+from dshkit.harness.tools.results import ToolResult
 from dshkit.harness.tools.runtime import ToolCall, parse_arguments
 
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}

@@ -1,7 +1,8 @@
 import asyncio
 
 from dshkit.harness.llm import ToolCallBlock
-from dshkit.harness.tools import ToolResult, ToolRuntime, define_tool
+from dshkit.harness.tools import ToolRuntime, define_tool
+from dshkit.harness.tools.results import ToolResult
 from dshkit.harness.tools.runtime import ToolCall
 from dshkit.harness.tools.scheduler import run_tool_calls
 

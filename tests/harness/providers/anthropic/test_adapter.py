@@ -26,7 +26,9 @@ from dshkit.harness.llm import (
     UserMessage,
 )
 from dshkit.harness.llm.retry import is_retryable
-from dshkit.harness.providers.anthropic import AnthropicAdapter, StreamDecoder, Translator
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic.decoder import StreamDecoder
+from dshkit.harness.providers.anthropic.translate import Translator
 
 from ..conftest import RawServer, body, pieces
 from .conftest import load_capture

@@ -16,18 +16,17 @@ import pytest
 
 from dshkit.harness.llm import (
     BlockAssembler,
-    BlockEnd,
     ErrorCode,
     Finish,
-    ReasoningBlock,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
 )
-from dshkit.harness.llm.messages import OpaqueBlock
-from dshkit.harness.providers.anthropic import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.llm.chunks import BlockEnd
+from dshkit.harness.llm.messages import OpaqueBlock, ReasoningBlock
+from dshkit.harness.providers.anthropic.decoder import FastStreamDecoder, StreamDecoder
 from dshkit.harness.providers.anthropic.failures import failure_from_response
-from dshkit.harness.providers.anthropic.translate import events_from_message, map_usage
+from dshkit.harness.providers.anthropic.translate import Translator, events_from_message, map_usage
 from dshkit.harness.providers.sse import SSEDecoder, SSEEvent
 from tests.conftest import corpus_missing
 

@@ -10,8 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import StreamChunk, chunk_to_json
-from dshkit.harness.providers.anthropic import FastStreamDecoder, StreamDecoder
+from dshkit.harness.llm import StreamChunk
+from dshkit.harness.llm.codec import chunk_to_json
+from dshkit.harness.providers.anthropic.decoder import FastStreamDecoder, StreamDecoder
 
 from .wire import MESSAGE_STOP, PING, TOOL_TURN, block_start, delta, message_delta, sse, start, stop
 

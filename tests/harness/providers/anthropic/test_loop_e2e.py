@@ -15,7 +15,8 @@ import pytest
 from dshkit.cli import main
 from dshkit.harness.llm import ErrorCode, GenerateOptions, UserMessage
 from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
-from dshkit.harness.providers.anthropic import AnthropicAdapter, encode_body, serialize
+from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic.serialize import encode_body, serialize
 from dshkit.harness.session import Session, SessionHeader
 from dshkit.harness.session.jsonl import load_session
 from dshkit.harness.tools import ToolRuntime, builtin_tools

@@ -13,19 +13,18 @@ from dshkit.harness.llm import (
     AssistantMessage,
     ErrorCode,
     GenerateOptions,
-    ReasoningBlock,
     TextBlock,
     ToolCallBlock,
-    ToolResultMessage,
     ToolSchema,
-    UsageError,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ModelSource, OpaqueBlock
-from dshkit.harness.providers.anthropic import AnthropicConfig, serialize
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.llm.messages import ModelSource, OpaqueBlock, ReasoningBlock, ToolResultMessage
+from dshkit.harness.providers.anthropic import AnthropicConfig
 from dshkit.harness.providers.anthropic.serialize import (
     DEFAULT_MAX_TOKENS,
     REPLAY_PROTOCOL,
+    serialize,
     tool_input,
 )
 

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from dshkit.cli import main
-from dshkit.harness.llm import BlockAssembler, Finish, GenerateOptions, ReasoningBlock, UserMessage
+from dshkit.harness.llm import BlockAssembler, Finish, GenerateOptions, UserMessage
+from dshkit.harness.llm.messages import ReasoningBlock
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.mock_server import MockServer, Script
 

@@ -11,17 +11,11 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    GenerateOptions,
-    ToolResultMessage,
-    ToolSchema,
-    UserMessage,
-    chunk_to_json,
-    message_to_json,
-)
-from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.providers.anthropic import StreamDecoder, serialize
+from dshkit.harness.llm import BlockAssembler, GenerateOptions, ToolSchema, UserMessage
+from dshkit.harness.llm.codec import chunk_to_json, message_to_json
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
+from dshkit.harness.providers.anthropic.decoder import StreamDecoder
+from dshkit.harness.providers.anthropic.serialize import serialize
 
 from .wire import TOOL_TURN
 

@@ -10,17 +10,17 @@ import pytest
 
 from dshkit.harness.llm import (
     BlockAssembler,
-    BlockEnd,
     ErrorCode,
     Finish,
-    ReasoningBlock,
     StreamChunk,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
-    chunk_to_json,
 )
-from dshkit.harness.providers.anthropic import StreamDecoder
+from dshkit.harness.llm.chunks import BlockEnd
+from dshkit.harness.llm.codec import chunk_to_json
+from dshkit.harness.llm.messages import ReasoningBlock
+from dshkit.harness.providers.anthropic.decoder import StreamDecoder
 from dshkit.harness.providers.anthropic.translate import map_stop_reason
 
 from .wire import (

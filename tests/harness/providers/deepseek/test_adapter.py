@@ -22,16 +22,18 @@ from dshkit.harness.llm import (
     Finish,
     GenerateOptions,
     LlmFailure,
-    ReasoningBlock,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
     UserMessage,
 )
 from dshkit.harness.llm.chunks import ProviderError
+from dshkit.harness.llm.messages import ReasoningBlock
 from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
-from dshkit.harness.providers.openai_chat import StreamDecoder, Translator, encode_body, serialize
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.serialize import encode_body, serialize
+from dshkit.harness.providers.openai_chat.translate import Translator
 
 from ..conftest import RawServer, body, pieces
 from .wire import USAGE, call, chunk, sse

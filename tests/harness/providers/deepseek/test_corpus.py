@@ -18,13 +18,14 @@ from dshkit.harness.llm import (
     BlockAssembler,
     Finish,
     GenerateOptions,
-    ReasoningBlock,
     StreamChunk,
     TextBlock,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ModelSource
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, serialize
+from dshkit.harness.llm.messages import ModelSource, ReasoningBlock
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
+from dshkit.harness.providers.openai_chat.serialize import serialize
 from dshkit.harness.providers.openai_chat.translate import map_finish_reason, map_usage
 from dshkit.harness.providers.sse import SSEComment, SSEDecoder
 from tests.conftest import REAL_CORPUS, corpus_missing

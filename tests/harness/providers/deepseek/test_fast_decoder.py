@@ -19,8 +19,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import StreamChunk, TextDelta, chunk_to_json
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.llm import StreamChunk
+from dshkit.harness.llm.chunks import TextDelta
+from dshkit.harness.llm.codec import chunk_to_json
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
+from dshkit.harness.providers.openai_chat.translate import Translator
 from dshkit.mock_server import QUIRKS
 from dshkit.mock_server.generate.chunks import generate_chunks
 from dshkit.mock_server.generate.encode import encode_sse

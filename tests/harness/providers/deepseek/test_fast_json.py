@@ -14,8 +14,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dshkit.harness.llm import ErrorCode, Finish, StreamChunk, chunk_to_json
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder, Translator
+from dshkit.harness.llm import ErrorCode, Finish, StreamChunk
+from dshkit.harness.llm.codec import chunk_to_json
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
+from dshkit.harness.providers.openai_chat.translate import Translator
 
 _ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 _HEAD = '{"id":"' + _ID + '","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":'

@@ -9,20 +9,25 @@ import pytest
 from dshkit.harness.llm import (
     AssistantMessage,
     GenerateOptions,
-    ReasoningBlock,
-    SystemMessage,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
     ToolSchema,
-    UsageError,
     UserMessage,
 )
-from dshkit.harness.llm.messages import ImageAttachment, ImageBlock, ModelSource, OpaqueBlock
+from dshkit.harness.llm.errors import UsageError
+from dshkit.harness.llm.messages import (
+    ImageAttachment,
+    ImageBlock,
+    ModelSource,
+    OpaqueBlock,
+    ReasoningBlock,
+    SystemMessage,
+    ToolResultBlock,
+    ToolResultMessage,
+)
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
-from dshkit.harness.providers.openai_chat import encode_body, serialize
 from dshkit.harness.providers.openai_chat.profile import resolve_thinking
+from dshkit.harness.providers.openai_chat.serialize import encode_body, serialize
 
 SRC = ModelSource(provider="deepseek", model="deepseek-v4-flash")
 ODD_ARGS = [

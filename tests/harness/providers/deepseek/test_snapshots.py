@@ -14,18 +14,11 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from dshkit.harness.llm import (
-    BlockAssembler,
-    GenerateOptions,
-    ToolResultMessage,
-    ToolSchema,
-    UserMessage,
-    chunk_to_json,
-    message_to_json,
-)
-from dshkit.harness.llm.messages import ModelSource
+from dshkit.harness.llm import BlockAssembler, GenerateOptions, ToolSchema, UserMessage
+from dshkit.harness.llm.codec import chunk_to_json, message_to_json
+from dshkit.harness.llm.messages import ModelSource, ToolResultMessage
 from dshkit.harness.providers.deepseek import DeepSeekConfig
-from dshkit.harness.providers.openai_chat import serialize
+from dshkit.harness.providers.openai_chat.serialize import serialize
 from tests.normalize import Normalizer
 
 from .wire import decode

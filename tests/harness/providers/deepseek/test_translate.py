@@ -6,23 +6,25 @@ from __future__ import annotations
 import pytest
 
 from dshkit.harness.llm import (
-    BlockEnd,
-    BlockStart,
     Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     TextBlock,
-    TextDelta,
     TokenUsage,
     ToolCallBlock,
+)
+from dshkit.harness.llm.chunks import (
+    BlockEnd,
+    BlockStart,
+    FinishMeta,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
     ToolCallDelta,
     Usage,
 )
-from dshkit.harness.llm.chunks import FinishMeta, ProviderError
-from dshkit.harness.providers.openai_chat import Translator
-from dshkit.harness.providers.openai_chat.translate import map_finish_reason, map_usage
+from dshkit.harness.llm.messages import ReasoningBlock
+from dshkit.harness.providers.openai_chat.translate import Translator, map_finish_reason, map_usage
 
 from .wire import FP, ID, MODEL, USAGE, assemble, call, chunk, decode, sse
 
@@ -410,7 +412,8 @@ def test_translator_direct_use_and_terminal() -> None:
 
 
 def test_comments_are_not_translated_and_nothing_after_done_is() -> None:
-    from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder
+    from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+    from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
 
     for d in (StreamDecoder(), FastStreamDecoder()):
         out = d.feed(b": keep-alive\n\n: keep-alive\n\n" + sse(chunk({"content": "x"}, "stop")))

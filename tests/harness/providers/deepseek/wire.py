@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from dshkit.harness.llm import BlockAssembler, StreamChunk
-from dshkit.harness.providers.openai_chat import FastStreamDecoder, StreamDecoder
+from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
+from dshkit.harness.providers.openai_chat.fast_decoder import FastStreamDecoder
 
 ID = "5d1c3a52-8f0e-4b8e-9a53-0c1e2f7b6a11"
 MODEL = "deepseek-v4-flash"
