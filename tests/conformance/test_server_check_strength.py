@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
-from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 
 from dshkit.conformance.server_checks import run_server_checks
 from dshkit.mock_server import MockServer
+from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 
 KEY = "sk-strength-0123"
 FORWARDED = ("authorization", "content-type", "x-mock-session", "x-mock-behavior")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dshkit.mock_server.claims import CLAIMED_S_ITEMS
-
 from dshkit.conformance import run_server_checks
 from dshkit.conformance.server_checks import SERVER_CHECKS
 from dshkit.mock_server import MockServer
+from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 
 #: Claimed items a client cannot verify from outside (replay needs a recording on the server).
 NOT_VISIBLE = {"S35"}

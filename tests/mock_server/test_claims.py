@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
-from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 
 from dshkit.conformance import run_server_checks
+from dshkit.mock_server.claims import CLAIMED_S_ITEMS
 from dshkit.mock_server.generate.chunks import generate_chunks
 from dshkit.mock_server.generate.encode import encode_sse
 from dshkit.mock_server.generate.reply import Reply
