@@ -34,7 +34,7 @@ from dshkit.args import (
 from dshkit.harness.llm import HarnessError
 from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
 from dshkit.mock_server.scripts import ScriptError, load_scripts
-from dshkit.mock_server.server import MockServer
+from dshkit.mock_server.server import MockServer, settle_heap
 
 __all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
 
@@ -409,6 +409,7 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
     except OSError as e:
         sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
         return 1
+    settle_heap()
     _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
             "anthropic_base_url": server.anthropic_base_url,
             **({"admin_url": server.base_url + "/_dshkit/"} if server.admin else {})})

@@ -10,6 +10,7 @@ open stream, stalled ones included.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import secrets
@@ -30,7 +31,7 @@ from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from dshkit.mock_server.scripts import Script, load_scripts, parse_script
 from dshkit.mock_server.surface import Surface
 
-__all__ = ["MockServer", "ScriptSource", "sequence_script"]
+__all__ = ["MockServer", "ScriptSource", "sequence_script", "settle_heap"]
 
 
 class _OneLineClientErrors(logging.Filter):
@@ -63,6 +64,16 @@ def sequence_script(names: Sequence[str] | str, *, repeat_last: bool = False) ->
         {"name": "sequence", "repeat_last": repeat_last, "steps": [n for n in items if n]},
         source="--sequence",
     )
+
+
+def settle_heap() -> None:
+    """For a process that only serves (`dshkit serve`), once its server has started: what was
+    built to start (modules, scripts, the app) stays for the process's life, so the cyclic
+    collector is told to skip it (`gc.freeze`). Every request makes short-lived objects, and
+    each full collection would otherwise walk that whole heap again. Not for a host process
+    (a test run): frozen objects are never collected."""
+    gc.collect()
+    gc.freeze()
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:

@@ -40,7 +40,7 @@ from typing import Any
 from dshkit.mock_server.metrics import Metrics, add_counts
 from dshkit.mock_server.routing import Decision, RequestView, Router
 from dshkit.mock_server.scripts import ReplySpec, ReplyStep, Step
-from dshkit.mock_server.server import MockServer
+from dshkit.mock_server.server import MockServer, settle_heap
 
 __all__ = ["RemoteRouter", "SharedCounter", "decision_from_json", "decision_to_json", "run_workers"]
 
@@ -183,6 +183,7 @@ async def _work(server: MockServer, index: int, sock: socket.socket, summarize: 
     server.router = RemoteRouter(server.router, channel)
     loop.add_signal_handler(signal.SIGTERM, on_message, {"op": "stop"})
     await server.start()
+    settle_heap()
     channel.send({"op": "ready", "worker": index, "pid": os.getpid()})
     await stop
     await server.close()
