@@ -105,6 +105,32 @@ async def main():
 asyncio.run(main())
 """
 
+FLOOR_SERVER = r"""
+import asyncio, json, sys
+from aiohttp import web
+path, headers = sys.argv[1], json.loads(sys.argv[2])
+body = bytes.fromhex(sys.stdin.read())
+
+async def answer(request):
+    await request.read()  # the request's body, as any handler must read it
+    resp = web.Response(body=body, headers=headers)
+    resp.enable_chunked_encoding()
+    return resp
+
+async def main():
+    app = web.Application()
+    app.router.add_post(path, answer)
+    # The mock's own runner settings (server.py), so the two differ only in the handler.
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, auto_decompress=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, reuse_address=True, backlog=1024)
+    await site.start()
+    print(runner.addresses[0][1], flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
 SURFACES = {
     "chat": ("/chat/completions", {"model": "deepseek-chat"}),
     "anthropic": ("/anthropic/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 100_000,
@@ -160,6 +186,15 @@ def request_bytes(path: str, fields: dict[str, object], text: str, *, close: boo
 
 def probe(port: int, path: str, fields: dict[str, object], text: str) -> bytes:
     """One streamed response body, read whole (to check a contender and learn its event count)."""
+    return probe_response(port, path, fields, text)[1]
+
+
+#: Headers aiohttp sets itself on every response (the floor's aiohttp sets them too).
+FRAMING = {"transfer-encoding", "content-length", "connection", "date", "server"}
+
+
+def probe_response(port: int, path: str, fields: dict[str, object], text: str) -> tuple[dict[str, str], bytes]:
+    """One streamed response: its own headers (not the framing) and its body, read whole."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     body = json.dumps({**fields, "messages": [{"role": "user", "content": text}], "stream": True})
     conn.request("POST", path, body, {"Content-Type": "application/json"})
@@ -168,7 +203,7 @@ def probe(port: int, path: str, fields: dict[str, object], text: str) -> bytes:
     conn.close()
     if resp.status != 200:
         raise SystemExit(f"probe of port {port}{path} answered {resp.status}: {data[:300]!r}")
-    return data
+    return {k: v for k, v in resp.getheaders() if k.lower() not in FRAMING}, data
 
 
 def cpu_seconds(pid: int) -> float:
@@ -250,6 +285,17 @@ def start_limit(body: bytes) -> tuple[subprocess.Popen[str], int]:
     return proc, int(proc.stdout.readline())
 
 
+def start_floor(path: str, headers: dict[str, str], body: bytes) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FLOOR_SERVER, path, json.dumps(headers)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(body.hex())
+    proc.stdin.close()
+    return proc, int(proc.stdout.readline())
+
+
 def start_mock(root: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.Popen(
@@ -313,6 +359,8 @@ def main() -> None:
                     help="the wire the clients ask (the limit serves that wire's stream)")
     ap.add_argument("--plain", action="store_true",
                     help="also run the mock on its plain reference path (`serve --plain-path`)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run a bare aiohttp app answering the mock's headers and bytes (the framework's floor)")
     ap.add_argument("--peers", action="store_true",
                     help=f"also run aimock ({AIMOCK}, installed with npm into build/bench/peers)")
     ap.add_argument("--modes", default="ka,close", help="ka (keep-alive), close (a connection per request)")
@@ -342,7 +390,7 @@ def main() -> None:
                 return c
 
             gen = add("mock generated", lambda: start_mock(args.mock_root, "--script", str(tmp / "gen.json")))
-            body = probe(gen.port, path, fields, "bench")
+            gen_headers, body = probe_response(gen.port, path, fields, "bench")
             (tmp / "body.sse").write_bytes(body)
             (tmp / "raw.json").write_text(json.dumps(
                 {"repeat_last": True, "steps": [{"raw": {"file": str(tmp / "body.sse")}}]}))
@@ -352,6 +400,8 @@ def main() -> None:
                 ctext=quoted + " 00000000")
             add("mock new reply", lambda: start_mock(args.mock_root, "--unscripted", "default"),
                 ctext=quoted + " @@@@@@@@")
+            if args.floor:
+                add("aiohttp floor", lambda: start_floor(path, gen_headers, body))
             if args.plain:
                 add("mock plain path", lambda: start_mock(args.mock_root, "--script", str(tmp / "gen.json"),
                                                           "--plain-path"))
@@ -420,6 +470,8 @@ def main() -> None:
     pairs = [("mock generated", "limit", "vs_limit"), ("mock raw step", "limit", "raw_vs_limit"),
              ("mock raw step", "mock generated", "raw_vs_generated"),
              ("mock new reply", "mock default", "new_vs_cached")]
+    if "aiohttp floor" in names:
+        pairs += [("aiohttp floor", "limit", "floor_vs_limit"), ("mock generated", "aiohttp floor", "vs_floor")]
     if "mock plain path" in names:
         pairs.append(("mock plain path", "limit", "plain_vs_limit"))
     if "aimock" in names:
