@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from dshkit.mock_server.anthropic.surface import AnthropicSurface
 from dshkit.mock_server.chat import ChatSurface
 from dshkit.mock_server.defaults import default_reply
 from dshkit.mock_server.exchange import Exchange
@@ -47,6 +48,7 @@ from dshkit.mock_server.surface import Call, Surface
 from dshkit.mock_server.validation import (
     MAX_DEPTH,
     MODELS,
+    ChatRequest,
     Rejection,
     check_headers,
     recorded_request,
@@ -209,6 +211,24 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
+#: The wires whose validation depends on the body, path and settings alone (headers reach only
+#: `view.headers`), so the fast path may validate each distinct body once (`ValidationCache`).
+_BODY_ONLY_VALIDATION = (ChatSurface, AnthropicSurface)
+
+
+def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request) -> ChatRequest:
+    """`surface.validate` for the request; on the fast path through the runtime's cache."""
+    path, headers = request.path, request.headers
+
+    def full() -> ChatRequest:
+        return surface.validate(raw, path=path, headers=headers, config=rt.config)
+
+    cache = rt.validation
+    if cache is None or type(surface) not in _BODY_ONLY_VALIDATION:
+        return full()
+    return cache.validate(full, raw, path=path, headers=headers)
+
+
 def step_seed(server_seed: int, session: str, step: int | None) -> int:
     """A seed stable per (server seed, session, step), whatever the arrival order."""
     return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
@@ -286,7 +306,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         entry.request_bytes = len(raw)
         override = request.headers.get(BEHAVIOR_HEADER)
         try:
-            chat = surface.validate(raw, path=request.path, headers=request.headers, config=cfg)
+            chat = _validate(rt, surface, raw, request)
         except Rejection as rejection:
             if override is not None or not request.app[ROUTER_KEY].serves_recorded(session):
                 entry.body = _parsed_or_none(raw)

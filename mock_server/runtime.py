@@ -22,6 +22,7 @@ from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import Journal
 from dshkit.mock_server.metrics import Metrics
 from dshkit.mock_server.output import FastOutput, Output, PlainOutput
+from dshkit.mock_server.validation import ValidationCache
 
 if TYPE_CHECKING:
     from dshkit.mock_server.exchange import Exchange
@@ -88,6 +89,8 @@ class Runtime:
         self.random = random.Random(f"random-mode:{config.seed}")
         self.active: set[Exchange] = set()
         self.output: Output = FastOutput() if config.fast_path else PlainOutput()
+        self.validation = ValidationCache() if config.fast_path else None
+        """Validates each distinct request body once on the fast path (None: the plain path)."""
         self.trace_prefix = trace_prefix(config.seed)
         """The first digits of every trace id this server sends."""
         self._served: dict[tuple[str, int | None], int] = {}

@@ -11,11 +11,14 @@ for the validated request (a recording is served as recorded).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import NestingTooDeep, redact_body, redact_headers
@@ -27,6 +30,7 @@ __all__ = [
     "RULES",
     "ChatRequest",
     "Rejection",
+    "ValidationCache",
     "bearer_key",
     "check_auth",
     "check_headers",
@@ -905,4 +909,71 @@ def recorded_request(raw: bytes, *, path: str, headers: Mapping[str, str]) -> Ch
             body=body,
             path=path,
         ),
+    )
+
+
+_fast_loads: Callable[[bytes], Any] = msgspec.json.Decoder().decode
+
+
+class ValidationCache:
+    """Validation once per distinct request body, for the fast path (`MockServer(fast_path=)`).
+
+    A body seen a second time (same bytes, same path) is validated in full once more and the
+    result kept as a template no request ever receives; from the third time on the request gets
+    the template's derived fields with a body parsed afresh from its own bytes (and redacted
+    afresh when the template's redaction changed anything), its own headers and path, so no two
+    requests share an object a test or a callback could change. A body that fails validation is
+    never kept: it is validated in full every time and gets the same error. The first sight only
+    records the key, so bodies that are new every time cost one full validation and a lookup.
+
+    Only for validators whose result depends on nothing but the body bytes, the path and the
+    server's settings (the request's headers reach only `view.headers`): the built-in wires'.
+    Bodies over `max_body` bytes are not kept (they are rarely repeated and costly to hash).
+    """
+
+    def __init__(self, *, entries: int = 256, max_body: int = 64 * 1024) -> None:
+        self.entries = entries
+        self.max_body = max_body
+        self._kept: dict[tuple[str, bytes], tuple[ChatRequest, bool] | None] = {}
+
+    def validate(
+        self, validate: Callable[[], ChatRequest], raw: bytes, *, path: str, headers: Mapping[str, str]
+    ) -> ChatRequest:
+        """`validate()`'s result for this request, from the template when there is one."""
+        if len(raw) > self.max_body:
+            return validate()
+        key = (path, raw)
+        kept = self._kept
+        if key not in kept:  # the first sight
+            chat = validate()
+            self._remember(key, None)
+            return chat
+        template = kept[key]
+        if template is None:  # the second: a template, kept apart from this request's result
+            chat = validate()
+            private = validate()
+            kept[key] = (private, private.redacted == private.body)
+            return chat
+        return _renewed(template[0], template[1], raw, path, headers)
+
+    def _remember(self, key: tuple[str, bytes], value: tuple[ChatRequest, bool] | None) -> None:
+        kept = self._kept
+        kept[key] = value
+        while len(kept) > self.entries:
+            del kept[next(iter(kept))]  # the oldest first
+
+
+def _renewed(template: ChatRequest, unredacted: bool, raw: bytes, path: str, headers: Mapping[str, str]) -> ChatRequest:
+    """`template` with this request's own body, redacted body, headers and path."""
+    try:
+        body = _fast_loads(raw)
+        redacted = _fast_loads(raw) if unredacted else redact_body(body, max_depth=MAX_DEPTH)
+    except msgspec.DecodeError:  # a form msgspec does not read (a BOM, UTF-16): the plain parse
+        body = parse_json(raw)
+        redacted = parse_json(raw) if unredacted else redact_body(body, max_depth=MAX_DEPTH)
+    view = template.view
+    return dataclasses.replace(
+        template, body=body, redacted=redacted,
+        view=RequestView(last_user=view.last_user, tool_results=view.tool_results, model=view.model,
+                         headers=redact_headers(headers), body=body, path=path),
     )
