@@ -189,6 +189,25 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 _SPACED = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
+def _text_of(encoder: json.JSONEncoder) -> Any:
+    """`encoder.encode`, calling the C encoder straight (what `encode` does for a value that is
+    not a string, without building the same encoder in Python on every call); the Python
+    `encode` where the C one is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    strings = json.encoder.encode_basestring  # ensure_ascii=False
+    args = (encoder.default, strings, None, encoder.key_separator, encoder.item_separator, False, False, False)
+
+    def encode(value: Any) -> str:
+        return "".join(make({}, *args)(value, 0))  # {}: circular references raise, as in `encode`
+
+    return encode
+
+
+_ENCODE = {True: _text_of(_COMPACT), False: _text_of(_SPACED)}
+
+
 def dumps(value: Any, *, compact: bool = True, **options: Any) -> str:
     """`value` as JSON text that is strict JSON and encodes as UTF-8, whatever it holds.
 
@@ -199,10 +218,7 @@ def dumps(value: Any, *, compact: bool = True, **options: Any) -> str:
     """
     try:
         try:
-            if options:
-                text = _encode(value, compact, options)
-            else:
-                text = (_COMPACT if compact else _SPACED).encode(value)
+            text = _encode(value, compact, options) if options else _ENCODE[compact](value)
         except ValueError:  # NaN or an infinity somewhere
             value = finite(value)
             text = _encode(value, compact, options)
