@@ -361,7 +361,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             return await answer.reply(default_reply(chat), StreamSpec(), Timing())
         if isinstance(step, ReplyStep):
             _begin(rt, entry, "reply")
-            return await answer.reply(step.reply.to_reply(), step.stream, step.timing, logprobs=step.reply.logprobs)
+            return await answer.reply(rt.reply_of(step.reply), step.stream, step.timing, logprobs=step.reply.logprobs)
         if isinstance(step, RawStep):
             _begin(rt, entry, "raw")
             return await answer.raw(step.raw, step.timing)

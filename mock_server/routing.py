@@ -415,7 +415,8 @@ class Router:
                 aside = self._aside(session, cursor, req, purpose)
                 if aside is not None:
                     return aside
-            return dataclasses.replace(self._pick(session, cursor, req), purpose=purpose)
+            decision = self._pick(session, cursor, req)
+            return decision if purpose == decision.purpose else dataclasses.replace(decision, purpose=purpose)
 
     def _aside(self, session: str, cur: _Cursor, req: RequestView, purpose: str) -> Decision | None:
         """The answer to an auxiliary request that must not consume `steps`, or None when the

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.mock_server.generate.reply import Era
+from dshkit.mock_server.generate.reply import Era, Reply
 from dshkit.mock_server.journal import Journal
 from dshkit.mock_server.metrics import Metrics
 from dshkit.mock_server.output import FastOutput, Output, PlainOutput
@@ -26,6 +26,7 @@ from dshkit.mock_server.validation import ValidationCache
 
 if TYPE_CHECKING:
     from dshkit.mock_server.exchange import Exchange
+    from dshkit.mock_server.scripts import ReplySpec
 
 __all__ = ["DEFAULT_WEIGHTS", "Runtime", "ServerConfig", "trace_prefix"]
 
@@ -94,6 +95,7 @@ class Runtime:
         self.trace_prefix = trace_prefix(config.seed)
         """The first digits of every trace id this server sends."""
         self._served: dict[tuple[str, int | None], int] = {}
+        self._replies: dict[int, tuple[ReplySpec, Reply]] = {}
         self.metrics = Metrics(journal.stats)
         """What `/metrics` reports (counted by the handlers)."""
 
@@ -104,6 +106,18 @@ class Runtime:
         n = self._served.get(key, 0)
         self._served[key] = n + 1
         return n
+
+    def reply_of(self, spec: ReplySpec) -> Reply:
+        """`spec.to_reply()`, made once per step (a script's models are frozen, and so is a
+        `Reply`); the spec is held with it, so its id names no other object meanwhile."""
+        kept = self._replies.get(id(spec))
+        if kept is not None and kept[0] is spec:
+            return kept[1]
+        reply = spec.to_reply()
+        self._replies[id(spec)] = (spec, reply)
+        if len(self._replies) > 1024:
+            del self._replies[next(iter(self._replies))]  # the oldest first
+        return reply
 
     def emit(self, event: dict[str, Any]) -> None:
         """Telemetry for the CLI; an observer's exception never alters wire behaviour."""

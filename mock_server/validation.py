@@ -11,7 +11,6 @@ for the validated request (a recording is served as recorded).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -934,7 +933,7 @@ class ValidationCache:
     def __init__(self, *, entries: int = 256, max_body: int = 64 * 1024) -> None:
         self.entries = entries
         self.max_body = max_body
-        self._kept: dict[tuple[str, bytes], tuple[ChatRequest, bool] | None] = {}
+        self._kept: dict[tuple[str, bytes], _Template | None] = {}
 
     def validate(
         self, validate: Callable[[], ChatRequest], raw: bytes, *, path: str, headers: Mapping[str, str]
@@ -946,34 +945,43 @@ class ValidationCache:
         kept = self._kept
         if key not in kept:  # the first sight
             chat = validate()
-            self._remember(key, None)
+            kept[key] = None
+            while len(kept) > self.entries:
+                del kept[next(iter(kept))]  # the oldest first
             return chat
         template = kept[key]
         if template is None:  # the second: a template, kept apart from this request's result
             chat = validate()
-            private = validate()
-            kept[key] = (private, private.redacted == private.body)
+            kept[key] = _Template(validate())
             return chat
-        return _renewed(template[0], template[1], raw, path, headers)
-
-    def _remember(self, key: tuple[str, bytes], value: tuple[ChatRequest, bool] | None) -> None:
-        kept = self._kept
-        kept[key] = value
-        while len(kept) > self.entries:
-            del kept[next(iter(kept))]  # the oldest first
+        return template.renew(raw, path, headers)
 
 
-def _renewed(template: ChatRequest, unredacted: bool, raw: bytes, path: str, headers: Mapping[str, str]) -> ChatRequest:
-    """`template` with this request's own body, redacted body, headers and path."""
-    try:
-        body = _fast_loads(raw)
-        redacted = _fast_loads(raw) if unredacted else redact_body(body, max_depth=MAX_DEPTH)
-    except msgspec.DecodeError:  # a form msgspec does not read (a BOM, UTF-16): the plain parse
-        body = parse_json(raw)
-        redacted = parse_json(raw) if unredacted else redact_body(body, max_depth=MAX_DEPTH)
-    view = template.view
-    return dataclasses.replace(
-        template, body=body, redacted=redacted,
-        view=RequestView(last_user=view.last_user, tool_results=view.tool_results, model=view.model,
-                         headers=redact_headers(headers), body=body, path=path),
-    )
+class _Template:
+    """A validated request whose body, redacted body and view are renewed for each request."""
+
+    __slots__ = ("fields", "redacts", "view")
+
+    def __init__(self, chat: ChatRequest) -> None:
+        self.fields = {name: getattr(chat, name) for name in ChatRequest.__slots__
+                       if name not in ("body", "redacted", "view")}
+        """Everything derived from the body: immutable values, or objects no request receives."""
+        self.redacts = chat.redacted != chat.body
+        """Whether redaction changes this body (else the redacted copy is a second parse)."""
+        self.view = chat.view
+
+    def renew(self, raw: bytes, path: str, headers: Mapping[str, str]) -> ChatRequest:
+        """The request of these bytes, with its own body, redacted body, headers and path."""
+        try:
+            body = _fast_loads(raw)
+            redacted = redact_body(body, max_depth=MAX_DEPTH) if self.redacts else _fast_loads(raw)
+        except msgspec.DecodeError:  # a form msgspec does not read (a BOM, UTF-16): the plain parser
+            body = parse_json(raw)
+            redacted = redact_body(body, max_depth=MAX_DEPTH) if self.redacts else parse_json(raw)
+        view = self.view
+        return ChatRequest(
+            body=body, redacted=redacted,
+            view=RequestView(last_user=view.last_user, tool_results=view.tool_results, model=view.model,
+                             headers=redact_headers(headers), body=body, path=path),
+            **self.fields,
+        )
