@@ -213,6 +213,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 _pending: list[str] = []
+_flush_due = False
+"""Whether a `_flush` is scheduled on the loop (the lines in `_pending` wait for it)."""
 _atomic_lines = False
 """Set with --workers: several processes share stdout, so lines go out in writes of at most
 PIPE_BUF bytes that end at a line's end (a pipe never interleaves such writes)."""
@@ -223,22 +225,30 @@ def _print(obj: dict[str, Any]) -> None:
     together at the end of the loop's current pass (one write for all the requests it handled),
     so a reader still sees each line as soon as the loop turns. Other lines (ready, summary) go
     out at once, after any still pending."""
+    global _flush_due
     # json_line: a session id from a header that is not UTF-8 must not cost the event its line.
     line = json_line(obj) + "\n"
+    per_request = obj.get("type") in ("request", "result")
+    if per_request and _pending and _flush_due:
+        _pending.append(line)  # the flush at the end of this pass of the loop is already due
+        return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
-    if loop is None or obj.get("type") not in ("request", "result"):
+    if loop is None or not per_request:
         _pending.append(line)  # the ready line, the summary: out now, after what came before
         _flush()
         return
     if not _pending:
+        _flush_due = True
         loop.call_soon(_flush)
     _pending.append(line)
 
 
 def _flush() -> None:
+    global _flush_due
+    _flush_due = False
     if _pending:
         lines = "".join(_pending)
         _pending.clear()
