@@ -18,6 +18,10 @@ Contenders (each in its own process):
   every request, so no response was ever rendered before; `mock default` is the same reply
   with the same message every time (the cached path it is compared with);
 * `mock plain path` (`--plain`): the scripted reply through `serve --plain-path`;
+* `before generated`, `before new reply` (`--baseline DIR`): those two contenders served from
+  another checkout, interleaved with the rest (a before/after within one run);
+* `aiohttp floor` (`--floor`): a bare aiohttp app (the mock's runner settings) answering the
+  generated reply's headers and bytes: what the framework alone costs per request;
 * `aimock` (`--peers`): CopilotKit's aimock (npm `@copilotkit/aimock`, installed into
   `build/bench/peers` with npm on first use) serving a fixture of the same text, on the same
   wire. Where npm or node is missing the bench says so and goes on without it.
@@ -33,8 +37,8 @@ request per connection); the last line is one JSON object with the figures and e
 `{"goal", "ratio", "target", "met"}`.
 
     python bench/server.py [--chunks 200] [--rounds 3] [--seconds 1] [--surface chat|anthropic]
-                           [--plain] [--peers] [--modes ka,close] [--levels 1,64,512]
-                           [--mock-root DIR]
+                           [--plain] [--floor] [--peers] [--modes ka,close] [--levels 1,64,512]
+                           [--mock-root DIR] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -353,6 +357,9 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=200, help="content fragments per stream")
     ap.add_argument("--rounds", type=int, default=3, help="rounds; each runs every contender once per mode and level")
     ap.add_argument("--seconds", type=float, default=1.0, help="seconds per contender, mode, level and round")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                    help="also run the cached and new-reply contenders from this checkout (e.g. the commit before a "
+                         "change), interleaved with the rest: a before/after measured within one run")
     ap.add_argument("--mock-root", type=Path, default=ROOT,
                     help="checkout whose mock_server to run (e.g. an older one, for a before/after)")
     ap.add_argument("--surface", choices=sorted(SURFACES), default="chat",
@@ -400,6 +407,10 @@ def main() -> None:
                 ctext=quoted + " 00000000")
             add("mock new reply", lambda: start_mock(args.mock_root, "--unscripted", "default"),
                 ctext=quoted + " @@@@@@@@")
+            if args.baseline is not None:
+                base = args.baseline
+                add("before generated", lambda: start_mock(base, "--script", str(tmp / "gen.json")))
+                add("before new reply", lambda: start_mock(base, "--unscripted", "default"), ctext=quoted + " @@@@@@@@")
             if args.floor:
                 add("aiohttp floor", lambda: start_floor(path, gen_headers, body))
             if args.plain:
@@ -470,6 +481,8 @@ def main() -> None:
     pairs = [("mock generated", "limit", "vs_limit"), ("mock raw step", "limit", "raw_vs_limit"),
              ("mock raw step", "mock generated", "raw_vs_generated"),
              ("mock new reply", "mock default", "new_vs_cached")]
+    if "before generated" in names:
+        pairs += [("mock generated", "before generated", "vs_before"), ("mock new reply", "before new reply", "new_vs_before")]
     if "aiohttp floor" in names:
         pairs += [("aiohttp floor", "limit", "floor_vs_limit"), ("mock generated", "aiohttp floor", "vs_floor")]
     if "mock plain path" in names:
