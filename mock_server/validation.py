@@ -927,13 +927,16 @@ class ValidationCache:
 
     Only for validators whose result depends on nothing but the body bytes, the path and the
     server's settings (the request's headers reach only `view.headers`): the built-in wires'.
-    Bodies over `max_body` bytes are not kept (they are rarely repeated and costly to hash).
+    Bodies over `max_body` bytes are not kept (they are rarely repeated and costly to hash); at
+    most `entries` bodies of at most `budget` bytes in all are, the oldest dropped first.
     """
 
-    def __init__(self, *, entries: int = 256, max_body: int = 64 * 1024) -> None:
+    def __init__(self, *, entries: int = 256, max_body: int = 64 * 1024, budget: int = 2 * 1024 * 1024) -> None:
         self.entries = entries
         self.max_body = max_body
+        self.budget = budget
         self._kept: dict[tuple[str, bytes], _Template | None] = {}
+        self._bytes = 0
 
     def validate(
         self, validate: Callable[[], ChatRequest], raw: bytes, *, path: str, headers: Mapping[str, str]
@@ -946,8 +949,11 @@ class ValidationCache:
         if key not in kept:  # the first sight
             chat = validate()
             kept[key] = None
-            while len(kept) > self.entries:
-                del kept[next(iter(kept))]  # the oldest first
+            self._bytes += len(raw)
+            while len(kept) > self.entries or self._bytes > self.budget:
+                oldest = next(iter(kept))
+                del kept[oldest]
+                self._bytes -= len(oldest[1])
             return chat
         template = kept[key]
         if template is None:  # the second: a template, kept apart from this request's result

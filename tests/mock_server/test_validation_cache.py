@@ -131,6 +131,10 @@ def test_a_large_body_or_many_bodies_stay_within_the_bounds() -> None:
     for raw in raws * 3:
         assert cache.validate(counted(raw), raw, path="/chat/completions", headers={}) == _plain(raw)
     assert len(cache._kept) <= 4
+    small = ValidationCache(budget=3 * len(raws[0]))
+    for raw in raws * 3:
+        assert small.validate(counted(raw), raw, path="/chat/completions", headers={}) == _plain(raw)
+    assert sum(len(raw) for _, raw in small._kept) <= 3 * len(raws[0]) and small._kept
 
 
 _scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**80), 2**80),
