@@ -180,6 +180,8 @@ def _begin(rt: Runtime, e: JournalEntry, behavior: str, *, script_behavior: str 
     and emit the `request` event."""
     e.behavior = behavior
     e.script_behavior = script_behavior or behavior
+    if rt.config.on_event is None:  # no observer: no event to build
+        return
     rt.emit(
         {
             "type": "request",
@@ -195,6 +197,8 @@ def _begin(rt: Runtime, e: JournalEntry, behavior: str, *, script_behavior: str 
 
 
 def _emit_result(rt: Runtime, e: JournalEntry) -> None:
+    if rt.config.on_event is None:
+        return
     rt.emit(
         {
             "type": "result",
