@@ -4,13 +4,14 @@ package, and installed into a fresh venv next to a user project it disturbs noth
 The wheel is built once per worker (from a copy of the repository: setuptools builds in the
 source tree, and a stale build/ from an older layout would end up in the wheel), with the
 setuptools of this venv (the `test` extra holds the `[build-system]` requirement, so pip need not
-install one into a throwaway build env every run); the tests that
-install it share that build and the group keeps them on one xdist worker. Each venv is made
-without pip of its own (`python -m venv --without-pip`) and filled by this interpreter's pip
-(`pip --python`), from pip's configured index and cache, without byte-compiling what it installs
-(`--no-compile`: the venv's own Python compiles only the modules the tests import, once, where
-pip would compile all of openai, pydantic, aiohttp, ...); without a reachable index the install
-tests skip, saying so.
+install one into a throwaway build env every run); the tests that install it share that build
+and the group keeps them on one xdist worker. One fresh venv serves both installs, in this
+file's order: the wheel with pytest alone (the plugin without pytest-asyncio), then the wheel
+with its extras added, as a user would add them. It is made without pip of its own (`python -m
+venv --without-pip`) and filled by this interpreter's pip (`pip --python`), from pip's
+configured index and cache, without byte-compiling what it installs (`--no-compile`: the venv's
+own Python compiles only the modules the tests import, once, where pip would compile all of
+openai, pydantic, aiohttp, ...); without a reachable index the install tests skip, saying so.
 """
 
 from __future__ import annotations
@@ -168,26 +169,27 @@ def _pytest(python: Path, project: Path, *args: str) -> subprocess.CompletedProc
     return _run(python, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider", *args, cwd=project)
 
 
-@pytest.fixture(scope="session")
-def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding the wheel with its `pytest` extra (and the openai SDK the user's
-    app uses); its python."""
+# -- the venv both installs share ---------------------------------------------------------------
+
+@dataclass
+class SharedVenv:
+    python: Path
+    extras: bool = False
+    """Whether `installed` has added the extras (then it no longer stands for a bare install)."""
+
+
+def _bare_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = _venv(tmp_path_factory.mktemp("venv") / "venv")
-    _pip("--python", str(python), "install", "--quiet", "--no-compile", f"{built.wheel}[pytest,openai]")
+    _pip("--python", str(python), "install", "--quiet", "--no-compile", str(built.wheel), "pytest>=8.0")
     return python
 
 
-def test_the_wheel_beside_a_user_project_with_the_same_folder_names(installed: Path, tmp_path: Path) -> None:
-    project = write_user_project(tmp_path / "project")
-    result = _pytest(installed, project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 passed" in result.stdout, result.stdout  # 3 package tests, the catalogue, 2 app tests
-    which = _run(installed, "-c", WHICH, cwd=project)
-    assert which.returncode == 0, which.stderr
-    files = {name: Path(f) for name, f in json.loads(which.stdout).items()}
-    for name in ("harness", "conformance", "mock_server"):
-        assert files[name] == project / name / "__init__.py"  # the user's, not dshkit's
-        assert files[f"dshkit.{name}"].is_relative_to(installed.parent.parent)  # dshkit's, from the venv
+@pytest.fixture(scope="session")
+def shared_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> SharedVenv:
+    """One fresh venv for both installs: first the wheel and pytest alone, then (`installed`) the
+    wheel with its extras, as a user who adds them later; each install is a few seconds of
+    unpacking the same base dependencies."""
+    return SharedVenv(_bare_venv(built, tmp_path_factory))
 
 
 # -- the plugin with nothing but pytest --------------------------------------------------------
@@ -215,13 +217,12 @@ async def test_async_needs_a_runner(dshkit_mock_server):
 '''
 
 
-@pytest.fixture(scope="session")
-def installed_without_extra(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture
+def installed_without_extra(shared_venv: SharedVenv, built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel, its base dependencies (as its metadata declares them) and
-    pytest, but no pytest-asyncio."""
-    python = _venv(tmp_path_factory.mktemp("venv-bare") / "venv")
-    _pip("--python", str(python), "install", "--quiet", "--no-compile", str(built.wheel), "pytest>=8.0")
-    return python
+    pytest, but no pytest-asyncio: the shared one until `installed` adds the extras to it (this
+    file's order), else one of its own."""
+    return shared_venv.python if not shared_venv.extras else _bare_venv(built, tmp_path_factory)
 
 
 def test_the_plugin_loads_with_pytest_alone(installed_without_extra: Path, tmp_path: Path) -> None:
@@ -235,6 +236,30 @@ def test_the_plugin_loads_with_pytest_alone(installed_without_extra: Path, tmp_p
     assert "PASSED test_plain.py::test_plain" in result.stdout, result.stdout
     # the async test is told what to install, before pytest's own vaguer message
     assert "pip install 'dshkit[pytest]'" in result.stdout and "test_async_needs_a_runner" in result.stdout
+
+
+# -- the user project, against the wheel with its extras -------------------------------------
+
+@pytest.fixture(scope="session")
+def installed(shared_venv: SharedVenv, built: Built) -> Path:
+    """A venv holding the wheel with its `pytest` extra (and the openai SDK the user's app uses),
+    installed with `pip install 'dshkit[pytest,openai]'`; its python."""
+    _pip("--python", str(shared_venv.python), "install", "--quiet", "--no-compile", f"{built.wheel}[pytest,openai]")
+    shared_venv.extras = True
+    return shared_venv.python
+
+
+def test_the_wheel_beside_a_user_project_with_the_same_folder_names(installed: Path, tmp_path: Path) -> None:
+    project = write_user_project(tmp_path / "project")
+    result = _pytest(installed, project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout, result.stdout  # 3 package tests, the catalogue, 2 app tests
+    which = _run(installed, "-c", WHICH, cwd=project)
+    assert which.returncode == 0, which.stderr
+    files = {name: Path(f) for name, f in json.loads(which.stdout).items()}
+    for name in ("harness", "conformance", "mock_server"):
+        assert files[name] == project / name / "__init__.py"  # the user's, not dshkit's
+        assert files[f"dshkit.{name}"].is_relative_to(installed.parent.parent)  # dshkit's, from the venv
 
 
 # -- the files the --help texts name, outside the repository -----------------------------------
