@@ -67,10 +67,15 @@ def _read_ca_certificates_lazily() -> None:
     conformance catalogue runs make thousands) builds a verifying TLS context up front, and
     loading a CA bundle file (`$SSL_CERT_FILE`, else certifi's) costs 60-130 ms of CPU each time,
     on the event loop: that was more than half of the whole suite's time. A CA directory is read
-    only when a certificate is actually checked, which no test does. Verification stays on."""
+    only when a certificate is actually checked, which no test does. Verification stays on.
+
+    `$SSL_CERT_FILE` is set empty rather than removed: OpenSSL then loads no bundle into the
+    contexts `ssl.create_default_context()` makes (aiohttp makes two when it is imported, about
+    60 ms in every process that imports it: each `dshkit serve`, `record`, `conformance` the
+    tests start), while httpx, which takes an empty value for none, reads the directory."""
     capath = os.environ.get("SSL_CERT_DIR") or ssl.get_default_verify_paths().capath
     if capath and Path(capath).is_dir():
-        os.environ.pop("SSL_CERT_FILE", None)
+        os.environ["SSL_CERT_FILE"] = ""
         os.environ["SSL_CERT_DIR"] = capath
 
 

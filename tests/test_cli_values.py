@@ -1,18 +1,62 @@
 """Option values the commands cannot use are usage errors before any work starts: exit 2, one
 message naming the option, the value and what is allowed, never a traceback. The same holds for
-the pytest plugin's markers and factories (a TypeError/ValueError with a sentence)."""
+the pytest plugin's markers and factories (a TypeError/ValueError with a sentence).
+
+The commands run in this process (`dshkit.cli.main`, as the console script does), where a refused
+value also prints nothing on stdout; `serve` and `record` return as soon as they have started, so
+a value they wrongly accept fails the test instead of serving. A few cases also run as a real
+`dshkit` process, for its exit status and the split between stdout and stderr."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from dshkit.cli import main
 
-def _run(argv: list[str]) -> tuple[int, str]:
+SERVES = 99
+"""What `serve` and `record` return here once they have started: their wait for a signal is a
+finished future, so a value they accepted ends the call instead of serving forever."""
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+            caplog: pytest.LogCaptureFixture) -> Any:
+    """`main(argv)` in this process: its exit status (argparse's included) and its stderr."""
+    from dshkit.mock_server import cli as serve_cli
+
+    def started() -> asyncio.Future[int]:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        done.set_result(SERVES)
+        return done
+
+    monkeypatch.setattr(serve_cli, "exit_on_signals", started)
+    caplog.set_level(logging.WARNING)
+
+    def run(argv: list[str]) -> tuple[int, str]:
+        capsys.readouterr()
+        caplog.clear()
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 2
+        out, err = capsys.readouterr()
+        assert out == "", out  # a refused value prints nothing on stdout
+        said = err + caplog.text
+        assert "Traceback" not in said, said
+        return code, said
+
+    return run
+
+
+def _process(argv: list[str]) -> tuple[int, str, str]:
     """The command in a process of its own: a value that is not refused would start serving, and
     the bounded wait turns that into a failure instead of a hung test."""
     try:
@@ -21,7 +65,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
     except subprocess.TimeoutExpired:
         pytest.fail(f"dshkit {' '.join(argv)} accepted the value and kept running")
     assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stderr
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture
@@ -55,12 +99,25 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
 
 
 @pytest.mark.parametrize(("argv", "words"), CASES, ids=[" ".join(c[0])[:60] for c in CASES])
-def test_bad_value_is_a_usage_error(argv: list[str], words: tuple[str, ...], a_dir: Path) -> None:
+def test_bad_value_is_a_usage_error(argv: list[str], words: tuple[str, ...], a_dir: Path, run_cli: Any) -> None:
     (a_dir / "empty").mkdir()
-    code, err = _run([a.replace("{dir}", str(a_dir)) for a in argv])
+    code, err = run_cli([a.replace("{dir}", str(a_dir)) for a in argv])
     assert code == 2, err
     for word in words:
         assert word in err, (word, err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--port", "99999"],
+    ["record", "--scrub", "", "--upstream", "http://127.0.0.1:9", "--out", "{dir}/c"],
+    ["conformance", "--concurrency", "0"],
+], ids=["serve", "record", "conformance"])
+def test_a_real_process_exits_2_with_the_message_on_stderr(argv: list[str], a_dir: Path) -> None:
+    """The same refusals as the `dshkit` process a user runs: exit status 2, nothing on stdout."""
+    words = dict((" ".join(a), w) for a, w in CASES)[" ".join(argv)]
+    code, out, err = _process([a.replace("{dir}", str(a_dir)) for a in argv])
+    assert (code, out) == (2, ""), err
+    assert all(word in err for word in words), err
 
 
 def test_conformance_report_over_a_directory_is_refused_before_the_run(
@@ -82,7 +139,7 @@ def test_conformance_report_over_a_directory_is_refused_before_the_run(
 
 def test_conformance_makes_the_report_folder_before_the_run(tmp_path: Path) -> None:
     report = tmp_path / "new" / "folder" / "r.json"
-    code, err = _run(["conformance", "--only", "sse-crlf", "--json", str(report)])
+    code, _, err = _process(["conformance", "--only", "sse-crlf", "--json", str(report)])
     assert code == 0, err
     assert json.loads(report.read_text())["scenarios"]
 

@@ -2,11 +2,16 @@
 package, and installed into a fresh venv next to a user project it disturbs nothing.
 
 The wheel is built once per worker (from a copy of the repository: setuptools builds in the
-source tree, and a stale build/ from an older layout would end up in the wheel); the tests that
-install it share that build and the group keeps them on one xdist worker. Each venv is made
-without pip of its own (`python -m venv --without-pip`) and filled by this interpreter's pip
-(`pip --python`), from pip's configured index and cache; without a reachable index the install
-tests skip, saying so.
+source tree, and a stale build/ from an older layout would end up in the wheel), with the
+setuptools of this venv (the `test` extra holds the `[build-system]` requirement, so pip need not
+install one into a throwaway build env every run); the tests that install it share that build
+and the group keeps them on one xdist worker. One fresh venv serves both installs, in this
+file's order: the wheel with pytest alone (the plugin without pytest-asyncio), then the wheel
+with its extras added, as a user would add them. It is made without pip of its own (`python -m
+venv --without-pip`) and filled by this interpreter's pip (`pip --python`), from pip's
+configured index and cache, without byte-compiling what it installs (`--no-compile`: the venv's
+own Python compiles only the modules the tests import, once, where pip would compile all of
+openai, pydantic, aiohttp, ...); without a reachable index the install tests skip, saying so.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +68,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     shutil.copytree(REPO, source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", ".dshkit",
                                                   "__pycache__", ".hypothesis", ".clients*", ".e2e-dsh"))
-    result = _pip("wheel", "-v", "--no-deps", "-w", str(tmp / "dist"), str(source))
+    result = _pip("wheel", "-v", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(source))
     (wheel,) = (tmp / "dist").glob("dshkit-*.whl")
     return Built(wheel, result.stdout + result.stderr)
 
@@ -165,26 +169,27 @@ def _pytest(python: Path, project: Path, *args: str) -> subprocess.CompletedProc
     return _run(python, "-m", "pytest", "-q", "-W", "error", "-p", "no:cacheprovider", *args, cwd=project)
 
 
-@pytest.fixture(scope="session")
-def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding the wheel with its `pytest` extra (and the openai SDK the user's
-    app uses); its python."""
+# -- the venv both installs share ---------------------------------------------------------------
+
+@dataclass
+class SharedVenv:
+    python: Path
+    extras: bool = False
+    """Whether `installed` has added the extras (then it no longer stands for a bare install)."""
+
+
+def _bare_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = _venv(tmp_path_factory.mktemp("venv") / "venv")
-    _pip("--python", str(python), "install", "--quiet", f"{built.wheel}[pytest,openai]")
+    _pip("--python", str(python), "install", "--quiet", "--no-compile", str(built.wheel), "pytest>=8.0")
     return python
 
 
-def test_the_wheel_beside_a_user_project_with_the_same_folder_names(installed: Path, tmp_path: Path) -> None:
-    project = write_user_project(tmp_path / "project")
-    result = _pytest(installed, project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 passed" in result.stdout, result.stdout  # 3 package tests, the catalogue, 2 app tests
-    which = _run(installed, "-c", WHICH, cwd=project)
-    assert which.returncode == 0, which.stderr
-    files = {name: Path(f) for name, f in json.loads(which.stdout).items()}
-    for name in ("harness", "conformance", "mock_server"):
-        assert files[name] == project / name / "__init__.py"  # the user's, not dshkit's
-        assert files[f"dshkit.{name}"].is_relative_to(installed.parent.parent)  # dshkit's, from the venv
+@pytest.fixture(scope="session")
+def shared_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> SharedVenv:
+    """One fresh venv for both installs: first the wheel and pytest alone, then (`installed`) the
+    wheel with its extras, as a user who adds them later; each install is a few seconds of
+    unpacking the same base dependencies."""
+    return SharedVenv(_bare_venv(built, tmp_path_factory))
 
 
 # -- the plugin with nothing but pytest --------------------------------------------------------
@@ -212,27 +217,49 @@ async def test_async_needs_a_runner(dshkit_mock_server):
 '''
 
 
-@pytest.fixture(scope="session")
-def installed_without_extra(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel, its base dependencies and pytest, but no pytest-asyncio."""
-    python = _venv(tmp_path_factory.mktemp("venv-bare") / "venv")
-    base = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    _pip("--python", str(python), "install", "--quiet", "--no-deps", str(built.wheel))
-    _pip("--python", str(python), "install", "--quiet", *base, "pytest>=8.0")
-    return python
+@pytest.fixture
+def installed_without_extra(shared_venv: SharedVenv, built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel, its base dependencies (as its metadata declares them) and
+    pytest, but no pytest-asyncio: the shared one until `installed` adds the extras to it (this
+    file's order), else one of its own."""
+    return shared_venv.python if not shared_venv.extras else _bare_venv(built, tmp_path_factory)
 
 
 def test_the_plugin_loads_with_pytest_alone(installed_without_extra: Path, tmp_path: Path) -> None:
     python = installed_without_extra
     assert _run(python, "-c", "import pytest_asyncio", cwd=tmp_path).returncode != 0
+    # a plain test of the user's passes beside the plugin's fixtures (one session for both)
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n", encoding="utf-8")
-    plain = _pytest(python, tmp_path, "test_plain.py")
-    assert plain.returncode == 0 and "1 passed" in plain.stdout, plain.stdout + plain.stderr
     (tmp_path / "test_fixtures.py").write_text(WITHOUT_EXTRA, encoding="utf-8")
-    result = _pytest(python, tmp_path, "test_fixtures.py")
-    assert "2 passed, 1 error" in result.stdout, result.stdout + result.stderr
+    result = _pytest(python, tmp_path, "-rA", "test_plain.py", "test_fixtures.py")
+    assert "3 passed, 1 error" in result.stdout, result.stdout + result.stderr
+    assert "PASSED test_plain.py::test_plain" in result.stdout, result.stdout
     # the async test is told what to install, before pytest's own vaguer message
     assert "pip install 'dshkit[pytest]'" in result.stdout and "test_async_needs_a_runner" in result.stdout
+
+
+# -- the user project, against the wheel with its extras -------------------------------------
+
+@pytest.fixture(scope="session")
+def installed(shared_venv: SharedVenv, built: Built) -> Path:
+    """A venv holding the wheel with its `pytest` extra (and the openai SDK the user's app uses),
+    installed with `pip install 'dshkit[pytest,openai]'`; its python."""
+    _pip("--python", str(shared_venv.python), "install", "--quiet", "--no-compile", f"{built.wheel}[pytest,openai]")
+    shared_venv.extras = True
+    return shared_venv.python
+
+
+def test_the_wheel_beside_a_user_project_with_the_same_folder_names(installed: Path, tmp_path: Path) -> None:
+    project = write_user_project(tmp_path / "project")
+    result = _pytest(installed, project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout, result.stdout  # 3 package tests, the catalogue, 2 app tests
+    which = _run(installed, "-c", WHICH, cwd=project)
+    assert which.returncode == 0, which.stderr
+    files = {name: Path(f) for name, f in json.loads(which.stdout).items()}
+    for name in ("harness", "conformance", "mock_server"):
+        assert files[name] == project / name / "__init__.py"  # the user's, not dshkit's
+        assert files[f"dshkit.{name}"].is_relative_to(installed.parent.parent)  # dshkit's, from the venv
 
 
 # -- the files the --help texts name, outside the repository -----------------------------------
@@ -240,12 +267,37 @@ def test_the_plugin_loads_with_pytest_alone(installed_without_extra: Path, tmp_p
 HELP_PATH = re.compile(r"\b((?:recordings|examples)/[\w.-]+)")
 
 
+HELPS = """
+import contextlib, io, json, sys
+from dshkit.cli import COMMANDS, main
+texts = []
+for argv in [["--help"], *([c, "--help"] for c in COMMANDS)]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(argv)
+    texts.append(out.getvalue())
+print(json.dumps(texts))
+"""
+"""Every help text as the installed `dshkit` prints it (`main` is what its console script runs),
+in one process rather than one each."""
+
+BUNDLED = """
+import json, sys
+from dshkit.bundled import bundled_path
+print(json.dumps({name: str(bundled_path(name)) for name in sys.argv[1:]}))
+"""
+
+
 def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
     from dshkit.cli import COMMANDS
 
     dshkit = installed.parent / "dshkit"
-    helps = [_run(dshkit, "--help", cwd=tmp_path).stdout]
-    helps += [_run(dshkit, command, "--help", cwd=tmp_path).stdout for command in COMMANDS]
+    listed = _run(dshkit, "--help", cwd=tmp_path)
+    assert listed.returncode == 0 and all(command in listed.stdout for command in COMMANDS), listed
+    printed = _run(installed, "-c", HELPS, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    helps = json.loads(printed.stdout)
+    assert helps[0] == listed.stdout and all(f"usage: dshkit {c}" in h for c, h in zip(COMMANDS, helps[1:], strict=True))
     named = {m for text in helps for m in HELP_PATH.findall(text)}
     # what the help texts name of the repository's own files (not the NAME placeholders, nor
     # the files a `dshkit record --out` example would write)
@@ -259,9 +311,10 @@ def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, 
     run = _run(dshkit, "run", "Summarise", "--replay", "recordings/readme-walk", "--workspace", ".",
                "--session", "s.jsonl", "--json", cwd=tmp_path)
     assert run.returncode == 0 and '"completed"' in run.stdout, run.stderr
-    for name in shipped:  # every one the help names is in the package
-        found = _run(installed, "-c", f"from dshkit.bundled import bundled_path; print(bundled_path({name!r}))", cwd=tmp_path)
-        assert found.stdout.strip() != "None" and str(installed.parent.parent) in found.stdout, (name, found)
+    found = _run(installed, "-c", BUNDLED, *shipped, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    for name, path in json.loads(found.stdout).items():  # every one the help names is in the package
+        assert path != "None" and str(installed.parent.parent) in path, (name, path)
 
 
 def test_a_users_own_file_wins_over_the_bundled_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
