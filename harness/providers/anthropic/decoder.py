@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dshkit.harness.llm import LlmFailure, StreamChunk
+from dshkit.harness.llm.stream_state import BlockState
 from dshkit.harness.providers.openai_chat.decoder import REFUSED, fast_loads
 from dshkit.harness.providers.slot_chunks import SlotChunks
 from dshkit.harness.providers.sse import SSEDecoder
@@ -92,12 +93,16 @@ class FastStreamDecoder(StreamDecoder):
     `event: content_block_delta` LF `data: ` + one line of JSON is parsed straight from its
     bytes by msgspec (no SSE decoding, no text decoding) and translated; any other event, or a
     payload msgspec refuses, goes through the plain path on its own, in order, so it decodes
-    as it would have in place (that path decides as the standard library would). The first CR
+    as it would have in place (that path decides as the standard library would). Once a block's
+    delta has come compactly (`{"type":"content_block_delta","index":1,"delta":{"type":
+    "text_delta","text":` + string + `}}`), its next deltas with those very bytes around the
+    string have only the string parsed: msgspec must read it as exactly one non-empty string,
+    so the event is that object, whose translation is the append. The first CR
     anywhere, or a byte order mark still to check, sends the rest of the stream to the plain
     path. The differential tests hold it to the plain decoder for any split of any bytes.
     """
 
-    __slots__ = ("_rest", "_plain")
+    __slots__ = ("_rest", "_plain", "_line", "_line_block")
 
     def __init__(self) -> None:
         super().__init__(_SlotTranslator())
@@ -105,6 +110,9 @@ class FastStreamDecoder(StreamDecoder):
         """The bytes after the last whole event fed so far (not yet given to the SSE decoder)."""
         self._plain = False
         """The rest of the stream takes the plain path (a CR was seen)."""
+        self._line = _NO_LINE
+        """How the deltas of `_line_block` start, up to their string (see `_delta`)."""
+        self._line_block: BlockState = _NO_BLOCK
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         if self._plain or self.translator.finished:
@@ -141,14 +149,32 @@ class FastStreamDecoder(StreamDecoder):
         feed_into = translator.feed_into
         plain = super().feed
         prefix, size = _DELTA_PREFIX, len(_DELTA_PREFIX)
+        line, block = self._line, self._line_block
         for event in data[:end].split(b"\n\n"):
+            if event.startswith(line) and event.endswith(b"}}") and not block.closed and event.find(b"\n", size) < 0:
+                # The learned line of the open block's deltas: only its string is parsed.
+                try:
+                    fragment = fast_loads(event[len(line) : -2])
+                except REFUSED:
+                    fragment = None
+                if type(fragment) is str and fragment:
+                    block.parts.append(fragment)
+                    if block.kind == "tool-call":
+                        out.append(translator.tool_call_delta(block.index, block.id, block.name or None, fragment))
+                    elif block.kind == "text":
+                        out.append(translator.text_delta(block.index, fragment))
+                    else:
+                        out.append(translator.reasoning_delta(block.index, fragment))
+                    continue
             if event.startswith(prefix) and event.find(b"\n", size) < 0:
                 try:
                     parsed = fast_loads(event[size:])
                 except REFUSED:
                     parsed = None
                 if type(parsed) is dict:
-                    if not (parsed.get("type") == "content_block_delta" and self._delta(parsed, out)):
+                    if parsed.get("type") == "content_block_delta" and self._delta(parsed, out):
+                        line, block = self._line, self._line_block
+                    else:
                         feed_into(parsed, out)
                         if translator.finished:
                             self._rest = b""
@@ -172,24 +198,29 @@ class FastStreamDecoder(StreamDecoder):
         dtype = delta.get("type")
         kind = state.kind
         if dtype == "text_delta" and kind == "text":
-            text = delta.get("text")
-            if type(text) is str and text:
-                state.parts.append(text)
-                out.append(translator.text_delta(state.index, text))
-                return True
+            field = "text"
         elif dtype == "thinking_delta" and kind == "reasoning":
-            text = delta.get("thinking")
-            if type(text) is str and text:
-                state.parts.append(text)
-                out.append(translator.reasoning_delta(state.index, text))
-                return True
+            field = "thinking"
         elif dtype == "input_json_delta" and kind == "tool-call":
-            fragment = delta.get("partial_json")
-            if type(fragment) is str and fragment:
-                state.parts.append(fragment)
-                out.append(translator.tool_call_delta(state.index, state.id, state.name or None, fragment))
-                return True
-        return False
+            field = "partial_json"
+        else:
+            return False
+        fragment = delta.get(field)
+        if type(fragment) is not str or not fragment:
+            return False
+        state.parts.append(fragment)
+        if kind == "tool-call":
+            out.append(translator.tool_call_delta(state.index, state.id, state.name or None, fragment))
+        elif kind == "text":
+            out.append(translator.text_delta(state.index, fragment))
+        else:
+            out.append(translator.reasoning_delta(state.index, fragment))
+        wire = event["index"]
+        if state is not self._line_block and type(wire) is int:
+            # This block's next deltas, when sent compactly, are read as one string each.
+            self._line = _DELTA_PREFIX + _LINE.format(wire, dtype, field).encode()
+            self._line_block = state
+        return True
 
     def close(self) -> list[StreamChunk]:
         out: list[StreamChunk] = []
@@ -200,3 +231,9 @@ class FastStreamDecoder(StreamDecoder):
 
 
 _DELTA_PREFIX = b"event: content_block_delta\ndata: "
+_LINE = '{{"type":"content_block_delta","index":{},"delta":{{"type":"{}","{}":'
+"""A delta event as DeepSeek and Anthropic send it, up to its string; `}}` follows the string."""
+_NO_LINE = b"\n\n"
+"""The line no event starts with (events are split on it): none learned yet."""
+_NO_BLOCK = BlockState("none")
+_NO_BLOCK.closed = True
