@@ -137,3 +137,15 @@ def test_look_alikes_of_a_learned_delta_line_decode_as_the_plain_decoder_does() 
         body = head + learn * 3 + odd + b"\n\n" + learn + sse(message_delta("end_turn"), MESSAGE_STOP)
         for step in (7, 333, 1 << 16):
             assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step), (odd, step)
+
+
+def test_look_alikes_inside_a_run_of_learned_lines_decode_as_the_plain_decoder_does() -> None:
+    """A read made only of a block's learned lines is read at once; a look-alike among them
+    (reads of many sizes put it in such reads) sends that read to the per-event path."""
+    head = sse(start(), block_start(1, {"type": "text", "text": ""}))
+    learn = [_DELTA_LINE + json.dumps(delta(1, "text_delta", text=f"w{i}"), separators=(",", ":")).encode() + b"\n\n"
+             for i in range(30)]
+    for odd in [*_ODD_EVENTS, sse(stop(1))[:-2]]:
+        body = head + b"".join(learn) + odd + b"\n\n" + b"".join(learn) + sse(stop(1), message_delta("end_turn"), MESSAGE_STOP)
+        for step in range(150, 4000, 100):
+            assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step), (odd, step)
