@@ -128,55 +128,58 @@ class FastStreamDecoder(StreamDecoder):
     def _feed_few(self, data: bytes, out: list[StreamChunk]) -> None:
         """A short read (which starts at an event boundary): each whole event that is one
         `data: ` line of a learned delta of one string has that string parsed, one of the
-        learned envelope its delta, straight from its bytes; any other event, and the bytes
-        after the last whole one, go through the plain path in order. Same chunks as the plain path, by the argument of `_feed_envelopes` (a CR
-        anywhere sends the whole read to the plain path)."""
+        learned envelope its delta (`_feed_line`), straight from its bytes; any other event,
+        and the bytes after the last whole one, go through the plain path in order. Same
+        chunks as the plain path, by the argument of `_feed_envelopes` (a CR anywhere sends the
+        whole read to the plain path)."""
         end = data.rfind(b"\n\n")
         if end < 0 or b"\r" in data:
             self._feed_events(data, out)
             return
-        full, tail = self._line_full, self._line_tail
-        start, stop = len(full), -len(tail)
-        size = len(full) + len(tail)
         translator = self.translator
-        feed_delta = translator.feed_delta
         last = self._last_string
         for event in data[:end].split(b"\n\n"):
-            if b"\n" in event:
+            if b"\n" not in event:
+                # A learned delta of one string: the one read last, or another.
+                known = last if last is not None and event.startswith(last.line) else self._string_delta(event, True)
+                if known is not None and event.endswith(known.end):
+                    try:  # (a line too short for both has an empty slot, or none: refused)
+                        string = fast_loads(event[len(known.line) : known.stop])
+                    except REFUSED:
+                        string = None
+                    if type(string) is str and self._append(known, string, out):
+                        last = self._last_string = known
+                        continue
+                if not self._feed_line(event, out):
+                    self._feed_events(event + b"\n\n", out)
+            else:
                 self._feed_events(event + b"\n\n", out)
-                if self.done or translator.finished:
-                    return
-                continue
-            # A learned delta of one string: the one read last, or another.
-            known = last if last is not None and event.startswith(last.line) else self._string_delta(event, True)
-            if known is not None and event.endswith(known.end):
-                try:  # (a line too short for both has an empty slot, or none: refused)
-                    string = fast_loads(event[len(known.line) : known.stop])
-                except REFUSED:
-                    string = None
-                if type(string) is str and self._append(known, string, out):
-                    last = self._last_string = known
-                    continue
-            if event.startswith(full) and event.endswith(tail) and len(event) > size:
-                slot = event[start:stop]
-                try:
-                    delta = fast_loads(slot)
-                except REFUSED:
-                    delta = None
-                if type(delta) is dict:
-                    feed_delta(delta, out)
-                    if translator.finished:
-                        return
-                    if self._probes:
-                        self._learn_string(slot, delta)
-                    continue
-            self._feed_events(event + b"\n\n", out)
             if self.done or translator.finished:
                 return
         if end + 2 < len(data):
             # Held here, not given to the SSE decoder: it holds no blank line, so nothing in it
             # is dispatched before more bytes come (or the body ends: `close` feeds it then).
             self._pending = data[end + 2 :]
+
+    def _feed_line(self, event: bytes, out: list[StreamChunk]) -> bool:
+        """A whole event of one line (no LF) with the learned envelope: its delta parsed
+        straight from its bytes and translated (and perhaps learned as a delta of one string).
+        False, having done nothing, for an event of another shape or a slot that is not one
+        JSON object (the plain path decides those)."""
+        full, tail = self._line_full, self._line_tail
+        if not (event.startswith(full) and event.endswith(tail) and len(event) > len(full) + len(tail)):
+            return False
+        slot = event[len(full) : -len(tail)]
+        try:
+            delta = fast_loads(slot)
+        except REFUSED:
+            return False
+        if type(delta) is not dict:
+            return False
+        self.translator.feed_delta(delta, out)
+        if self._probes and not self.translator.finished:
+            self._learn_string(slot, delta)
+        return True
 
     def close(self) -> list[StreamChunk]:
         out: list[StreamChunk] = []
