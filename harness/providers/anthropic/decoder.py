@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import repeat
-from operator import getitem
+from itertools import compress, count, islice, repeat
+from operator import getitem, not_
 from typing import Any, cast
 
 from dshkit.harness.llm import LlmFailure, StreamChunk
@@ -104,8 +104,8 @@ class FastStreamDecoder(StreamDecoder):
     delta has come compactly (`{"type":"content_block_delta","index":1,"delta":{"type":
     "text_delta","text":` + string + `}}`), its next deltas with those very bytes around the
     string have only the string parsed: msgspec must read it as exactly one non-empty string,
-    so the event is that object, whose translation is the append; a read made only of such
-    events (nearly every read inside a block's long run) is appended in one go. The first CR
+    so the event is that object, whose translation is the append; a run of such events
+    (nearly every read inside a block's long run is one) is appended in one go. The first CR
     anywhere, or a byte order mark still to check, sends the rest of the stream to the plain
     path. The differential tests hold it to the plain decoder for any split of any bytes.
     """
@@ -154,14 +154,26 @@ class FastStreamDecoder(StreamDecoder):
             end -= first
             if end < 0:
                 return out
+        events = data[:end].split(b"\n\n")
+        at = 0
+        while at < len(events):
+            # Runs of the open block's learned line in bulk, the events between one by one.
+            at = self._feed_each(events, self._read_run(events, at, out), out)
+            if at < 0:
+                self._rest = b""
+                return out
+        return out
+
+    def _feed_each(self, events: list[bytes], at: int, out: list[StreamChunk]) -> int:
+        """Events from `at` one by one, up to the end, or to just after the event that taught
+        a new line (a run of it may follow); where it stopped, or -1 when the stream ended."""
+        translator = self.translator
         feed_into = translator.feed_into
         plain = super().feed
         prefix, size = _DELTA_PREFIX, len(_DELTA_PREFIX)
-        events = data[:end].split(b"\n\n")
-        if len(events) >= _RUN and self._read_run(events, out):
-            return out
         line, block = self._line, self._line_block
-        for event in events:
+        for i in range(at, len(events)):
+            event = events[i]
             if event.startswith(line) and event.endswith(b"}}") and not block.closed and event.find(b"\n", size) < 0:
                 # The learned line of the open block's deltas: only its string is parsed.
                 try:
@@ -184,37 +196,42 @@ class FastStreamDecoder(StreamDecoder):
                     parsed = None
                 if type(parsed) is dict:
                     if parsed.get("type") == "content_block_delta" and self._delta(parsed, out):
-                        line, block = self._line, self._line_block
+                        if self._line is not line:
+                            return i + 1
                     else:
                         feed_into(parsed, out)
                         if translator.finished:
-                            self._rest = b""
-                            return out
+                            return -1
                     continue
             out += plain(event + b"\n\n")
             if translator.finished:
-                self._rest = b""
-                return out
-        return out
+                return -1
+        return len(events)
 
-    def _read_run(self, events: list[bytes], out: list[StreamChunk]) -> bool:
-        """Every event the learned line of the open block with one non-empty string, as nearly
-        every read inside a block's long run of deltas is: the strings parsed, appended and
-        made chunks all at once, in C. False, having read nothing, for any other read."""
+    def _read_run(self, events: list[bytes], at: int, out: list[StreamChunk]) -> int:
+        """The events from `at` that have the learned line of the open block, when there are
+        `_RUN` or more and each holds one non-empty string (nearly every read inside a block's
+        long run of deltas): their strings parsed, appended and made chunks all at once, in C.
+        Returns where the run ended (`at` when nothing was read)."""
         line, block = self._line, self._line_block
-        if block.closed or not (
-            all(map(bytes.startswith, events, repeat(line))) and all(map(bytes.endswith, events, repeat(b"}}")))
-        ):
-            return False
-        slots = cast("list[bytes]", list(map(getitem, events, repeat(slice(len(line), -2)))))
+        if block.closed or len(events) - at < _RUN:
+            return at
+        starts = map(bytes.startswith, islice(events, at, None), repeat(line))
+        stop = next(compress(count(at), map(not_, starts)), len(events))  # (lazily: the run only)
+        if stop - at < _RUN:
+            return at
+        run = events[at:stop]
+        if not all(map(bytes.endswith, run, repeat(b"}}"))):
+            return at
+        slots = cast("list[bytes]", list(map(getitem, run, repeat(slice(len(line), -2)))))
         if b"\n" in b"".join(slots):  # the line's own LF is its only one
-            return False
+            return at
         try:
             strings = list(map(fast_loads, slots))
         except REFUSED:
-            return False
+            return at
         if not (all(map(isinstance, strings, repeat(str))) and all(strings)):
-            return False
+            return at
         if block.kind == "tool-call":
             out += tool_call_deltas(block.index, block.id, block.name or None, strings)
         elif block.kind == "text":
@@ -222,7 +239,7 @@ class FastStreamDecoder(StreamDecoder):
         else:
             out += reasoning_deltas(block.index, strings)
         block.parts += strings
-        return True
+        return stop
 
     def _delta(self, event: dict[str, Any], out: list[StreamChunk]) -> bool:
         """The common deltas (text, thinking, tool input to an open block of their kind), as
@@ -270,8 +287,8 @@ class FastStreamDecoder(StreamDecoder):
 
 _DELTA_PREFIX = b"event: content_block_delta\ndata: "
 _RUN = 16
-"""Reads of fewer events than this (a live stream's few per read) skip `_read_run`, whose set-up
-per read costs more than it saves on so few."""
+"""Runs of fewer events than this (a live stream's read holds a few) skip `_read_run`, whose
+set-up costs more than it saves on so few."""
 _LINE = '{{"type":"content_block_delta","index":{},"delta":{{"type":"{}","{}":'
 """A delta event as DeepSeek and Anthropic send it, up to its string; `}}` follows the string."""
 _NO_LINE = b"\n\n"

@@ -89,6 +89,8 @@ _ODD_EVENTS = [
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":null}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":["l"]}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"q"}}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ab"]}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ab" }',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1.0,"delta":{"type":"text_delta","text":"f"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"t"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":1e400}}',
