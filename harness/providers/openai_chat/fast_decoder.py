@@ -40,7 +40,6 @@ from .translate import Translator
 
 __all__ = ["FastStreamDecoder"]
 
-
 _LEARN = 3
 """How many full-path chunks may teach the envelope before the stream is left to the plain path."""
 _HEAD_IN_SEPARATOR = 16
