@@ -7,9 +7,13 @@ parsed; and the whole events of a read that are each one `data: ` line of that e
 with one split of the bytes and checked in bulk, with no SSE decoding and no text decoding, each
 delta parsed straight from its bytes. A short read (a live stream's one or two events) has its
 whole events checked one by one the same way, and the unfinished event it ends with is held
-here until the next read instead of being SSE-decoded twice. Any event of another shape goes through the plain path on its
-own, and the per-delta chunks are built by slot writes (`SlotChunks`), so both paths give the very
-same chunks; the differential tests hold this class to `StreamDecoder`. It always translates with
+here until the next read instead of being SSE-decoded twice. A delta that adds one string to one
+block (reasoning, text, a call's arguments) teaches the bytes around its string
+(`string_delta`): a later line with those bytes has only its string parsed, and a read whose
+lines all have them (most reads of a long stream) is appended and made chunks in one go. Any
+event of another shape goes through the plain path on its own, and the per-delta chunks are
+built by slot writes (`SlotChunks`), so all paths give the very same chunks; the differential
+tests hold this class to `StreamDecoder`. It always translates with
 the stock `Translator` and `SSEDecoder`: the fast paths skip `Translator.feed_into`, so a decoder
 made of other parts is the plain `StreamDecoder`, whose behaviour is theirs alone.
 """
@@ -20,12 +24,18 @@ import json
 from collections.abc import Iterator
 from itertools import repeat
 from operator import getitem
-from typing import cast
+from typing import Any, cast
 
 from dshkit.harness.llm import StreamChunk
-from dshkit.harness.providers.slot_chunks import SlotChunks
+from dshkit.harness.providers.slot_chunks import (
+    SlotChunks,
+    reasoning_deltas,
+    text_deltas,
+    tool_call_deltas,
+)
 
 from .decoder import REFUSED, StreamDecoder, fast_loads, loads_payload, scan_once
+from .string_delta import StringDelta, learn, one_string
 from .translate import Translator
 
 __all__ = ["FastStreamDecoder"]
@@ -37,6 +47,8 @@ _HEAD_IN_SEPARATOR = 16
 _BULK_READ = 2048
 """Reads shorter than this (a live stream's one or two events per read) skip the bulk path (its
 set-up per read costs more than it saves on so few events) for `_feed_few`."""
+_PROBES = 64
+"""How many deltas may be tried as teachers of a one-string delta's bytes (`string_delta`)."""
 
 
 class _SlotTranslator(SlotChunks, Translator):
@@ -48,7 +60,10 @@ class _SlotTranslator(SlotChunks, Translator):
 class FastStreamDecoder(StreamDecoder):
     """`StreamDecoder` with the envelope and bulk fast paths (see the module docstring)."""
 
-    __slots__ = ("_learn", "_head", "_tail", "_line_head", "_cut", "_head_rest", "_line_tail", "_line_full", "_pending")
+    __slots__ = (
+        "_learn", "_head", "_tail", "_line_head", "_cut", "_head_rest", "_line_tail", "_line_full", "_pending",
+        "_probes", "_strings", "_last_string",
+    )
 
     def __init__(self) -> None:
         super().__init__(_SlotTranslator())
@@ -67,6 +82,11 @@ class FastStreamDecoder(StreamDecoder):
         """`data: ` and the whole head."""
         self._pending = b""
         """The bytes after the last whole event of a short read, not yet SSE-decoded."""
+        self._probes = _PROBES
+        self._strings: dict[str, StringDelta] = {}
+        """The learned deltas of one string (`string_delta`), the last one of each block kind."""
+        self._last_string: StringDelta | None = None
+        """The one read last: tried first."""
 
     def feed(self, data: bytes) -> list[StreamChunk]:
         if self.done or self.translator.finished:
@@ -106,37 +126,59 @@ class FastStreamDecoder(StreamDecoder):
 
     def _feed_few(self, data: bytes, out: list[StreamChunk]) -> None:
         """A short read (which starts at an event boundary): each whole event that is one
-        `data: ` line of the learned envelope has its delta parsed straight from its bytes;
-        any other event, and the bytes after the last whole one, go through the plain path in
-        order. Same chunks as the plain path, by the argument of `_feed_envelopes` (a CR
-        anywhere sends the whole read to the plain path)."""
+        `data: ` line of a learned delta of one string has that string parsed, one of the
+        learned envelope its delta (`_feed_line`), straight from its bytes; any other event,
+        and the bytes after the last whole one, go through the plain path in order. Same
+        chunks as the plain path, by the argument of `_feed_envelopes` (a CR anywhere sends the
+        whole read to the plain path)."""
         end = data.rfind(b"\n\n")
         if end < 0 or b"\r" in data:
             self._feed_events(data, out)
             return
-        full, tail = self._line_full, self._line_tail
-        start, stop = len(full), -len(tail)
-        size = len(full) + len(tail)
         translator = self.translator
-        feed_delta = translator.feed_delta
+        last = self._last_string
         for event in data[:end].split(b"\n\n"):
-            if event.startswith(full) and event.endswith(tail) and len(event) > size and event.find(b"\n") < 0:
-                try:
-                    delta = fast_loads(event[start:stop])
-                except REFUSED:
-                    delta = None
-                if type(delta) is dict:
-                    feed_delta(delta, out)
-                    if translator.finished:
-                        return
-                    continue
-            self._feed_events(event + b"\n\n", out)
+            if b"\n" not in event:
+                # A learned delta of one string: the one read last, or another.
+                known = last if last is not None and event.startswith(last.line) else self._string_delta(event, True)
+                if known is not None and event.endswith(known.end):
+                    try:  # (a line too short for both has an empty slot, or none: refused)
+                        string = fast_loads(event[len(known.line) : known.stop])
+                    except REFUSED:
+                        string = None
+                    if type(string) is str and self._append(known, string, out):
+                        last = self._last_string = known
+                        continue
+                if not self._feed_line(event, out):
+                    self._feed_events(event + b"\n\n", out)
+            else:
+                self._feed_events(event + b"\n\n", out)
             if self.done or translator.finished:
                 return
         if end + 2 < len(data):
             # Held here, not given to the SSE decoder: it holds no blank line, so nothing in it
             # is dispatched before more bytes come (or the body ends: `close` feeds it then).
             self._pending = data[end + 2 :]
+
+    def _feed_line(self, event: bytes, out: list[StreamChunk]) -> bool:
+        """A whole event of one line (no LF) with the learned envelope: its delta parsed
+        straight from its bytes and translated (and perhaps learned as a delta of one string).
+        False, having done nothing, for an event of another shape or a slot that is not one
+        JSON object (the plain path decides those)."""
+        full, tail = self._line_full, self._line_tail
+        if not (event.startswith(full) and event.endswith(tail) and len(event) > len(full) + len(tail)):
+            return False
+        slot = event[len(full) : -len(tail)]
+        try:
+            delta = fast_loads(slot)
+        except REFUSED:
+            return False
+        if type(delta) is not dict:
+            return False
+        self.translator.feed_delta(delta, out)
+        if self._probes and not self.translator.finished:
+            self._learn_string(slot, delta)
+        return True
 
     def close(self) -> list[StreamChunk]:
         out: list[StreamChunk] = []
@@ -169,7 +211,8 @@ class FastStreamDecoder(StreamDecoder):
         """Read the whole events of `data` (which starts at an event boundary) in bulk:
         one split gives the events, one check of all of them that each is one `data: ` line
         of head + slot + tail and a blank line, and each slot is parsed straight from bytes,
-        with no SSE decoding. An event of any other shape goes through the plain path on
+        with no SSE decoding (each string alone when every line is the same learned delta of
+        one string, `_read_run`). An event of any other shape goes through the plain path on
         its own. Returns the bytes after the last whole event (to be SSE-decoded as usual),
         or None when the stream ended.
 
@@ -189,19 +232,18 @@ class FastStreamDecoder(StreamDecoder):
         lead = pieces[0]
         if lead.startswith(start):
             pieces[0] = lead[len(start) :]
-            skip, cuts = 0, len(pieces) - 1
         else:  # not an envelope line: its bytes up to the first separator are whole events
             del pieces[0]
             self._feed_events(lead + b"\n\n", out)
             if self.done or self.translator.finished:
                 return None
-            skip, cuts = len(lead), len(pieces)
-        size = len(head_rest) + len(tail)
+        if pieces and self._read_run(pieces, out):
+            return data[end + 2 :]
+        # A piece too short for the head and tail has an empty slot (or none), which msgspec refuses.
         checked = bool(pieces) and (
-            data.count(b"\n", skip, end) == 2 * cuts  # no piece holds an LF
+            b"\n" not in b"".join(pieces)
             and all(map(bytes.startswith, pieces, repeat(head_rest)))
             and all(map(bytes.endswith, pieces, repeat(tail)))
-            and min(map(len, pieces)) > size
         )
         translator = self.translator
         feed_delta = translator.feed_delta
@@ -209,18 +251,21 @@ class FastStreamDecoder(StreamDecoder):
         done = 0  # pieces read
         if checked:
             # The common case, with the slicing and parsing of the whole block in C.
+            slots = cast("list[bytes]", list(map(getitem, pieces, repeat(window))))
             try:
-                slots = cast("Iterator[bytes]", map(getitem, pieces, repeat(window)))
                 deltas = list(map(fast_loads, slots))
             except REFUSED:
                 deltas = []  # some slot is refused: each piece on its own below
-            for delta in deltas:
+            for slot, delta in zip(slots, deltas, strict=False):  # deltas: all, or none
                 if type(delta) is not dict:
                     break
                 feed_delta(delta, out)
                 done += 1
                 if translator.finished:
                     return None
+                if self._probes:
+                    self._learn_string(slot, delta)
+        size = len(head_rest) + len(tail)
         for piece in pieces[done:] if done else pieces:
             if checked or (
                 b"\n" not in piece and piece.startswith(head_rest) and piece.endswith(tail) and len(piece) > size
@@ -238,6 +283,80 @@ class FastStreamDecoder(StreamDecoder):
             if self.done or translator.finished:
                 return None
         return data[end + 2 :]
+
+    def _string_delta(self, line: bytes, whole: bool) -> StringDelta | None:
+        """The learned delta of one string that `line` (a whole line when `whole`, else a
+        piece after `_line_head`) starts and ends as, if any."""
+        for known in self._strings.values():
+            if line.startswith(known.line if whole else known.piece) and line.endswith(known.end):
+                return known
+        return None
+
+    def _learn_string(self, slot: bytes, delta: dict[str, Any]) -> None:
+        """After `delta`, parsed from the `slot` bytes, took the dict path: when it is a delta
+        of one string (`string_delta.one_string`) and its bytes are not known yet, learn them."""
+        found = one_string(delta)
+        if found is None:
+            return
+        kind, key = found
+        known = self._strings.get(kind)
+        if known is not None and slot.startswith(known.piece[len(self._head_rest) :]):
+            return  # known (this one missed for its string, or its end)
+        self._probes -= 1
+        learned = learn(slot, delta, kind, key, self.translator, self._line_head, self._head_rest, self._line_tail)
+        if learned is not None:
+            self._strings[kind] = learned
+
+    def _append(self, known: StringDelta, string: str, out: list[StreamChunk]) -> bool:
+        """Translate the learned delta `known` with `string`: one append to its block and its
+        chunk. False, having done nothing, for an empty reasoning or text string."""
+        block = known.block
+        if known.chunk is None:  # a tool call, filed as the translator files each call's delta
+            translator = self.translator
+            translator._last_tool = block
+            out.append(translator.tool_call_delta(block.index, block.id, block.name or None, string))
+        elif string:
+            out.append(known.chunk(string))
+        else:
+            return False
+        block.parts.append(string)
+        return True
+
+    def _read_run(self, pieces: list[bytes], out: list[StreamChunk]) -> bool:
+        """Every piece (an envelope line after `_line_head`, as `_feed_envelopes` splits them)
+        the same learned delta of one string, as nearly every read inside a long run of
+        reasoning, text or one call's arguments is: their strings parsed, appended and made
+        chunks all at once, in C. False, having read nothing, for any other read."""
+        known = self._string_delta(pieces[0], False)
+        if known is None:
+            return False
+        before, after = known.piece, known.end
+        if (
+            b"\n" in b"".join(pieces)
+            or not all(map(bytes.startswith, pieces, repeat(before)))
+            or not all(map(bytes.endswith, pieces, repeat(after)))
+        ):
+            return False
+        try:  # (a piece too short for both has an empty slot, or none: refused)
+            slots = cast("Iterator[bytes]", map(getitem, pieces, repeat(slice(len(before), known.stop))))
+            strings = list(map(fast_loads, slots))
+        except REFUSED:
+            return False
+        if not all(map(isinstance, strings, repeat(str))):
+            return False
+        block = known.block
+        if known.chunk is None:
+            self.translator._last_tool = block  # as the translator files each call's delta
+            out += tool_call_deltas(block.index, block.id, block.name or None, strings)
+        elif not all(strings):
+            return False
+        elif block.kind == "text":
+            out += text_deltas(block.index, strings)
+        else:
+            out += reasoning_deltas(block.index, strings)
+        block.parts += strings
+        self._last_string = known
+        return True
 
     def _learn_envelope(self, payload: str) -> None:
         """Remember `payload`'s bytes around `choices[0].delta` if they carry nothing else:

@@ -69,3 +69,18 @@ def test_slot_written_chunks_are_the_plain_ones(steps: list[tuple[Any, ...]]) ->
 def test_writers_refuse_a_class_whose_fields_changed() -> None:
     with pytest.raises(TypeError, match="TextDelta has the fields"):
         slot_chunks._setters(TextDelta, ("index", "text"))
+
+
+@given(st.integers(0, 3), st.lists(_texts, max_size=8), st.sampled_from(["call_1", ""]), st.one_of(st.none(), st.just("read")))
+def test_runs_built_at_once_are_the_plain_chunks(index: int, texts: list[str], id_: str, name: str | None) -> None:
+    runs = [
+        (slot_chunks.reasoning_deltas(index, texts), [ReasoningDelta(index=index, text=t) for t in texts]),
+        (slot_chunks.text_deltas(index, texts), [TextDelta(index=index, text=t) for t in texts]),
+        (slot_chunks.tool_call_deltas(index, id_, name, texts),
+         [ToolCallDelta(index=index, id=id_, name=name, arguments_delta=t) for t in texts]),
+    ]
+    for fast, plain in runs:
+        assert fast == plain
+        for f, p in zip(fast, plain, strict=True):
+            assert type(f) is type(p) and hash(f) == hash(p) and repr(f) == repr(p)
+            assert chunk_to_json(f) == chunk_to_json(p)

@@ -43,32 +43,37 @@ _events = st.one_of(
 )
 
 
-def _frame(events: list[dict[str, Any]], named: bool, crlf: bool) -> bytes:
-    body = sse(*events)
+def _frame(events: list[dict[str, Any]], named: bool, crlf: bool, compact: bool = False) -> bytes:
+    if compact:  # as DeepSeek and Anthropic send them: the learned delta lines match
+        body = b"".join(f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events)
+    else:
+        body = sse(*events)
     if not named:
         body = b"".join(line + b"\n" for line in body.split(b"\n") if not line.startswith(b"event: "))
     return body.replace(b"\n", b"\r\n") if crlf else body
 
 
 @given(st.lists(_events, max_size=40), st.booleans(), st.booleans(), st.booleans(),
-       st.one_of(st.sampled_from([1, 7, 333, 2048, 1 << 16]), st.integers(1, 1 << 16)))
+       st.one_of(st.sampled_from([1, 7, 333, 2048, 1 << 16]), st.integers(1, 1 << 16)), st.booleans())
 def test_any_stream_decodes_the_same_on_both_decoders(
-    events: list[dict[str, Any]], named: bool, crlf: bool, ends: bool, step: int
+    events: list[dict[str, Any]], named: bool, crlf: bool, ends: bool, step: int, compact: bool
 ) -> None:
-    body = _frame([start(), *events, *([MESSAGE_STOP] if ends else [])], named, crlf)
+    body = _frame([start(), *events, *([MESSAGE_STOP] if ends else [])], named, crlf, compact)
     body = body.replace(b"\n\n", b"\n: keep-alive\n\n", 1)
     assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step)
 
 
 def test_a_real_shaped_turn_decodes_the_same_at_every_read_size() -> None:
-    for step in (1, 2, 64, 2048, 1 << 16):
-        assert _decode(FastStreamDecoder(), TOOL_TURN, step) == _decode(StreamDecoder(), TOOL_TURN, step)
+    compact = _frame([json.loads(line[6:]) for line in TOOL_TURN.split(b"\n") if line.startswith(b"data: ")], True, False, True)
+    for body in (TOOL_TURN, compact):
+        for step in (1, 2, 64, 2048, 1 << 16):
+            assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step)
 
 
 _DELTA_LINE = b"event: content_block_delta\ndata: "
 # Event blocks that look like the bulk path's delta events but are not all plain ones: each must
 # decode exactly as the plain decoder decodes it, in place.
-_odd_events = st.sampled_from([
+_ODD_EVENTS = [
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}       ',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\\ud800"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\xff\xfe"}}',
@@ -77,6 +82,16 @@ _odd_events = st.sampled_from([
     _DELTA_LINE + b'{"type":"content_block_delta","index":9,"delta":{"type":"text_delta","text":"x"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":"nope"}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":""}}',
+    # Look-alikes of a learned delta line (its bytes up to the string, then `}}`):
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"s" }}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"s"\n}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a","text":"b"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a"},"x":{"y":"b"}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":null}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":["l"]}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"q"}}}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ab"]}',
+    _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ab" }',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1.0,"delta":{"type":"text_delta","text":"f"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"t"}}',
     _DELTA_LINE + b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":1e400}}',
@@ -90,11 +105,17 @@ _odd_events = st.sampled_from([
     b": keep-alive",
     b"event: content_block_delta",
     b'\xef\xbb\xbfevent: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"b"}}',
-])
+]
+_odd_events = st.sampled_from(_ODD_EVENTS)
 
 
-@given(st.lists(st.one_of(_odd_events, st.builds(lambda t: _DELTA_LINE + json.dumps(delta(1, "text_delta", text=t)).encode(),
-                                                   st.text(max_size=5))), max_size=12),
+_text_events = st.builds(
+    lambda t, sep: _DELTA_LINE + json.dumps(delta(1, "text_delta", text=t), separators=sep).encode(),
+    st.text(max_size=5), st.sampled_from([(", ", ": "), (",", ":")]),
+)
+
+
+@given(st.lists(st.one_of(_odd_events, _text_events, st.just(stop(1)).map(lambda e: sse(e)[:-2])), max_size=12),
        st.booleans(), st.booleans(), st.booleans(), st.integers(1, 300))
 def test_odd_bytes_around_the_bulk_path_decode_as_the_plain_decoder_does(
     events: list[bytes], bom: bool, headless: bool, ends: bool, step: int
@@ -108,3 +129,26 @@ def test_odd_bytes_around_the_bulk_path_decode_as_the_plain_decoder_does(
     body = (b"\xef\xbb\xbf" if bom else b"") + head + b"".join(e + b"\n\n" for e in events)
     body += sse(stop(1), message_delta("end_turn"), MESSAGE_STOP) if ends else b""
     assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step)
+
+
+def test_look_alikes_of_a_learned_delta_line_decode_as_the_plain_decoder_does() -> None:
+    """Once a compact text delta has taught its line, every look-alike right after it (and a
+    delta after the block's stop) still decodes as the plain decoder decodes it."""
+    head = sse(start(), block_start(1, {"type": "text", "text": ""}))
+    learn = _DELTA_LINE + json.dumps(delta(1, "text_delta", text="a"), separators=(",", ":")).encode() + b"\n\n"
+    for odd in [*_ODD_EVENTS, sse(stop(1))[:-2]]:
+        body = head + learn * 3 + odd + b"\n\n" + learn + sse(message_delta("end_turn"), MESSAGE_STOP)
+        for step in (7, 333, 1 << 16):
+            assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step), (odd, step)
+
+
+def test_look_alikes_inside_a_run_of_learned_lines_decode_as_the_plain_decoder_does() -> None:
+    """A read made only of a block's learned lines is read at once; a look-alike among them
+    (reads of many sizes put it in such reads) sends that read to the per-event path."""
+    head = sse(start(), block_start(1, {"type": "text", "text": ""}))
+    learn = [_DELTA_LINE + json.dumps(delta(1, "text_delta", text=f"w{i}"), separators=(",", ":")).encode() + b"\n\n"
+             for i in range(30)]
+    for odd in [*_ODD_EVENTS, sse(stop(1))[:-2]]:
+        body = head + b"".join(learn) + odd + b"\n\n" + b"".join(learn) + sse(stop(1), message_delta("end_turn"), MESSAGE_STOP)
+        for step in range(150, 4000, 100):
+            assert _decode(FastStreamDecoder(), body, step) == _decode(StreamDecoder(), body, step), (odd, step)

@@ -84,6 +84,7 @@ def _event(delta: Any, *, finish: str | None = None, usage: Any = None, extra: d
 _deltas = st.one_of(
     st.builds(lambda t: {"content": t}, st.text(max_size=8)),
     st.builds(lambda t: {"content": None, "reasoning_content": t}, st.text(max_size=8)),
+    st.builds(lambda t: {"content": t, "reasoning_content": None}, st.text(max_size=8)),
     st.builds(lambda t: {"reasoning": t}, st.text(max_size=8)),
     st.builds(lambda i, a: {"tool_calls": [{"index": i, "function": {"arguments": a}}]},
               st.integers(0, 2), st.text(max_size=6)),
@@ -121,6 +122,38 @@ def _raw(slot: bytes) -> bytes:
     return _RAW_HEAD + slot + _RAW_TAIL + b"\n\n"
 
 
+# Look-alikes of the learned deltas of one string (the bytes around a string of a reasoning,
+# text or arguments delta): each must decode as the plain decoder decodes it, in place.
+_STRING_LOOKALIKES = [
+    _raw(b'{"content":null,"reasoning_content":"a" }'),
+    _raw(b'{"content":null,"reasoning_content":"a"\n}'),
+    _raw(b'{"content":null,"reasoning_content":"a","reasoning_content":"b"}'),
+    _raw(b'{"content":null,"reasoning_content":"a","content":"b"}'),
+    _raw(b'{"content":null,"reasoning_content":"a"},{"x":"b"}'),
+    _raw(b'{"content":null,"reasoning_content":""}'),
+    _raw(b'{"content":null,"reasoning_content":null}'),
+    _raw(b'{"content":null,"reasoning_content":5}'),
+    _raw(b'{"content":null,"reasoning_content":["a"]}'),
+    _raw(b'{"content":null,"reasoning_content":"\\ud800"}'),
+    _raw(b'{"content":null,"reasoning_content":"\xff"}'),
+    _raw(b'{"content":null,"reasoning_content":"a"}}'),
+    _raw(b'{"content":null,"reasoning_content":'),
+    _raw(b'{"content":"a","reasoning_content":null,"tool_calls":[{"index":0,"function":{"arguments":"x"}}]}'),
+    _raw(b'{"content":"","reasoning_content":null}'),
+    _raw(b'{"content":"a" ,"reasoning_content":null}'),
+    _raw(b'{"content":"a","reasoning_content":"r"}'),
+    _raw(b'{"content":"a"}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":""}}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":null}}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":{"k":1}}}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":"a"}},{"index":1}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":"a","name":"n"}}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":"a"},"id":"call_9"}]}'),
+    _raw(b'{"tool_calls":[{"index":0,"function":{"arguments":"a"}}],"tool_calls":[{"function":{"arguments":"b"}}]}'),
+    _raw(b'{"tool_calls":[{"index":1,"function":{"arguments":"a"}}]}'),
+    _event({"content": None, "reasoning_content": "spaced"}, spaced=True),
+]
+
 _framings = st.one_of(
     *[_chunks] * 8,  # a chunk as servers frame it: one `data: ` line and a blank line
     st.builds(lambda e: b": keep-alive\n" + e, _chunks),
@@ -145,6 +178,7 @@ _framings = st.one_of(
     st.just(_raw(b'{"content":"lone \\ud800"}')),  # msgspec refuses, json.loads reads
     st.just(_raw(b'{"content":"x","n":NaN}')),
     st.just(_raw(b'{"content":"looks like \\n\\ndata: ' + _RAW_HEAD[:16].replace(b'"', b'\\"') + b'"}')),
+    st.sampled_from(_STRING_LOOKALIKES),
 )
 _endings = st.sampled_from([b"data: [DONE]\n\n", b"data: [DONE]\n", b"", b'data: {"choi', b"data: [DONE]\r\n\r\n"])
 _reads = st.one_of(st.sampled_from(READS), st.integers(1, 1 << 16))
@@ -207,3 +241,42 @@ def test_a_slot_on_a_line_of_its_own_is_no_envelope_event_at_any_read_size() -> 
     body = learn + _event({"content": "a"}) * 5 + split + _event({"content": "c"}) + b"data: [DONE]\n\n"
     for step in READS:
         assert _same(body, step), step
+
+
+def test_look_alikes_of_a_learned_string_delta_decode_as_the_plain_decoder_does() -> None:
+    """Once the deltas of one string (reasoning, text, a call's arguments) have taught their
+    bytes, each look-alike right after them decodes as the plain decoder decodes it, and so do
+    the learned deltas after it, in reads short and long."""
+    learn = _event({"role": "assistant", "content": ""})
+    opening = _event({"tool_calls": [{"index": 0, "id": "call_0", "type": "function",
+                                      "function": {"name": "f", "arguments": ""}}]})
+    runs = [
+        [_event({"content": None, "reasoning_content": f" r{i}"}) for i in range(12)],
+        [_event({"content": f" t{i}", "reasoning_content": None}) for i in range(12)],
+        [_event({"content": f" o{i}"}) for i in range(12)],
+        [_event({"tool_calls": [{"index": 0, "function": {"arguments": f"a{i}"}}]}) for i in range(12)],
+    ]
+    for run in runs:
+        for odd in _STRING_LOOKALIKES:
+            body = learn + opening + b"".join(run) + odd + b"".join(run) + b"data: [DONE]\n\n"
+            for step in (7, 400, 2047, 2048, 1 << 16):
+                assert _same(body, step), (run[0], odd, step)
+
+
+def test_a_string_in_a_look_alike_place_teaches_nothing() -> None:
+    """The key of the string also ends a key inside another object: the string found there
+    equals the real one in the teacher, but its place is not the real one's."""
+    fake = b'{"content":null,"reasoning_content":"b","x":{"\\"reasoning_content":"%s"}}'
+    body = _event({"role": "assistant", "content": ""}) + b"".join(_raw(fake % s) for s in [b"b"] * 3 + [b"c", b"d"] * 20)
+    for step in (400, 1 << 16):
+        assert _same(body + b"data: [DONE]\n\n", step), step
+
+
+def test_a_learned_call_delta_is_the_last_call_for_a_delta_without_an_index() -> None:
+    def call(index: int, arguments: str, **more: Any) -> bytes:
+        return _event({"tool_calls": [{"index": index, **more, "function": {"arguments": arguments}}]})
+
+    body = _event({"role": "assistant", "content": ""}) + call(0, "", id="call_0") + b"".join(call(0, f"a{i}") for i in range(20))
+    body += call(1, "", id="call_1") + call(0, "back") + _event({"tool_calls": [{"function": {"arguments": "which"}}]})
+    for step in (400, 1 << 16):
+        assert _same(body + b"data: [DONE]\n\n", step), step
