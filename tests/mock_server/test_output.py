@@ -143,7 +143,7 @@ def test_anthropic_fast_and_plain_paths_send_the_same_bytes(
     _both_answer(servers, "/anthropic/v1/messages", step, bodies)
 
 
-_texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028')), max_size=40)
+_texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028\ue000')), max_size=40)
 
 
 @settings(max_examples=150)
