@@ -19,7 +19,7 @@ from typing import Any
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.encode import _encode as _compact
-from dshkit.mock_server.generate.events import JoinedEvents, frame_run
+from dshkit.mock_server.generate.events import JoinedEvents, StreamWriter
 from dshkit.mock_server.generate.reply import Reply
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
@@ -332,7 +332,7 @@ def encode_events_fast(
 
     The stream is written into one bytes object (:class:`JoinedEvents`): the events that repeat
     (every delta, every block's stop, the pings) are filled into byte templates built once per
-    stream, each block's fragments escaped and encoded at once (:func:`frame_run`); the few
+    stream, each block's fragments escaped and framed at once (:class:`StreamWriter`); the few
     others (message_start, each block's start, message_delta) are encoded as
     :func:`encode_events` encodes them. A reply whose text holds the fragments' joiner or a
     lone surrogate is left to :func:`encode_events`. `tests/mock_server/test_output.py` checks
@@ -346,12 +346,15 @@ def encode_events_fast(
                              prompt_tokens=prompt_tokens, max_tokens=max_tokens, stop=stop, quirks=quirks,
                              framing=framing, done=done, repeat=repeat, ids=ids)
     try:
-        return _fast_events(cut, matched, pieces, q, model=model, seed=seed, prompt_tokens=prompt_tokens,
-                            framing=framing, done=done, repeat=repeat, ids=ids)
+        events = _fast_events(cut, matched, pieces, q, model=model, seed=seed, prompt_tokens=prompt_tokens,
+                              framing=framing, done=done, repeat=repeat, ids=ids)
     except UnicodeEncodeError:  # a lone surrogate: whatever the plain renderer does with it
+        events = None
+    if events is None:  # or the joiner in the envelope (a model name, an id)
         return encode_events(reply, model=model, thinking=thinking, split=split, seed=seed,
                              prompt_tokens=prompt_tokens, max_tokens=max_tokens, stop=stop, quirks=quirks,
                              framing=framing, done=done, repeat=repeat, ids=ids)
+    return events
 
 
 def _fast_events(
@@ -367,7 +370,7 @@ def _fast_events(
     done: bool,
     repeat: int,
     ids: tuple[str, str] | None,
-) -> JoinedEvents:
+) -> JoinedEvents | None:
     anthropic = "anthropic_ids" in q
     msg_id = ids[0] if ids else _cached_message_id(seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
@@ -387,13 +390,14 @@ def _fast_events(
     delta_head = head(b"content_block_delta")
     stop_head = head(b"content_block_stop")
     start_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens") if k in usage}
-    out: list[bytes] = [emit({
+    out = StreamWriter()
+    out.add(emit({
         "type": "message_start",
         "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": {**start_usage, "output_tokens": 1},
         },
-    })]
+    }))
     # (block start, its delta kind, its fragments, the signature delta that closes a thinking block)
     blocks: list[tuple[dict[str, Any], str, Run, str | None]] = []
     if pieces.reasoning[1]:
@@ -410,35 +414,36 @@ def _fast_events(
     many = "many_pings" in q
     for index, (block, kind, frags, sig) in enumerate(blocks):
         if many:
-            out.append(ping)
-        out.append(emit({"type": "content_block_start", "index": index, "content_block": block}))
+            out.add(ping)
+        out.add(emit({"type": "content_block_start", "index": index, "content_block": block}))
         if index == 0 and not q & {"no_pings", "many_pings"}:
-            out.append(ping)
+            out.add(ping)
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
-        frame_run(out, pre, frags, b"}}" + tail)
+        out.run(pre, frags, b"}}" + tail)
         if sig is not None:
-            out.append(emit({"type": "content_block_delta", "index": index,
+            out.add(emit({"type": "content_block_delta", "index": index,
                              "delta": {"type": "signature_delta", "signature": sig}}))
         last = index == len(blocks) - 1
         if not (last and pieces.finish_reason == "length" and "open_block_after_max_tokens" in q):
-            out.append(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)
+            out.add(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)
     reason = stop_reason(pieces.finish_reason, matched)
     if reason is not None:
         if many:
-            out.append(ping)
+            out.add(ping)
         if "delta_output_only" in q:
             delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
         else:
             delta_usage = dict(usage)
             if "delta_input_differs" in q and "input_tokens" in delta_usage:
                 delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
-        out.append(emit({
+        out.add(emit({
             "type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": matched},
             "usage": delta_usage,
         }))
         if done:
-            out.append(head(b"message_stop") + b'{"type":"message_stop"}' + tail)
+            out.add(head(b"message_stop") + b'{"type":"message_stop"}' + tail)
     else:
-        out.append(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
-    return JoinedEvents(b"".join(out), terminator=eol + eol)
+        out.add(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
+    joined = out.joined()
+    return None if joined is None else JoinedEvents(joined, terminator=eol + eol)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from dshkit.mock_server.generate.chunks import generate_chunks
-from dshkit.mock_server.generate.events import JoinedEvents, frame_run
+from dshkit.mock_server.generate.events import JoinedEvents, StreamWriter
 from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
@@ -170,9 +170,11 @@ def encode_stream(
             meta = meta or make_meta(model, seed=seed, era=era)
             usage = reply_usage(reply, pieces, prompt_tokens)  # reply.usage is None on this path
             try:
-                return _template_events(meta, pieces, usage, thinking=thinking, framing=framing, done=done)
+                events = _template_events(meta, pieces, usage, thinking=thinking, framing=framing, done=done)
             except UnicodeEncodeError:
-                pass  # a lone surrogate: the line is ASCII-escaped, as encode_events does
+                events = None  # a lone surrogate: the line is ASCII-escaped, as encode_events does
+            if events is not None:
+                return events
     chunks = generate_chunks(
         reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
         era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
@@ -189,9 +191,10 @@ def _template_events(
     thinking: bool,
     framing: Framing,
     done: bool,
-) -> JoinedEvents:
-    """A plain DeepSeek stream from byte templates: the envelope is encoded once, every run of
-    fragments framed at once, and the pieces joined into the one bytes object sent."""
+) -> JoinedEvents | None:
+    """A plain DeepSeek stream from byte templates: the envelope is encoded once, every string's
+    fragments framed at once, all of it written into the one bytes object sent (None: a piece
+    of the envelope holds the fragments' joiner)."""
     eol = b"\r\n" if framing == "crlf" else b"\n"
     head = _encode(
         {
@@ -205,29 +208,30 @@ def _template_events(
     pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
     post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
     esc = _escape
-    out: list[bytes] = []
+    out = StreamWriter()
     if thinking:
-        out.append(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
-        frame_run(out, pre + b'{"content":null,"reasoning_content":', pieces.reasoning, b"}" + post)
-        frame_run(out, pre + b'{"content":', pieces.content, b',"reasoning_content":null}' + post)
+        out.add(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
+        out.run(pre + b'{"content":null,"reasoning_content":', pieces.reasoning, b"}" + post)
+        out.run(pre + b'{"content":', pieces.content, b',"reasoning_content":null}' + post)
     else:
-        out.append(pre + b'{"role":"assistant","content":""}' + post)
-        frame_run(out, pre + b'{"content":', pieces.content, b"}" + post)
+        out.add(pre + b'{"role":"assistant","content":""}' + post)
+        out.run(pre + b'{"content":', pieces.content, b"}" + post)
     for i, (call_id, name, frags) in enumerate(pieces.calls):
-        out.append(
+        out.add(
             pre + b'{"tool_calls":[{"index":%d,"id":%b,"type":"function","function":{"name":%b,'
             b'"arguments":""}}]}' % (i, esc(call_id).encode(), esc(name).encode()) + post
         )
-        frame_run(out, pre + b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i, frags, b"}}]}" + post)
+        out.run(pre + b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i, frags, b"}}]}" + post)
     finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
-    out.append(
+    out.add(
         pre + finish_delta + b',"logprobs":null,"finish_reason":'
         + esc(pieces.finish_reason).encode() + b'}],"usage":' + _encode(usage).encode()
         + b"}" + eol + eol
     )
     if done:
-        out.append(b"data: [DONE]" + eol + eol)
-    return JoinedEvents(b"".join(out), terminator=eol + eol)
+        out.add(b"data: [DONE]" + eol + eol)
+    body = out.joined()
+    return None if body is None else JoinedEvents(body, terminator=eol + eol)
 
 
 def encode_sse(

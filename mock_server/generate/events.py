@@ -1,10 +1,11 @@
-"""A stream's SSE events held as one bytes object, and the framing of a run of fragments into it.
+"""A stream's SSE events held as one bytes object, and the writing of a stream into one.
 
 The fast renderers write a whole stream into one `bytes` (:class:`JoinedEvents`): a response
 sent whole takes it as it is, and the events are cut out of it only when something asks for
-them one by one (a paced stream, a fault that sends part of a stream). :func:`frame_run` frames
-every fragment of a string the same way (`pre`, the fragment as a JSON string, `post`) with one
-escape and one encode for the whole string instead of one per fragment.
+them one by one (a paced stream, a fault that sends part of a stream). A :class:`StreamWriter`
+takes the stream's pieces in order, and each string's fragments as one run framed the same way
+(`pre`, the fragment as a JSON string, `post`): escaped and encoded at once, and framed by one
+C-level replace over the whole stream, with no object and no join per fragment.
 """
 
 from __future__ import annotations
@@ -16,30 +17,55 @@ from typing import overload
 
 from dshkit.mock_server.generate.split import SEP, Run
 
-__all__ = ["JoinedEvents", "frame_run"]
+__all__ = ["JoinedEvents", "StreamWriter"]
 
 _SEP_UTF8 = SEP.encode()
 _escape = json.encoder.encode_basestring  # a str as JSON, non-ASCII left as it is (C)
 
 
-def frame_run(out: list[bytes], pre: bytes, run: Run, post: bytes) -> None:
-    """Append to `out` the pieces of `pre + <fragment as JSON> + post` for every fragment of `run`.
+class StreamWriter:
+    """A stream written piece by piece into one bytes object.
 
-    The joined fragments are escaped and encoded at once (JSON escaping works character by
-    character and leaves SEP as it is), then cut at SEP's bytes: the cuts fall between the
-    fragments' escapes, each fragment's quotes added by the piece between them. A lone
-    surrogate raises UnicodeEncodeError, as encoding one fragment would.
+    A run's fragments stay joined by SEP, each SEP tagged with the run's number (`SEP 3,`),
+    until :meth:`joined`: each tag then becomes the bytes between one fragment's escape and the
+    next (a closing quote, `post`, `pre`, an opening quote), the shortest runs first so the
+    stream grows to its full size only in the last replace. A stream whose other pieces hold a
+    SEP byte (a model name or a call id may) cannot be written so: :meth:`joined` says None.
     """
-    text, count = run
-    if not count:
-        return
-    parts = _escape(text).encode().split(_SEP_UTF8)  # the first opens a quote, the last closes one
-    between = b'"' + post + pre + b'"'
-    pieces = [between] * (2 * count - 1)
-    pieces[::2] = parts
-    out.append(pre)
-    out += pieces
-    out.append(post)
+
+    __slots__ = ("_pieces", "_runs", "_seps")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self._runs: list[tuple[int, bytes, bytes]] = []  # (fragments, tag, bytes between them)
+        self._seps = 0
+
+    def add(self, piece: bytes) -> None:
+        """Append bytes as they are."""
+        self._pieces.append(piece)
+
+    def run(self, pre: bytes, run: Run, post: bytes) -> None:
+        """Append `pre + <fragment as JSON> + post` for every fragment of `run`. A lone surrogate
+        raises UnicodeEncodeError, as encoding one fragment would."""
+        text, count = run
+        if not count:
+            return
+        escaped = _escape(text).encode()  # JSON escaping works by character and leaves SEP alone
+        if count > 1:
+            tag = _SEP_UTF8 + b"%d," % len(self._runs)
+            self._runs.append((count, tag, b'"' + post + pre + b'"'))
+            self._seps += count - 1
+            escaped = escaped.replace(_SEP_UTF8, tag)
+        self._pieces += (pre, escaped, post)
+
+    def joined(self) -> bytes | None:
+        """The stream's bytes; None when a piece added as it is holds a SEP byte."""
+        body = b"".join(self._pieces)
+        if body.count(_SEP_UTF8) != self._seps:
+            return None
+        for _, tag, between in sorted(self._runs):
+            body = body.replace(tag, between)
+        return body
 
 
 class JoinedEvents(Sequence[bytes]):

@@ -42,10 +42,11 @@ _RUN_RE = re.compile(
     r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[^\sA-Za-z0-9_\u0080-\U0010ffff]+|[\u0080-\U0010ffff]|\s+", re.DOTALL
 )
 
-#: What the fast renderers join a string's fragments with: a private-use character that JSON
-#: escaping leaves as it is, so a whole string's fragments are escaped in one call and cut
-#: apart again at its UTF-8 bytes. Used only for strings that do not hold it.
-SEP = "\ue000"
+#: What the fast renderers join a string's fragments with: DEL, a character JSON escaping
+#: leaves as it is and UTF-8 writes as one byte no other character's bytes hold, so a whole
+#: string's fragments are escaped in one call and cut apart again at that byte (and an ASCII
+#: text stays a one-byte-per-character string throughout). Used only for strings without it.
+SEP = "\x7f"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

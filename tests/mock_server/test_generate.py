@@ -295,7 +295,7 @@ def test_encode_stream_matches_the_two_step_form(
 
 # Word runs with single and double spaces, punctuation, other whitespace (ASCII, Unicode, the
 # separators str.isspace counts), control characters, non-ASCII letters and the joiner itself.
-_tricky = st.text(st.sampled_from(list("ab_09 ,.\"\\:{}\t\n\r\x0b\x1c\x00\u00a0\u2028\u3000中é🎉\ue000")), max_size=60)
+_tricky = st.text(st.sampled_from(list("ab_09 ,.\"\\:{}\t\n\r\x0b\x1c\x00\u00a0\u2028\u3000中é🎉\x7f")), max_size=60)
 
 
 @given(text=_tricky)
@@ -334,14 +334,17 @@ def test_joined_pieces_are_the_reply_pieces_joined(
     assert (joined.finish_reason, joined.completion_tokens) == (pieces.finish_reason, pieces.completion_tokens)
 
 
-@given(content=_tricky, crlf=st.booleans(), surrogate=st.booleans())
-def test_the_template_stream_is_the_two_step_form_for_any_text(content: str, crlf: bool, surrogate: bool) -> None:
-    """Written whole from templates (or, for a lone surrogate or the joiner, chunk by chunk),
-    the stream is the two-step form's, event by event and joined."""
+@given(content=_tricky, crlf=st.booleans(), surrogate=st.booleans(), name=st.sampled_from(["t", "t\x7f"]),
+       model=st.sampled_from(["deepseek-v4-flash", "m\x7f"]))
+def test_the_template_stream_is_the_two_step_form_for_any_text(
+    content: str, crlf: bool, surrogate: bool, name: str, model: str
+) -> None:
+    """Written whole from templates (or, for a lone surrogate or the joiner in a text, a model
+    or a tool's name, chunk by chunk), the stream is the two-step form's, event by event and joined."""
     reply = Reply(content=content + ("\ud800" if surrogate else ""), reasoning=content,
-                  tool_calls=(ToolCall(name="t", arguments=content),))
+                  tool_calls=(ToolCall(name=name, arguments=content), ToolCall(name="u", arguments=content + " x")))
     framing = "crlf" if crlf else "lf"
-    fast = encode_stream(reply, framing=framing)
-    slow = encode_events(generate_chunks(reply), framing)
+    fast = encode_stream(reply, framing=framing, model=model)
+    slow = encode_events(generate_chunks(reply, model=model), framing)
     assert list(fast) == slow and fast == slow
     assert [fast[i] for i in range(-len(slow), len(slow))] == slow + slow and fast[1:3] == slow[1:3]
