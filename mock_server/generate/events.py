@@ -26,19 +26,19 @@ _escape = json.encoder.encode_basestring  # a str as JSON, non-ASCII left as it 
 class StreamWriter:
     """A stream written piece by piece into one bytes object.
 
-    A run's fragments stay joined by SEP, each SEP tagged with the run's number (`SEP 3,`),
-    until :meth:`joined`: each tag then becomes the bytes between one fragment's escape and the
-    next (a closing quote, `post`, `pre`, an opening quote), the shortest runs first so the
-    stream grows to its full size only in the last replace. A stream whose other pieces hold a
-    SEP byte (a model name or a call id may) cannot be written so: :meth:`joined` says None.
+    A run's fragments stay joined by SEP until :meth:`joined`: then each SEP becomes the bytes
+    between one fragment's escape and the next (a closing quote, `post`, `pre`, an opening
+    quote) by one C-level replace, every run but the longest in its own bytes and the longest
+    in the whole stream, so the stream is made at its full size once. Where the other pieces
+    hold a SEP byte (a model name or a call id may), that replace cannot be done: :meth:`joined`
+    says None.
     """
 
-    __slots__ = ("_pieces", "_runs", "_seps")
+    __slots__ = ("_pieces", "_runs")
 
     def __init__(self) -> None:
         self._pieces: list[bytes] = []
-        self._runs: list[tuple[int, bytes, bytes]] = []  # (fragments, tag, bytes between them)
-        self._seps = 0
+        self._runs: list[tuple[int, int, bytes]] = []  # (fragments, index in pieces, bytes between them)
 
     def add(self, piece: bytes) -> None:
         """Append bytes as they are."""
@@ -50,22 +50,23 @@ class StreamWriter:
         text, count = run
         if not count:
             return
-        escaped = _escape(text).encode()  # JSON escaping works by character and leaves SEP alone
         if count > 1:
-            tag = _SEP_UTF8 + b"%d," % len(self._runs)
-            self._runs.append((count, tag, b'"' + post + pre + b'"'))
-            self._seps += count - 1
-            escaped = escaped.replace(_SEP_UTF8, tag)
-        self._pieces += (pre, escaped, post)
+            self._runs.append((count, len(self._pieces) + 1, b'"' + post + pre + b'"'))
+        # JSON escaping works character by character and leaves SEP as it is.
+        self._pieces += (pre, _escape(text).encode(), post)
 
     def joined(self) -> bytes | None:
         """The stream's bytes; None when a piece added as it is holds a SEP byte."""
-        body = b"".join(self._pieces)
-        if body.count(_SEP_UTF8) != self._seps:
+        pieces = list(self._pieces)
+        if not self._runs:  # no fragment was joined to another: nothing to replace
+            return b"".join(pieces)
+        *others, (count, _, between) = sorted(self._runs)
+        for _, i, b in others:
+            pieces[i] = pieces[i].replace(_SEP_UTF8, b)
+        body = b"".join(pieces)
+        if body.count(_SEP_UTF8) != count - 1:
             return None
-        for _, tag, between in sorted(self._runs):
-            body = body.replace(tag, between)
-        return body
+        return body.replace(_SEP_UTF8, between)
 
 
 class JoinedEvents(Sequence[bytes]):
