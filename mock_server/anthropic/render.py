@@ -19,7 +19,7 @@ from typing import Any
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.encode import _encode as _compact
-from dshkit.mock_server.generate.events import JoinedEvents, StreamWriter
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
 from dshkit.mock_server.generate.reply import Reply
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
@@ -332,7 +332,7 @@ def encode_events_fast(
 
     The stream is written into one bytes object (:class:`JoinedEvents`): the events that repeat
     (every delta, every block's stop, the pings) are filled into byte templates built once per
-    stream, each block's fragments escaped and framed at once (:class:`StreamWriter`); the few
+    stream, each block's fragments escaped and framed at once (:class:`BodyWriter`); the few
     others (message_start, each block's start, message_delta) are encoded as
     :func:`encode_events` encodes them. A reply whose text holds the fragments' joiner or a
     lone surrogate is left to :func:`encode_events`. `tests/mock_server/test_output.py` checks
@@ -390,7 +390,7 @@ def _fast_events(
     delta_head = head(b"content_block_delta")
     stop_head = head(b"content_block_stop")
     start_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens") if k in usage}
-    out = StreamWriter()
+    out = BodyWriter()
     out.add(emit({
         "type": "message_start",
         "message": {

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from dshkit.mock_server.generate.chunks import generate_chunks
-from dshkit.mock_server.generate.events import JoinedEvents, StreamWriter
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
 from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
@@ -208,7 +208,7 @@ def _template_events(
     pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
     post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
     esc = _escape
-    out = StreamWriter()
+    out = BodyWriter()
     if thinking:
         out.add(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
         out.run(pre + b'{"content":null,"reasoning_content":', pieces.reasoning, b"}" + post)

@@ -2,7 +2,7 @@
 
 The fast renderers write a whole stream into one `bytes` (:class:`JoinedEvents`): a response
 sent whole takes it as it is, and the events are cut out of it only when something asks for
-them one by one (a paced stream, a fault that sends part of a stream). A :class:`StreamWriter`
+them one by one (a paced stream, a fault that sends part of a stream). A :class:`BodyWriter`
 takes the stream's pieces in order, and each string's fragments as one run framed the same way
 (`pre`, the fragment as a JSON string, `post`): escaped and encoded at once, and framed by one
 C-level replace over the whole stream, with no object and no join per fragment.
@@ -17,13 +17,13 @@ from typing import overload
 
 from dshkit.mock_server.generate.split import SEP, Run
 
-__all__ = ["JoinedEvents", "StreamWriter"]
+__all__ = ["BodyWriter", "JoinedEvents"]
 
 _SEP_UTF8 = SEP.encode()
 _escape = json.encoder.encode_basestring  # a str as JSON, non-ASCII left as it is (C)
 
 
-class StreamWriter:
+class BodyWriter:
     """A stream written piece by piece into one bytes object.
 
     A run's fragments stay joined by SEP until :meth:`joined`: then each SEP becomes the bytes

@@ -323,7 +323,7 @@ def test_joined_pieces_are_the_reply_pieces_joined(
     kw: dict = {"thinking": thinking, "split": split, "seed": seed, "max_tokens": max_tokens}
     joined, pieces = cut_joined(reply, **kw), cut_reply(reply, **kw)
     if joined is None:
-        assert SEP in content + "".join(args)
+        assert SEP in reasoning + content + "".join(args)
         return
 
     def run(frags: list[str]) -> tuple[str, int]:
