@@ -30,7 +30,8 @@ Every contender is measured with keep-alive connections (`ka`: one connection pe
 request after request) and with one request per connection (`close`), at 1, 64 and 512
 concurrent streams. Rounds are interleaved (every round runs each mode, level and contender in
 turn), so a slow spell of the shared machine hits all of them alike. It prints events per
-second, server CPU per stream, p50/p99 time to the first event and the client's CPU share, then
+second, server CPU per stream, p50/p99 time to the first event and the client's CPU share, each
+server's peak resident set (the kernel's high-water mark) and how much load added to it, then
 the ratios, by events per second and by server CPU per stream (what a core of this machine can
 serve, whatever the neighbours on a shared machine take: the goals use it, at 64 streams, one
 request per connection); the last line is one JSON object with the figures and each goal as
@@ -219,11 +220,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
-    """The process's resident set now (Linux /proc), in MB; 0 where /proc is missing."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident set now (`VmRSS`), or the most it ever held (`VmHWM`), in MB
+    (Linux /proc); 0 where /proc is missing."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -244,7 +246,11 @@ class Contender:
     fields: dict[str, object]
     text: str
     expect: int = 0
+    start_mb: float = 0.0
+    """Resident set once started and probed, before any load."""
     peak_mb: float = 0.0
+    """The most it held resident (the kernel's high-water mark, so a peak in the middle of a
+    run counts too)."""
 
 
 @dataclass
@@ -429,6 +435,7 @@ def main() -> None:
             for c in contenders:
                 sample = probe(c.port, c.path, c.fields, c.text.replace("@@@@@@@@", "ffffffff"))
                 c.expect = sample.count(b"data: ")
+                c.start_mb = rss_mb(c.proc.pid)
             for n in notes:
                 print(n)
             print(f"{gen.expect} events per stream, {len(body)} bytes; {args.rounds} rounds of {args.seconds:g} s "
@@ -450,7 +457,7 @@ def main() -> None:
                             t.client_cpu += r["cpu"]
                             t.ttfb_p50.append(r["ttfb_p50_ms"])
                             t.ttfb_p99.append(r["ttfb_p99_ms"])
-                            c.peak_mb = max(c.peak_mb, rss_mb(c.proc.pid))
+                            c.peak_mb = max(c.peak_mb, rss_mb(c.proc.pid, "VmHWM"))
         finally:
             for c in contenders:
                 c.proc.terminate()
@@ -466,7 +473,9 @@ def main() -> None:
                 print(f"  {m:>5} c={n:<4} {c.name:>15} {t.rate:>11,.0f} events/s {t.us_per_stream:>8.0f} µs CPU/stream"
                       f"  TTFB p50 {sorted(t.ttfb_p50)[len(t.ttfb_p50) // 2]:7.2f} ms p99 {max(t.ttfb_p99):7.2f} ms"
                       f"  client CPU {t.client_share:4.0%}" + (f"  ERRORS {t.errors}" if t.errors else ""))
-    print("  peak RSS MB: " + "   ".join(f"{c.name} {c.peak_mb:.1f}" for c in contenders))
+    print("  peak RSS MB (growth under load, in MB and in response bodies): " + "   ".join(
+        f"{c.name} {c.peak_mb:.1f} (+{c.peak_mb - c.start_mb:.1f}, {(c.peak_mb - c.start_mb) * 2**20 / len(body):.1f}x)"
+        for c in contenders))
     names = [c.name for c in contenders]
 
     def rate_ratio(a: str, b: str, m: str, n: int) -> float:
@@ -512,6 +521,11 @@ def main() -> None:
         out[f"ttfb_p99_ms_{n}"] = round(max(g.ttfb_p99), 2)
         out[f"limit_ttfb_p99_ms_{n}"] = round(max(tallies["limit", main_mode, n].ttfb_p99), 2)
     out["rss_mb"] = round(max(c.peak_mb for c in contenders if c.name.startswith("mock")), 1)
+    # What serving the streams added to each server's resident set, in MB and in streams (how
+    # many copies of one response body that is): the figure to watch as streams grow long.
+    growth = {c.name: max(c.peak_mb - c.start_mb, 0.0) for c in contenders}
+    out["rss_growth_mb"] = {name: round(g, 1) for name, g in growth.items()}
+    out["rss_growth_streams"] = {name: round(g * 2**20 / len(body), 2) for name, g in growth.items()}
     out["client_cpu_max"] = round(client_max, 3)
     out["errors"] = sum(t.errors for t in tallies.values())
     out["surface"] = args.surface

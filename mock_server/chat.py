@@ -146,7 +146,7 @@ class ChatSurface(Surface):
             chunks = generate_chunks(prepared, quirks=quirks, meta=m, include_usage=include_usage, **args)
             return encode_events(chunks, framing, done=done, quirks=quirks)
 
-        def fast(m: StreamMeta) -> list[bytes]:
+        def fast(m: StreamMeta) -> Sequence[bytes]:
             return encode_stream(prepared, quirks=quirks, framing=framing, done=done,
                                  include_usage=include_usage, meta=m, **args)
 

@@ -15,11 +15,14 @@ and terminator in one `send()`), and other unpaced events are joined into writes
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, overload
+from itertools import accumulate
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["BATCH_BYTES", "FastOutput", "FilledEvents", "Output", "PlainOutput", "Rendering", "StreamCache", "Template"]
+from dshkit.mock_server.generate.events import JoinedEvents
+
+__all__ = ["BATCH_BYTES", "FastOutput", "JoinedEvents", "Output", "PlainOutput", "Rendering", "StreamCache", "Template"]
 
 E = TypeVar("E")
 
@@ -43,7 +46,7 @@ class Template(Generic[E]):
 class Rendering(Generic[E]):
     """One generated stream as a surface describes it."""
 
-    render: Callable[[E], list[bytes]]
+    render: Callable[[E], Sequence[bytes]]
     """The reference renderer: the stream's SSE events, one bytes object per event."""
     envelope: E
     """This response's own fields (a completion id, `created`); the argument of `render`."""
@@ -51,8 +54,9 @@ class Rendering(Generic[E]):
     """Everything else the bytes depend on, the surface included; None: never cached."""
     template: Template[E] | None = None
     """How `envelope` shows in the bytes; None: the bytes depend on `key` alone."""
-    fast: Callable[[E], list[bytes]] | None = None
-    """A faster renderer that gives the same bytes as `render` (the fast path uses it)."""
+    fast: Callable[[E], Sequence[bytes]] | None = None
+    """A faster renderer that gives the same events as `render` (the fast path uses it); it may
+    return them as one :class:`JoinedEvents`."""
 
 
 class Output(Protocol):
@@ -95,109 +99,90 @@ class FastOutput:
         return self.streams.events(rendering)
 
     def whole(self, events: Sequence[bytes]) -> bytes | None:
-        return events.joined if isinstance(events, FilledEvents) else b"".join(events)
+        return events.joined if isinstance(events, JoinedEvents) else b"".join(events)
 
     def writes(self, events: Sequence[bytes]) -> Sequence[bytes]:
         return _batches(events)
 
 
-class FilledEvents(Sequence[bytes]):
-    """The SSE events of a stream filled in from a template, cut out of the whole stream only
-    when asked for: a whole-body response takes `joined` as it is, so the common path never slices."""
-
-    __slots__ = ("_ends", "joined")
-
-    def __init__(self, joined: bytes, ends: list[int]) -> None:
-        self.joined = joined
-        self._ends = ends
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[bytes]: ...
-    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
-        if isinstance(index, slice):
-            return list(self)[index]
-        index = range(len(self._ends))[index]  # negative indices, and IndexError when out of range
-        return self.joined[self._ends[index - 1] if index else 0 : self._ends[index]]
-
-    def __iter__(self) -> Iterator[bytes]:
-        start = 0
-        for end in self._ends:
-            yield self.joined[start:end]
-            start = end
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 class _CachedStream:
-    """One cached stream with placeholder fields: the events joined, where each event ends, and
-    how many of each placeholder come before each end."""
+    """One cached stream rendered with placeholder fields: the bytes between its runs of fields
+    when every event spells them alike (filling it in is then one join), else the whole stream;
+    and where its events end (given, or found after each blank line when asked for)."""
 
-    __slots__ = ("_counts", "between", "blob", "ends", "fields", "parts")
+    __slots__ = ("_counts", "between", "blob", "ends", "fields", "parts", "size", "span", "terminator")
 
-    def __init__(self, events: list[bytes], fields: tuple[bytes, ...]) -> None:
+    def __init__(self, events: Sequence[bytes], fields: tuple[bytes, ...]) -> None:
+        joined = events.joined if isinstance(events, JoinedEvents) else b"".join(events)
         self.fields = fields
-        self.blob = b"".join(events)
+        self.size = len(joined)
+        self.terminator = events.terminator if isinstance(events, JoinedEvents) else None
+        self.ends: list[int] | None = None
+        if self.terminator is None:
+            self.ends = events.ends if isinstance(events, JoinedEvents) else list(accumulate(map(len, events)))
         # Where every event spells the fields in one order with the same bytes between them (the
-        # usual envelope), the stream is kept cut at those spans: filling it in is one join.
+        # usual envelope), the stream is kept cut at those spans, and only so (no second copy).
+        self.blob: bytes | None = joined
         self.parts: list[bytes] | None = None
+        self.span = b""
         self.between: tuple[bytes, ...] = ()
         if fields:
-            found = _span(self.blob, fields)
+            found = _span(joined, fields)
             if found is not None:
                 span, between = found
-                n = self.blob.count(span)
-                if all(self.blob.count(f) == n for f in fields):
-                    self.parts = self.blob.split(span)
-                    self.between = between
-        self.ends: list[int] = []
-        end = 0
-        for e in events:
-            end += len(e)
-            self.ends.append(end)
+                n = joined.count(span)
+                if all(joined.count(f) == n for f in fields):
+                    self.parts = joined.split(span)
+                    self.span, self.between, self.blob = span, between, None
         self._counts: list[tuple[int, ...]] | None = None
 
-    def counts(self) -> list[tuple[int, ...]]:
+    def counts(self, ends: list[int]) -> list[tuple[int, ...]]:
         """How many of each placeholder come before each event's end (needed, and so counted,
         only when a value's length differs from its placeholder's)."""
         if self._counts is None:
-            per_field = []
-            for f in self.fields:
-                starts = []
-                at = self.blob.find(f)
-                while at >= 0:
+            if self.parts is not None:  # every field once in each span, at the span's start or after it
+                starts, at = [], 0
+                for part in self.parts[:-1]:
+                    at += len(part)
                     starts.append(at)
-                    at = self.blob.find(f, at + len(f))
-                # A field never spans two events, so one that starts before an event's end lies in it.
-                per_field.append([bisect.bisect_left(starts, end) for end in self.ends])
-            self._counts = list(zip(*per_field, strict=True)) if per_field else [() for _ in self.ends]
+                    at += len(self.span)
+                per_span = [bisect.bisect_left(starts, end) for end in ends]
+                per_field = [per_span for _ in self.fields]
+            else:
+                assert self.blob is not None
+                per_field = []
+                for f in self.fields:
+                    at, found = self.blob.find(f), []
+                    while at >= 0:
+                        found.append(at)
+                        at = self.blob.find(f, at + len(f))
+                    # A field never spans two events, so one that starts before an event's end lies in it.
+                    per_field.append([bisect.bisect_left(found, end) for end in ends])
+            self._counts = list(zip(*per_field, strict=True)) if per_field else [() for _ in ends]
         return self._counts
 
-    def fill(self, values: tuple[bytes, ...]) -> FilledEvents:
+    def fill(self, values: tuple[bytes, ...]) -> JoinedEvents:
         """The stream with each placeholder field replaced by its value; event ends shift by the
-        length differences (computed only when there are any)."""
+        length differences (computed only when there are any and the ends are not found anew)."""
         if self.parts is not None:
             span = values[0] + b"".join(b + v for b, v in zip(self.between, values[1:], strict=True))
             blob = span.join(self.parts)
         else:
+            assert self.blob is not None
             blob = self.blob
             for f, v in zip(self.fields, values, strict=True):
                 blob = blob.replace(f, v)
+        if self.terminator is not None:
+            return JoinedEvents(blob, terminator=self.terminator)
+        assert self.ends is not None
         deltas = [len(v) - len(f) for f, v in zip(self.fields, values, strict=True)]
         ends = self.ends
         if any(deltas):
             ends = [
                 end + sum(c * d for c, d in zip(counts, deltas, strict=True))
-                for end, counts in zip(ends, self.counts(), strict=True)
+                for end, counts in zip(ends, self.counts(ends), strict=True)
             ]
-        return FilledEvents(blob, ends)
+        return JoinedEvents(blob, ends)
 
 
 def _span(blob: bytes, fields: tuple[bytes, ...]) -> tuple[bytes, tuple[bytes, ...]] | None:
@@ -224,16 +209,29 @@ class StreamCache:
     fill in to exactly the stream rendered the normal way (else its key is marked uncacheable),
     so a quirk that reshapes the envelope can never be served wrong. A key is admitted on its
     second request: a stream asked for once (a new reply every step) costs one rendering, not
-    the three a stored template takes (this response, the placeholder one and the proof).
+    the three a stored template takes (this response, the placeholder one and the proof). The
+    keys seen once are remembered by their hash alone (a key holds its reply, which may be
+    long); two keys that share one only admit the second a request early.
+
+    The cache holds at most :attr:`SIZE` templates and :attr:`BYTES` bytes of them (the oldest
+    go first); a stream longer than that is rendered every time.
     """
 
     SIZE = 32
+    #: The most bytes the stored templates hold together.
+    BYTES = 64 * 1024 * 1024
     #: How many keys seen once are remembered (oldest forgotten first).
     SEEN = 256
 
     def __init__(self) -> None:
         self._templates: dict[Hashable, _CachedStream | None] = {}
-        self._seen: dict[Hashable, None] = {}
+        self._seen: dict[int, None] = {}
+        self._bytes = 0
+
+    @property
+    def stored_bytes(self) -> int:
+        """The bytes the stored templates hold."""
+        return self._bytes
 
     def events(self, r: Rendering[Any]) -> Sequence[bytes]:
         render = r.fast or r.render
@@ -241,38 +239,48 @@ class StreamCache:
             return render(r.envelope)
         key = r.key
         try:
-            hash(key)
+            seen = hash(key)
         except TypeError:  # a reply carrying a usage mapping: its text stands in for it
             key = repr(key)
+            seen = hash(key)
         if key in self._templates:
             template = self._templates[key]
             if template is None:
                 return render(r.envelope)
             return template.fill(r.template.spell(r.envelope) if r.template is not None else ())
         events = render(r.envelope)
-        if key not in self._seen:
+        if seen not in self._seen:
             if len(self._seen) >= self.SEEN:
                 del self._seen[next(iter(self._seen))]  # the oldest
-            self._seen[key] = None
+            self._seen[seen] = None
             return events
-        del self._seen[key]
+        del self._seen[seen]
+        stored: _CachedStream | None = None
         if r.template is None:
-            stored: _CachedStream | None = _CachedStream(events, ())
+            stored = _CachedStream(events, ())
         else:
             placeholder = r.template.placeholder(r.envelope)
             stored = _CachedStream(render(placeholder), r.template.spell(placeholder))
             if stored.fill(r.template.spell(r.envelope)) != events:
                 stored = None
-        if len(self._templates) >= self.SIZE:
-            del self._templates[next(iter(self._templates))]  # the oldest
-        self._templates[key] = stored
+        if stored is not None and stored.size > self.BYTES:
+            stored = None
+        self._store(key, stored)
         return events
+
+    def _store(self, key: Hashable, stored: _CachedStream | None) -> None:
+        size = stored.size if stored is not None else 0
+        while self._templates and (len(self._templates) >= self.SIZE or self._bytes + size > self.BYTES):
+            oldest = self._templates.pop(next(iter(self._templates)))
+            self._bytes -= oldest.size if oldest is not None else 0
+        self._templates[key] = stored
+        self._bytes += size
 
 
 def _batches(pieces: Sequence[bytes], limit: int = BATCH_BYTES) -> list[bytes]:
     """`pieces` joined into consecutive batches of at most `limit` bytes; a piece longer than
     that is a batch of its own. Empty pieces vanish: joined, they add nothing to the body."""
-    if isinstance(pieces, FilledEvents) and len(pieces.joined) <= limit:
+    if isinstance(pieces, JoinedEvents) and len(pieces.joined) <= limit:
         return [pieces.joined] if pieces.joined else []
     out: list[bytes] = []
     run: list[bytes] = []

@@ -14,14 +14,22 @@ import json
 import random
 import uuid
 from collections.abc import Mapping, Sequence
-from itertools import repeat as _repeat
 from typing import Any
 
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.encode import _encode as _compact
-from dshkit.mock_server.generate.reply import Reply, compute_usage
-from dshkit.mock_server.generate.split import FragmentPlan, ReplyPieces, cut_reply
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
+from dshkit.mock_server.generate.reply import Reply
+from dshkit.mock_server.generate.split import (
+    FragmentPlan,
+    JoinedPieces,
+    ReplyPieces,
+    Run,
+    cut_joined,
+    cut_reply,
+    reply_usage,
+)
 
 __all__ = [
     "ANTHROPIC_QUIRKS",
@@ -134,16 +142,10 @@ def _input_object(arguments: str) -> Any:
     return value if isinstance(value, dict) else {}
 
 
-def _pieces_usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
+def _pieces_usage(reply: Reply, pieces: ReplyPieces | JoinedPieces, prompt_tokens: int) -> dict[str, Any]:
     if reply.usage is not None:
         return anthropic_usage(reply.usage)
-    return anthropic_usage(
-        compute_usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=pieces.completion_tokens,
-            reasoning_tokens=len(pieces.reasoning),
-        )
-    )
+    return anthropic_usage(reply_usage(reply, pieces, prompt_tokens))
 
 
 def _cut_stop(reply: Reply, stops: Sequence[str]) -> tuple[Reply, str | None]:
@@ -299,7 +301,6 @@ def build_message(
     }
 
 
-_escape = json.encoder.encode_basestring  # what `_dumps` writes for a str (C, no ASCII escaping)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -326,17 +327,50 @@ def encode_events_fast(
     done: bool = True,
     repeat: int = 0,
     ids: tuple[str, str] | None = None,
-) -> list[bytes]:
+) -> Sequence[bytes]:
     """:func:`encode_events`, byte for byte, for less CPU: the server's fast path renders with it.
 
-    The events that repeat (every delta, every block's stop, the pings) are filled into byte
-    templates built once per stream, so a fragment costs one string escape; the few others
-    (message_start, each block's start, message_delta) are encoded as :func:`encode_events`
-    encodes them. `tests/mock_server/test_output.py` checks the two agree on every quirk.
+    The stream is written into one bytes object (:class:`JoinedEvents`): the events that repeat
+    (every delta, every block's stop, the pings) are filled into byte templates built once per
+    stream, each block's fragments escaped and framed at once (:class:`BodyWriter`); the few
+    others (message_start, each block's start, message_delta) are encoded as
+    :func:`encode_events` encodes them. A reply whose text holds the fragments' joiner or a
+    lone surrogate is left to :func:`encode_events`. `tests/mock_server/test_output.py` checks
+    the two agree on every quirk.
     """
     q = frozenset(quirks)
-    reply, matched = _cut_stop(reply, stop)
-    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    cut, matched = _cut_stop(reply, stop)
+    pieces = cut_joined(cut, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    if pieces is None:
+        return encode_events(reply, model=model, thinking=thinking, split=split, seed=seed,
+                             prompt_tokens=prompt_tokens, max_tokens=max_tokens, stop=stop, quirks=quirks,
+                             framing=framing, done=done, repeat=repeat, ids=ids)
+    try:
+        events = _fast_events(cut, matched, pieces, q, model=model, seed=seed, prompt_tokens=prompt_tokens,
+                              framing=framing, done=done, repeat=repeat, ids=ids)
+    except UnicodeEncodeError:  # a lone surrogate: whatever the plain renderer does with it
+        events = None
+    if events is None:  # or the joiner in the envelope (a model name, an id)
+        return encode_events(reply, model=model, thinking=thinking, split=split, seed=seed,
+                             prompt_tokens=prompt_tokens, max_tokens=max_tokens, stop=stop, quirks=quirks,
+                             framing=framing, done=done, repeat=repeat, ids=ids)
+    return events
+
+
+def _fast_events(
+    reply: Reply,
+    matched: str | None,
+    pieces: JoinedPieces,
+    q: frozenset[str],
+    *,
+    model: str,
+    seed: int,
+    prompt_tokens: int,
+    framing: Framing,
+    done: bool,
+    repeat: int,
+    ids: tuple[str, str] | None,
+) -> JoinedEvents | None:
     anthropic = "anthropic_ids" in q
     msg_id = ids[0] if ids else _cached_message_id(seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
@@ -355,60 +389,61 @@ def encode_events_fast(
     ping = _frame("ping", '{"type": "ping"}' if pad else '{"type":"ping"}', framing, data_only=data_only)
     delta_head = head(b"content_block_delta")
     stop_head = head(b"content_block_stop")
-    esc = _escape
     start_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens") if k in usage}
-    out: list[bytes] = [emit({
+    out = BodyWriter()
+    out.add(emit({
         "type": "message_start",
         "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": {**start_usage, "output_tokens": 1},
         },
-    })]
+    }))
     # (block start, its delta kind, its fragments, the signature delta that closes a thinking block)
-    blocks: list[tuple[dict[str, Any], str, list[str], str | None]] = []
-    if pieces.reasoning:
+    blocks: list[tuple[dict[str, Any], str, Run, str | None]] = []
+    if pieces.reasoning[1]:
         start: dict[str, Any] = {"type": "thinking", "thinking": ""}
         if "thinking_start_signature" in q:
             start["signature"] = ""
-        signed = pieces.finish_reason != "length" or bool(pieces.content) or bool(pieces.calls)
+        signed = pieces.finish_reason != "length" or bool(pieces.content[1]) or bool(pieces.calls)
         blocks.append((start, "thinking", pieces.reasoning, (ids[1] if ids else signature(msg_id, seed, anthropic, repeat)) if signed else None))
-    if pieces.content:
+    if pieces.content[1]:
         blocks.append(({"type": "text", "text": ""}, "text", pieces.content, None))
     for call_id, name, frags in pieces.calls:
-        blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, "tool_use", frags or [""], None))
+        # AN56: a call without arguments still gets one empty fragment.
+        blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, "tool_use", frags if frags[1] else ("", 1), None))
     many = "many_pings" in q
     for index, (block, kind, frags, sig) in enumerate(blocks):
         if many:
-            out.append(ping)
-        out.append(emit({"type": "content_block_start", "index": index, "content_block": block}))
+            out.add(ping)
+        out.add(emit({"type": "content_block_start", "index": index, "content_block": block}))
         if index == 0 and not q & {"no_pings", "many_pings"}:
-            out.append(ping)
+            out.add(ping)
         pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
-        post = b"}}" + tail
-        out += map(b"".join, zip(_repeat(pre), map(str.encode, map(esc, frags)), _repeat(post)))
+        out.run(pre, frags, b"}}" + tail)
         if sig is not None:
-            out.append(emit({"type": "content_block_delta", "index": index,
+            out.add(emit({"type": "content_block_delta", "index": index,
                              "delta": {"type": "signature_delta", "signature": sig}}))
         last = index == len(blocks) - 1
         if not (last and pieces.finish_reason == "length" and "open_block_after_max_tokens" in q):
-            out.append(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)
+            out.add(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)
     reason = stop_reason(pieces.finish_reason, matched)
-    if reason is None:
-        out.append(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
-        return out
-    if many:
-        out.append(ping)
-    if "delta_output_only" in q:
-        delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
+    if reason is not None:
+        if many:
+            out.add(ping)
+        if "delta_output_only" in q:
+            delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
+        else:
+            delta_usage = dict(usage)
+            if "delta_input_differs" in q and "input_tokens" in delta_usage:
+                delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
+        out.add(emit({
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": matched},
+            "usage": delta_usage,
+        }))
+        if done:
+            out.add(head(b"message_stop") + b'{"type":"message_stop"}' + tail)
     else:
-        delta_usage = dict(usage)
-        if "delta_input_differs" in q and "input_tokens" in delta_usage:
-            delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
-    out.append(emit({
-        "type": "message_delta",
-        "delta": {"stop_reason": reason, "stop_sequence": matched},
-        "usage": delta_usage,
-    }))
-    if done:
-        out.append(head(b"message_stop") + b'{"type":"message_stop"}' + tail)
-    return out
+        out.add(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
+    joined = out.joined()
+    return None if joined is None else JoinedEvents(joined, terminator=eol + eol)

@@ -239,7 +239,7 @@ class AnthropicSurface(Surface):
         def events(e: tuple[str, str]) -> list[bytes]:
             return render.encode_events(reply, framing=framing, done=done, ids=e, **args)
 
-        def fast(e: tuple[str, str]) -> list[bytes]:
+        def fast(e: tuple[str, str]) -> Sequence[bytes]:
             return render.encode_events_fast(reply, framing=framing, done=done, ids=e, **args)
 
         key = (self.name, reply, framing, done, *args.values())

@@ -10,17 +10,17 @@ with `encode_events(generate_chunks(...))`, and the two are byte-identical.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
-from itertools import repeat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from dshkit.mock_server.generate.chunks import generate_chunks
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
 from dshkit.mock_server.generate.reply import Era, Reply, StreamMeta, make_meta
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
-    ReplyPieces,
+    JoinedPieces,
     SplitPlan,
-    cut_reply,
+    cut_joined,
     reply_usage,
 )
 
@@ -156,36 +156,45 @@ def encode_stream(
     framing: Framing = "lf",
     done: bool = True,
     include_usage: bool = True,
-) -> list[bytes]:
+) -> Sequence[bytes]:
     """`encode_events(generate_chunks(...))` in one step: the SSE events of a reply.
 
-    Byte-identical to the two-step form. Plain DeepSeek streams (no quirks, no logprobs) are
-    encoded from templates, with no dict per chunk (the server's fast path renders with this).
+    Byte-identical to the two-step form. A plain DeepSeek stream (no quirks, no logprobs) is
+    written from byte templates straight into one bytes object (:class:`JoinedEvents`), with no
+    dict and no object per chunk (the server's fast path renders with this).
     """
     q = frozenset(quirks)
-    if q or logprobs is not None or reply.usage is not None or not include_usage:
-        chunks = generate_chunks(
-            reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
-            era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
-            include_usage=include_usage,
-        )
-        return encode_events(chunks, framing, done=done, quirks=q)
-    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
-    meta = meta or make_meta(model, seed=seed, era=era)
-    usage = reply_usage(reply, pieces, prompt_tokens)  # reply.usage is None on this path
-    return _template_events(meta, pieces, usage, thinking=thinking, framing=framing, done=done)
+    if not (q or logprobs is not None or reply.usage is not None or not include_usage):
+        pieces = cut_joined(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+        if pieces is not None:
+            meta = meta or make_meta(model, seed=seed, era=era)
+            usage = reply_usage(reply, pieces, prompt_tokens)  # reply.usage is None on this path
+            try:
+                events = _template_events(meta, pieces, usage, thinking=thinking, framing=framing, done=done)
+            except UnicodeEncodeError:
+                events = None  # a lone surrogate: the line is ASCII-escaped, as encode_events does
+            if events is not None:
+                return events
+    chunks = generate_chunks(
+        reply, model=model, thinking=thinking, quirks=q, split=split, seed=seed, meta=meta,
+        era=era, prompt_tokens=prompt_tokens, max_tokens=max_tokens, logprobs=logprobs,
+        include_usage=include_usage,
+    )
+    return encode_events(chunks, framing, done=done, quirks=q)
 
 
 def _template_events(
     meta: StreamMeta,
-    pieces: ReplyPieces,
+    pieces: JoinedPieces,
     usage: Mapping[str, Any],
     *,
     thinking: bool,
     framing: Framing,
     done: bool,
-) -> list[bytes]:
-    """A plain DeepSeek stream's events from byte templates: the envelope is encoded once."""
+) -> JoinedEvents | None:
+    """A plain DeepSeek stream from byte templates: the envelope is encoded once, every string's
+    fragments framed at once, all of it written into the one bytes object sent (None: a piece
+    of the envelope holds the fragments' joiner)."""
     eol = b"\r\n" if framing == "crlf" else b"\n"
     head = _encode(
         {
@@ -199,35 +208,30 @@ def _template_events(
     pre = b"data: " + head.encode("utf-8") + b',"choices":[{"index":0,"delta":'
     post = b',"logprobs":null,"finish_reason":null}],"usage":null}' + eol + eol
     esc = _escape
-
-    def filled(before: bytes, frags: list[str], after: bytes) -> list[bytes]:
-        # Each fragment escaped, encoded and framed by C-level maps: one join per event.
-        head, tail = pre + before, after + post
-        return list(map(b"".join, zip(repeat(head), map(str.encode, map(esc, frags)), repeat(tail))))
-
-    out: list[bytes] = []
+    out = BodyWriter()
     if thinking:
-        out.append(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
-        out += filled(b'{"content":null,"reasoning_content":', pieces.reasoning, b"}")
-        out += filled(b'{"content":', pieces.content, b',"reasoning_content":null}')
+        out.add(pre + b'{"role":"assistant","content":null,"reasoning_content":""}' + post)
+        out.run(pre + b'{"content":null,"reasoning_content":', pieces.reasoning, b"}" + post)
+        out.run(pre + b'{"content":', pieces.content, b',"reasoning_content":null}' + post)
     else:
-        out.append(pre + b'{"role":"assistant","content":""}' + post)
-        out += filled(b'{"content":', pieces.content, b"}")
+        out.add(pre + b'{"role":"assistant","content":""}' + post)
+        out.run(pre + b'{"content":', pieces.content, b"}" + post)
     for i, (call_id, name, frags) in enumerate(pieces.calls):
-        out.append(
+        out.add(
             pre + b'{"tool_calls":[{"index":%d,"id":%b,"type":"function","function":{"name":%b,'
             b'"arguments":""}}]}' % (i, esc(call_id).encode(), esc(name).encode()) + post
         )
-        out += filled(b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i, frags, b"}}]}")
+        out.run(pre + b'{"tool_calls":[{"index":%d,"function":{"arguments":' % i, frags, b"}}]}" + post)
     finish_delta = b'{"content":"","reasoning_content":null}' if thinking else b'{"content":""}'
-    out.append(
+    out.add(
         pre + finish_delta + b',"logprobs":null,"finish_reason":'
         + esc(pieces.finish_reason).encode() + b'}],"usage":' + _encode(usage).encode()
         + b"}" + eol + eol
     )
     if done:
-        out.append(b"data: [DONE]" + eol + eol)
-    return out
+        out.add(b"data: [DONE]" + eol + eol)
+    body = out.joined()
+    return None if body is None else JoinedEvents(body, terminator=eol + eol)
 
 
 def encode_sse(

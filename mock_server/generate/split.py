@@ -18,9 +18,13 @@ from typing import Any, Literal
 from dshkit.mock_server.generate.reply import Reply, compute_usage, tool_call_id
 
 __all__ = [
+    "SEP",
     "FragmentPlan",
+    "JoinedPieces",
     "ReplyPieces",
+    "Run",
     "SplitPlan",
+    "cut_joined",
     "cut_reply",
     "reply_usage",
     "split_text",
@@ -31,6 +35,18 @@ __all__ = [
 _TOKEN_RE = re.compile(
     r" ?[A-Za-z0-9_]+| ?[^\sA-Za-z0-9_\u0080-\U0010ffff]+|[\u0080-\U0010ffff]|\s+", re.DOTALL
 )
+# The same tokens where a text is printable and never has two spaces in a row (so its only
+# whitespace is single spaces): then a run of words with a space between each is a run of
+# ` ?word` tokens, found in one match (a loop over one character class) and cut at its spaces.
+_RUN_RE = re.compile(
+    r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[^\sA-Za-z0-9_\u0080-\U0010ffff]+|[\u0080-\U0010ffff]|\s+", re.DOTALL
+)
+
+#: What the fast renderers join a string's fragments with: DEL, a character JSON escaping
+#: leaves as it is and UTF-8 writes as one byte no other character's bytes hold, so a whole
+#: string's fragments are escaped in one call and cut apart again at that byte (and an ASCII
+#: text stays a one-byte-per-character string throughout). Used only for strings without it.
+SEP = "\x7f"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +113,16 @@ def split_text(text: str, plan: SplitPlan, rng: random.Random | None = None) -> 
     return out
 
 
+def _joined_tokens(text: str) -> str:
+    """`SEP.join(split_text(text, SplitPlan()))` for a text without SEP, for less CPU."""
+    if text.isprintable() and "  " not in text:
+        # Spaces inside a run of words start tokens; every other space starts a match, so it
+        # follows a SEP once the matches are joined: marked twice, it is marked once again.
+        joined = SEP.join(_RUN_RE.findall(text)).replace(" ", SEP + " ").replace(SEP + SEP, SEP)
+        return joined[1:] if joined.startswith(SEP) else joined
+    return SEP.join(_TOKEN_RE.findall(text))
+
+
 @dataclass(slots=True)
 class ReplyPieces:
     """The fragments of one reply after splitting and max_tokens truncation.
@@ -131,23 +157,81 @@ def cut_reply(
     # (seeding costs more than the usual split): the draws, and so the cuts, are the same.
     random_plan = "random" in (plan.reasoning.mode, plan.text.mode, plan.arguments.mode)
     rng = random.Random(f"split:{seed}") if random_plan else None
-    id_rng: random.Random | None = None
     reasoning = split_text(reply.reasoning, plan.reasoning, rng) if thinking else []
     content = split_text(reply.content, plan.text, rng)
-    calls: list[tuple[str, str, list[str]]] = []
-    for i, call in enumerate(reply.tool_calls):
-        if call.id is not None:
-            call_id = call.id
-        else:
-            if id_rng is None:
-                id_rng = random.Random(f"ids:{seed}")
-            call_id = tool_call_id(i, id_rng)
-        calls.append((call_id, call.name, split_text(call.arguments, plan.arguments, rng)))
+    calls = [(call_id, call.name, split_text(call.arguments, plan.arguments, rng))
+             for call_id, call in zip(_call_ids(reply, seed), reply.tool_calls, strict=True)]
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     pieces = ReplyPieces(reasoning, content, calls, finish, _tokens(reasoning, content, calls))
     if max_tokens is not None and pieces.completion_tokens > max_tokens:
         return _truncate(pieces, max_tokens)
     return pieces
+
+
+def _call_ids(reply: Reply, seed: int) -> list[str]:
+    """Each call's id: its own, else DeepSeek-shaped, drawn from the seed in call order."""
+    id_rng: random.Random | None = None
+    ids = []
+    for i, call in enumerate(reply.tool_calls):
+        if call.id is not None:
+            ids.append(call.id)
+            continue
+        if id_rng is None:
+            id_rng = random.Random(f"ids:{seed}")
+        ids.append(tool_call_id(i, id_rng))
+    return ids
+
+
+Run = tuple[str, int]
+"""A string's fragments joined by :data:`SEP`, and how many there are."""
+
+
+@dataclass(slots=True)
+class JoinedPieces:
+    """:class:`ReplyPieces` with each string's fragments joined by :data:`SEP` (what the fast
+    renderers take: no object per fragment)."""
+
+    reasoning: Run
+    content: Run
+    calls: list[tuple[str, str, Run]]  # (id, name, argument fragments)
+    finish_reason: str
+    completion_tokens: int
+
+
+def _run(fragments: list[str]) -> Run:
+    return SEP.join(fragments), len(fragments)
+
+
+def cut_joined(
+    reply: Reply,
+    *,
+    thinking: bool,
+    split: FragmentPlan | SplitPlan | None = None,
+    seed: int = 0,
+    max_tokens: int | None = None,
+) -> JoinedPieces | None:
+    """:func:`cut_reply`'s fragments, each string's joined by :data:`SEP`; None when a string
+    holds SEP. Token cuts (the default) are found in bulk; other plans and a reply that
+    `max_tokens` cuts short are cut by :func:`cut_reply` and joined."""
+    strings = [reply.reasoning, reply.content, *(c.arguments for c in reply.tool_calls)]
+    if any(SEP in s for s in strings):
+        return None
+    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    if plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens":
+        if not thinking:
+            strings[0] = ""
+        joined = [_joined_tokens(s) if s else "" for s in strings]
+        runs = [(j, j.count(SEP) + 1 if j else 0) for j in joined]
+        tokens = sum(n for _, n in runs) + len(reply.tool_calls)
+        if max_tokens is None or tokens <= max_tokens:
+            finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+            calls = [(call_id, call.name, run)
+                     for call_id, call, run in zip(_call_ids(reply, seed), reply.tool_calls, runs[2:], strict=True)]
+            return JoinedPieces(runs[0], runs[1], calls, finish, tokens)
+    pieces = cut_reply(reply, thinking=thinking, split=split, seed=seed, max_tokens=max_tokens)
+    return JoinedPieces(_run(pieces.reasoning), _run(pieces.content),
+                        [(i, name, _run(args)) for i, name, args in pieces.calls],
+                        pieces.finish_reason, pieces.completion_tokens)
 
 
 def _tokens(
@@ -173,12 +257,13 @@ def _truncate(pieces: ReplyPieces, max_tokens: int) -> ReplyPieces:
     return ReplyPieces(reasoning, content, kept, "length", max_tokens)
 
 
-def reply_usage(reply: Reply, pieces: ReplyPieces, prompt_tokens: int) -> dict[str, Any]:
+def reply_usage(reply: Reply, pieces: ReplyPieces | JoinedPieces, prompt_tokens: int) -> dict[str, Any]:
     """The reply's own usage object, else one computed from its fragments (one token each)."""
     if reply.usage is not None:
         return dict(reply.usage)
+    reasoning = pieces.reasoning[1] if isinstance(pieces, JoinedPieces) else len(pieces.reasoning)
     return compute_usage(
         prompt_tokens=prompt_tokens,
         completion_tokens=pieces.completion_tokens,
-        reasoning_tokens=len(pieces.reasoning),
+        reasoning_tokens=reasoning,
     )

@@ -14,7 +14,14 @@ from dshkit.mock_server.generate.chunks import generate_chunks
 from dshkit.mock_server.generate.completion import build_completion
 from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
 from dshkit.mock_server.generate.reply import Reply, ToolCall, compute_usage, make_meta
-from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan, split_text
+from dshkit.mock_server.generate.split import (
+    SEP,
+    FragmentPlan,
+    SplitPlan,
+    cut_joined,
+    cut_reply,
+    split_text,
+)
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 
 from .wire import parse_sse, reassemble
@@ -282,3 +289,62 @@ def test_encode_stream_matches_the_two_step_form(
     kw: dict = {"thinking": thinking, "split": split, "seed": seed, "max_tokens": max_tokens, "prompt_tokens": 300}
     framing = "crlf" if crlf else "lf"
     assert encode_stream(reply, framing=framing, **kw) == encode_events(generate_chunks(reply, **kw), framing)
+
+
+# -- the fast path's cuts: fragments joined, found in bulk ----------------------------------------
+
+# Word runs with single and double spaces, punctuation, other whitespace (ASCII, Unicode, the
+# separators str.isspace counts), control characters, non-ASCII letters and the joiner itself.
+_tricky = st.text(st.sampled_from(list("ab_09 ,.\"\\:{}\t\n\r\x0b\x1c\x00\u00a0\u2028\u3000中é🎉\x7f")), max_size=60)
+
+
+@given(text=_tricky)
+def test_token_cuts_found_in_bulk_are_the_token_splits(text: str) -> None:
+    """`cut_joined` finds a text's token cuts by runs of words; split at the joiner they are
+    the fragments `split_text` gives (or, for a text holding the joiner, it declines)."""
+    pieces = cut_joined(Reply(content=text), thinking=True)
+    if SEP in text:
+        assert pieces is None
+        return
+    assert pieces is not None
+    joined, count = pieces.content
+    assert (joined.split(SEP) if count else []) == split_text(text, SplitPlan()) and count == len(split_text(text, SplitPlan()))
+
+
+@given(content=_tricky, reasoning=_text, split=_split, seed=st.integers(0, 2**32 - 1), thinking=st.booleans(),
+       max_tokens=st.one_of(st.none(), st.integers(1, 30)), args=st.lists(_tricky, max_size=2),
+       ids=st.lists(st.sampled_from([None, "call_x"]), min_size=2, max_size=2))
+def test_joined_pieces_are_the_reply_pieces_joined(
+    content: str, reasoning: str, split: SplitPlan, seed: int, thinking: bool, max_tokens: int | None,
+    args: list[str], ids: list[str | None],
+) -> None:
+    reply = Reply(content=content, reasoning=reasoning,
+                  tool_calls=tuple(ToolCall(name=f"t{i}", arguments=a, id=ids[i]) for i, a in enumerate(args)))
+    kw: dict = {"thinking": thinking, "split": split, "seed": seed, "max_tokens": max_tokens}
+    joined, pieces = cut_joined(reply, **kw), cut_reply(reply, **kw)
+    if joined is None:
+        assert SEP in reasoning + content + "".join(args)
+        return
+
+    def run(frags: list[str]) -> tuple[str, int]:
+        return SEP.join(frags), len(frags)
+
+    assert joined.reasoning == run(pieces.reasoning) and joined.content == run(pieces.content)
+    assert joined.calls == [(i, name, run(a)) for i, name, a in pieces.calls]
+    assert (joined.finish_reason, joined.completion_tokens) == (pieces.finish_reason, pieces.completion_tokens)
+
+
+@given(content=_tricky, crlf=st.booleans(), surrogate=st.booleans(), name=st.sampled_from(["t", "t\x7f"]),
+       model=st.sampled_from(["deepseek-v4-flash", "m\x7f"]))
+def test_the_template_stream_is_the_two_step_form_for_any_text(
+    content: str, crlf: bool, surrogate: bool, name: str, model: str
+) -> None:
+    """Written whole from templates (or, for a lone surrogate or the joiner in a text, a model
+    or a tool's name, chunk by chunk), the stream is the two-step form's, event by event and joined."""
+    reply = Reply(content=content + ("\ud800" if surrogate else ""), reasoning=content,
+                  tool_calls=(ToolCall(name=name, arguments=content), ToolCall(name="u", arguments=content + " x")))
+    framing = "crlf" if crlf else "lf"
+    fast = encode_stream(reply, framing=framing, model=model)
+    slow = encode_events(generate_chunks(reply, model=model), framing)
+    assert list(fast) == slow and fast == slow
+    assert [fast[i] for i in range(-len(slow), len(slow))] == slow + slow and fast[1:3] == slow[1:3]

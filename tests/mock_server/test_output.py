@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from dshkit.mock_server import QUIRKS, MockServer, MockServerFactory, Script
 from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS, encode_events, encode_events_fast
 from dshkit.mock_server.generate.reply import Reply, ToolCall
-from dshkit.mock_server.output import FastOutput, PlainOutput, Rendering, Template
+from dshkit.mock_server.output import FastOutput, JoinedEvents, PlainOutput, Rendering, Template
 
 from .wire import chat, parse_sse
 
@@ -143,12 +143,12 @@ def test_anthropic_fast_and_plain_paths_send_the_same_bytes(
     _both_answer(servers, "/anthropic/v1/messages", step, bodies)
 
 
-_texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028')), max_size=40)
+_texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028\x7f')), max_size=40)
 
 
 @settings(max_examples=150)
 @given(content=_texts, reasoning=_texts,
-       calls=st.lists(st.tuples(st.sampled_from(["get", "run_it", 'q"x']), _texts), max_size=2),
+       calls=st.lists(st.tuples(st.sampled_from(["get", "run_it", 'q"x', "d\x7fel"]), _texts), max_size=3),
        finish=st.sampled_from([None, "stop", "length", "tool_calls", "content_filter", "insufficient_system_resource"]),
        quirks=st.lists(st.sampled_from(sorted(ANTHROPIC_QUIRKS)), max_size=4, unique=True),
        framing=st.sampled_from(["lf", "crlf"]), thinking=st.booleans(), done=st.booleans(),
@@ -210,6 +210,54 @@ def test_a_cached_stream_fills_in_to_what_the_renderer_gives(
         assert [got[i] for i in range(-len(expected), len(expected))] == expected + expected
         assert got[1:3] == expected[1:3]
         assert fast.whole(got) == b"".join(expected) and b"".join(fast.writes(got)) == b"".join(expected)
+
+
+@settings(max_examples=60)
+@given(layout=st.lists(st.tuples(st.sampled_from(["id-created", "id", "none"]), _text), min_size=1, max_size=6),
+       envelopes=st.lists(_fields, min_size=3, max_size=5), crlf=st.booleans())
+def test_a_stream_rendered_whole_is_cached_and_cut_into_its_events(
+    layout: list[tuple[str, str]], envelopes: list[tuple[str, int]], crlf: bool
+) -> None:
+    """A renderer that gives its stream as one bytes object (events found after each blank
+    line) is cached and filled in like one that gives a list: the same events, slices and body."""
+    eol = b"\r\n" if crlf else b"\n"
+
+    def events(env: tuple[str, int]) -> list[bytes]:
+        ident, created = json.dumps(env[0]).encode(), b"%d" % env[1]
+        spelled = {"id-created": b'{"id":%s,"x":1,"created":%s' % (ident, created), "id": b'{"id":%s' % ident,
+                   "none": b"{"}
+        return [b"data: " + spelled[kind] + b',"t":' + json.dumps(text).encode() + b"}" + eol + eol
+                for kind, text in layout]
+
+    def spell(env: tuple[str, int]) -> tuple[bytes, ...]:
+        return b'"id":%s' % json.dumps(env[0]).encode(), b'"created":%d' % env[1]
+
+    fast = FastOutput()
+    for env in envelopes:
+        r = Rendering(render=events, envelope=env, key="k",
+                      fast=lambda e: JoinedEvents(b"".join(events(e)), terminator=eol + eol),
+                      template=Template(placeholder=lambda _: ("p" * 36, 9_876_543_210), spell=spell))
+        expected = events(env)
+        got = fast.events(r)
+        assert list(got) == expected and len(got) == len(expected) and got[-1] == expected[-1]
+        assert got[1:3] == expected[1:3] and fast.whole(got) == b"".join(expected)
+
+
+def test_the_stream_cache_holds_a_bounded_number_of_bytes() -> None:
+    """Templates are dropped oldest first to stay within the cache's byte budget, and a stream
+    longer than the whole budget is never stored; every response is still the rendered one."""
+    from dshkit.mock_server.output import StreamCache
+
+    cache = StreamCache()
+    cache.BYTES = 1000
+
+    def rendering(key: str, size: int) -> Rendering[None]:
+        return Rendering(render=lambda _: [b"data: " + key.encode() * size + b"\n\n"], envelope=None, key=key)
+
+    for size, key in [(400, "a"), (400, "b"), (400, "c"), (1000, "d"), (30, "e")] * 3:
+        r = rendering(key, size)
+        assert list(cache.events(r)) == r.render(None)
+        assert cache.stored_bytes <= cache.BYTES
 
 
 # -- pacing and write plans, both paths ---------------------------------------------------------
