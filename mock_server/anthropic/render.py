@@ -244,12 +244,7 @@ def encode_events(
         return out
     if "many_pings" in q:
         ping()
-    if "delta_output_only" in q:
-        delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
-    else:
-        delta_usage = dict(usage)
-        if "delta_input_differs" in q and "input_tokens" in delta_usage:
-            delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
+    delta_usage = _delta_usage(usage, q)
     emit({
         "type": "message_delta",
         "delta": {"stop_reason": reason, "stop_sequence": matched},
@@ -430,12 +425,7 @@ def _fast_events(
     if reason is not None:
         if many:
             out.add(ping)
-        if "delta_output_only" in q:
-            delta_usage: dict[str, Any] = {"output_tokens": usage["output_tokens"]}
-        else:
-            delta_usage = dict(usage)
-            if "delta_input_differs" in q and "input_tokens" in delta_usage:
-                delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
+        delta_usage = _delta_usage(usage, q)
         out.add(emit({
             "type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": matched},
@@ -447,3 +437,14 @@ def _fast_events(
         out.add(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
     joined = out.joined()
     return None if joined is None else JoinedEvents(joined, terminator=eol + eol)
+
+
+def _delta_usage(usage: dict[str, Any], q: Any) -> dict[str, Any]:
+    """The usage `message_delta` carries: the whole usage, or what the quirks in `q` make of it
+    (`delta_output_only`: output tokens alone; `delta_input_differs`: input tokens off by 18)."""
+    if "delta_output_only" in q:
+        return {"output_tokens": usage["output_tokens"]}
+    delta_usage = dict(usage)
+    if "delta_input_differs" in q and "input_tokens" in delta_usage:
+        delta_usage["input_tokens"] = int(delta_usage["input_tokens"]) + 18
+    return delta_usage
