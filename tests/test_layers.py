@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,8 +203,10 @@ class _StopAtReady:
 
     def write(self, text):
         if '"type": "ready"' in text:  # `dshkit serve` is ready: what has it imported?
+            import ssl
+            cas = ssl.create_default_context().cert_store_stats()["x509_ca"]
             with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
-                json.dump(sorted(sys.modules), f)
+                json.dump({"modules": sorted(sys.modules), "ca_certificates": cas}, f)
             os._exit(0)
         return self.out.write(text)
 
@@ -222,17 +225,19 @@ files), pydantic's plugin lookup (it runs when a model's validator is first buil
 harness beyond its errors, `jsonio` and the secrets policy."""
 
 
-def _modules_when_serve_is_ready(tmp_path: Path, *argv: str) -> set[str]:
+def _when_serve_is_ready(tmp_path: Path, *argv: str) -> dict[str, Any]:
+    """What a fresh `dshkit serve` has imported by its ready line, and how many CA certificates a
+    TLS context made then loads."""
     out = tmp_path / "modules.json"
     env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
     result = subprocess.run([sys.executable, "-c", UNTIL_READY, "serve", "--port", "0", *argv], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=120, check=False)
     assert out.exists(), f"dshkit serve never got ready (exit {result.returncode}): {result.stderr[-2000:]}"
-    return set(json.loads(out.read_text(encoding="utf-8")))
+    return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
 def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path) -> None:
-    modules = _modules_when_serve_is_ready(tmp_path)
+    modules = set(_when_serve_is_ready(tmp_path)["modules"])
     assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
     assert loaded == []
@@ -241,5 +246,13 @@ def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path
 def test_dshkit_serve_with_a_script_file_loads_yaml_for_it(tmp_path: Path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("steps:\n  - reply: {content: hi}\n  - rate_limit\n", encoding="utf-8")
-    modules = _modules_when_serve_is_ready(tmp_path, "--script", str(script))
-    assert "yaml" in modules
+    assert "yaml" in _when_serve_is_ready(tmp_path, "--script", str(script))["modules"]
+
+
+def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path) -> None:
+    """`dshkit serve` imports aiohttp without reading the CA certificates into aiohttp's own client
+    contexts (it never opens a client connection); any other TLS context is made as usual."""
+    import ssl
+
+    expected = ssl.create_default_context().cert_store_stats()["x509_ca"]
+    assert _when_serve_is_ready(tmp_path)["ca_certificates"] == expected
