@@ -225,11 +225,11 @@ files), pydantic's plugin lookup (it runs when a model's validator is first buil
 harness beyond its errors, `jsonio` and the secrets policy."""
 
 
-def _when_serve_is_ready(tmp_path: Path, *argv: str) -> dict[str, Any]:
+def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """What a fresh `dshkit serve` has imported by its ready line, and how many CA certificates a
     TLS context made then loads."""
     out = tmp_path / "modules.json"
-    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
+    env = {**os.environ, **(env or {}), "DSHKIT_MODULES_OUT": str(out)}
     result = subprocess.run([sys.executable, "-c", UNTIL_READY, "serve", "--port", "0", *argv], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=120, check=False)
     assert out.exists(), f"dshkit serve never got ready (exit {result.returncode}): {result.stderr[-2000:]}"
@@ -254,5 +254,12 @@ def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_pa
     contexts (it never opens a client connection); any other TLS context is made as usual."""
     import ssl
 
-    expected = ssl.create_default_context().cert_store_stats()["x509_ca"]
-    assert _when_serve_is_ready(tmp_path)["ca_certificates"] == expected
+    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); this test names a real one.
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    if not Path(bundle).is_file():
+        pytest.skip(f"no CA bundle at {bundle}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(cafile=bundle)
+    expected = context.cert_store_stats()["x509_ca"]
+    assert expected > 0
+    assert _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle})["ca_certificates"] == expected
