@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.harness.llm import LlmFailure, StreamChunk, TokenUsage
 from dshkit.mock_server.generate.encode import Framing, encode_events
 from dshkit.mock_server.generate.reply import StreamMeta
+
+if TYPE_CHECKING:
+    from dshkit.harness.llm import LlmFailure, StreamChunk, TokenUsage
 
 __all__ = ["WirePlan", "wire_plan", "wire_usage"]
 

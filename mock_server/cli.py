@@ -419,10 +419,10 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
     except OSError as e:
         sys.stderr.write(f"dshkit serve: cannot bind {server.host}:{server._requested_port}: {e}\n")
         return 1
-    settle_heap()
     _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
             "anthropic_base_url": server.anthropic_base_url,
             **({"admin_url": server.base_url + "/_dshkit/"} if server.admin else {})})
+    settle_heap()  # after the ready line, before the loop handles a request: none waits longer
     try:
         code = await stop
     finally:

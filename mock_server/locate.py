@@ -6,11 +6,12 @@ way and point at the same place the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from dshkit.harness.llm import jsonio
+
+if TYPE_CHECKING:
+    import yaml  # imported on first use: `dshkit serve` without a script file never parses YAML
 
 __all__ = ["MAX_EXPANDED", "field_path", "load_yaml", "parse_document", "yaml_line_of"]
 
@@ -21,9 +22,11 @@ to an anchored value, so nine aliases to a list of nine aliases to ... ("a billi
 few lines that every later walk (validation, rendering a reply) would expand to millions of
 values; no script or scenario is anywhere near this size."""
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+_UNSET: Any = object()
+_FAST_LOADER: Any = _UNSET
 """libyaml's safe loader when PyYAML was built with it (about 4x faster than the pure-Python
-one), else None; either way the loader is safe (plain data, no tags that run code)."""
+one), else None; either way the loader is safe (plain data, no tags that run code). Looked up
+on the first YAML parse, which is when PyYAML is first imported."""
 
 
 def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
@@ -34,6 +37,11 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     error (message and line) is the one raised: a bad file is located the same either way.
     A document whose aliases expand past :data:`MAX_EXPANDED` values is refused
     (`jsonio.JsonTooDeep`, code `YAML_TOO_LARGE`) before its data is built."""
+    global _FAST_LOADER
+    import yaml
+
+    if _FAST_LOADER is _UNSET:
+        _FAST_LOADER = getattr(yaml, "CSafeLoader", None)
     loaders = [yaml.SafeLoader] if _FAST_LOADER is None else [_FAST_LOADER, yaml.SafeLoader]
     for n, loader_cls in enumerate(loaders):
         loader = loader_cls(text)
@@ -53,6 +61,8 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
 def _check_expansion(root: yaml.Node) -> None:
     """Refuse a node graph that expands past MAX_EXPANDED values. Aliases share node objects, so
     each node's expanded size is counted once (memoised by identity), children before parents."""
+    import yaml
+
     size: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -77,7 +87,13 @@ def _check_expansion(root: yaml.Node) -> None:
         size[id(node)] = total
 
 
-def parse_document(text: str, *, is_json: bool, load_yaml: Callable[[str], Any] = yaml.safe_load) -> Any:
+def _safe_load(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def parse_document(text: str, *, is_json: bool, load_yaml: Callable[[str], Any] = _safe_load) -> Any:
     """A script or scenario file's text as data: JSON through `jsonio.loads`, YAML through
     `load_yaml`; both refuse nesting past `jsonio.MAX_DEPTH` with `jsonio.JsonTooDeep` (YAML's
     parser and every later walk recurse). Flow-style YAML nesting (`[[[`, `{a: {b:`) is measured
@@ -104,6 +120,8 @@ def field_path(loc: Sequence[int | str]) -> str:
 
 
 def _has_key(node: yaml.MappingNode, name: str) -> bool:
+    import yaml
+
     return any(isinstance(k, yaml.ScalarNode) and k.value == name for k, _ in node.value)
 
 
@@ -115,6 +133,8 @@ def yaml_line_of(
     `implicit_list` names a key that a document may leave out when it holds a single item (a
     one-step scenario written without `steps:`): `name, 0` is then skipped where `name` is absent.
     """
+    import yaml
+
     line = None
     parts = list(loc)
     while parts:

@@ -28,7 +28,6 @@ from dshkit.mock_server.surface import Body, Call
 __all__ = ["KEEP_ALIVE", "Responder"]
 
 KEEP_ALIVE = b": keep-alive\n\n"
-_NO_PLAN = WriteSpec()
 
 End = Literal["close", "eof", "hold", "reset"]
 
@@ -119,7 +118,7 @@ class Responder:
         events: Sequence[bytes],
         timing: Timing,
         *,
-        writes: WriteSpec = _NO_PLAN,
+        writes: WriteSpec | None = None,
         delay: float = 0.0,
         headers: Mapping[str, str] | None = None,
         tail: bytes = b"",
@@ -134,11 +133,11 @@ class Responder:
         when nothing is scheduled between its headers and its end.
         """
         headers = headers if headers is not None else self.call.surface.stream_headers
-        planned = bool(writes.model_fields_set)
+        plan = writes if writes is not None and writes.model_fields_set else None  # the script's own
         pieces = events
-        if planned and writes != _NO_PLAN:
-            pieces = plan_writes(b"".join(events), writes.to_plan(self.call.seed))
-        if not planned and not delay:
+        if plan is not None and plan != WriteSpec():
+            pieces = plan_writes(b"".join(events), plan.to_plan(self.call.seed))
+        if plan is None and not delay:
             if end in ("close", "eof") and not tail and not timing.first_byte_delay_ms:
                 whole = self.output.whole(pieces)
                 if whole is not None:

@@ -15,9 +15,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,6 +38,9 @@ from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.generate.split import FragmentPlan, SplitPlan
 from dshkit.mock_server.generate.writes import WritePlan, plan_writes
 from dshkit.mock_server.locate import field_path, load_yaml, parse_document, yaml_line_of
+
+if TYPE_CHECKING:
+    import yaml  # imported where a YAML text is parsed: `dshkit serve` without a script never needs it
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -608,7 +610,8 @@ _CONCRETE_STEP: TypeAdapter[ReplyStep | FaultStep | RawStep | ChunksStep] = Type
         | Annotated[RawStep, Tag("raw")]
         | Annotated[ChunksStep, Tag("chunks")],
         Discriminator(_step_kind),
-    ]
+    ],
+    config=ConfigDict(defer_build=True),  # built on first use, not while `dshkit serve` starts
 )
 
 
@@ -833,6 +836,8 @@ def parse_script(
 
 def _compose(text: str) -> yaml.Node | None:
     """The YAML node tree of a file (JSON is YAML too), for line numbers; None if unparsable."""
+    import yaml
+
     try:
         return load_yaml(text)[1]
     except yaml.YAMLError:
@@ -858,6 +863,8 @@ def parse_scripts_text(
     """The scripts of a file's text (see `load_scripts`), with the same located errors: JSON
     when `is_json`, else YAML; raw files resolve against `base`; unnamed scripts are named
     after `stem`."""
+    import yaml
+
     root: yaml.Node | None = None
     try:
         # The depth guard first (jsonio's limit); YAML gives its data and node tree in one parse.

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,3 +192,74 @@ def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: 
     modules = _modules_at_first_connection(tmp_path)
     assert "dshkit.mock_server.server" in modules and "aiohttp" in modules
     assert sorted({_top(m) for m in modules} & {"jsonschema", "dshkit.conformance", "dshkit.view"}) == []
+
+
+UNTIL_READY = """\
+import json, os, sys
+
+class _StopAtReady:
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        if '"type": "ready"' in text:  # `dshkit serve` is ready: what has it imported?
+            import ssl
+            cas = ssl.create_default_context().cert_store_stats()["x509_ca"]
+            with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+                json.dump({"modules": sorted(sys.modules), "ca_certificates": cas}, f)
+            os._exit(0)
+        return self.out.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.out, name)
+
+sys.stdout = _StopAtReady(sys.stdout)
+from dshkit.cli import main
+main(sys.argv[1:])
+"""
+
+NOT_NEEDED_TO_SERVE = ("yaml", "importlib.metadata", "dshkit.harness.llm.messages", "dshkit.harness.llm.chunks",
+                       "dshkit.harness.llm.codec", "dshkit.harness.session", "dshkit.harness.replay")
+"""What `dshkit serve` without a script file is ready without: the YAML parser (for script
+files), pydantic's plugin lookup (it runs when a model's validator is first built), and the
+harness beyond its errors, `jsonio` and the secrets policy."""
+
+
+def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """What a fresh `dshkit serve` has imported by its ready line, and how many CA certificates a
+    TLS context made then loads."""
+    out = tmp_path / "modules.json"
+    env = {**os.environ, **(env or {}), "DSHKIT_MODULES_OUT": str(out)}
+    result = subprocess.run([sys.executable, "-c", UNTIL_READY, "serve", "--port", "0", *argv], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.exists(), f"dshkit serve never got ready (exit {result.returncode}): {result.stderr[-2000:]}"
+    return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
+def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path) -> None:
+    modules = set(_when_serve_is_ready(tmp_path)["modules"])
+    assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
+    loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
+    assert loaded == []
+
+
+def test_dshkit_serve_with_a_script_file_loads_yaml_for_it(tmp_path: Path) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("steps:\n  - reply: {content: hi}\n  - rate_limit\n", encoding="utf-8")
+    assert "yaml" in _when_serve_is_ready(tmp_path, "--script", str(script))["modules"]
+
+
+def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path) -> None:
+    """`dshkit serve` imports aiohttp without reading the CA certificates into aiohttp's own client
+    contexts (it never opens a client connection); any other TLS context is made as usual."""
+    import ssl
+
+    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); this test names a real one.
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    if not Path(bundle).is_file():
+        pytest.skip(f"no CA bundle at {bundle}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(cafile=bundle)
+    expected = context.cert_store_stats()["x509_ca"]
+    assert expected > 0
+    assert _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle})["ca_certificates"] == expected

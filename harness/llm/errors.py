@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .chunks import LlmFailure
+if TYPE_CHECKING:
+    from .chunks import LlmFailure
 
 __all__ = [
     "CaptureError",

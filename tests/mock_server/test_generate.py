@@ -172,6 +172,18 @@ def test_split_modes() -> None:
         SplitPlan(min_size=3, max_size=2)
 
 
+def test_token_split_joins_a_character_to_punctuation_only_when_it_is_ascii_punctuation() -> None:
+    """Token pieces by character class, over every code point up to U+3000 and a sample above:
+    an ASCII character that is neither whitespace nor a word character extends a punctuation
+    run; any other character starts a piece of its own (a non-ASCII one is always alone)."""
+    for code in [*range(0x3000), *range(0x3000, 0x110000, 97), 0x10FFFF]:
+        ch = chr(code)
+        punctuation = ch.isascii() and not ch.isspace() and not (ch.isalnum() or ch == "_")
+        assert split_text("!" + ch, SplitPlan()) == (["!" + ch] if punctuation else ["!", ch]), hex(code)
+        if not ch.isascii():
+            assert split_text(ch + ch, SplitPlan()) == [ch, ch], hex(code)
+
+
 def test_plan_writes_cuts_inside_utf8_and_escapes() -> None:
     data = encode_sse(generate_chunks(Reply(content='é"'), thinking=False))
     writes = plan_writes(data, WritePlan(inside_utf8=True, inside_escapes=True))
