@@ -22,7 +22,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dshkit.mock_server import scripts as scripts_module
+from dshkit.mock_server import locate as scripts_module  # where the YAML loader is chosen
 from dshkit.mock_server.scripts import load_scripts
 
 STEPS = 2_000
