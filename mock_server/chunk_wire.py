@@ -1,6 +1,6 @@
 """A replayed call on DeepSeek's Chat Completions wire: the inverse of the adapter's translate step.
 
-`dshkit.harness.replay.plan_call` says what one logged call held and how it ended;
+`dshkit.harness.replay.plan.plan_call` says what one logged call held and how it ended;
 :func:`wire_plan` renders that plan as what a DeepSeek server would have sent, so the real
 adapter parses it again: text pieces become `delta.content`, reasoning `delta.reasoning_content`,
 tool-call pieces `delta.tool_calls` (id, type and name on a call's first fragment only, the wire

@@ -1,6 +1,6 @@
 """Session-log replay on the Anthropic surface: a logged call's plan as a reply of this protocol.
 
-`dshkit.harness.replay.plan_call` says what one logged call held and how it ended;
+`dshkit.harness.replay.plan.plan_call` says what one logged call held and how it ended;
 :func:`chunk_replay` renders that plan as a :class:`~dshkit.mock_server.generate.reply.Reply`
 cut where the logged deltas were cut, and says how the response must end so the client sees the
 same outcome again. Anthropic has no stop reason for an exhausted server: where the chat wire
