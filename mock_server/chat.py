@@ -71,6 +71,8 @@ _TEMPLATE = Template(placeholder=_placeholder, spell=_spell)
 class ChatSurface(Surface):
     """DeepSeek's Chat Completions (S1–S41): OpenAI-style chunks, `data:` events, `[DONE]`."""
 
+    validates_body_only = True
+
     name = "chat"
     paths = CHAT_PATHS
     # The role opener comes before the first reasoning delta; a tool call's opener and its

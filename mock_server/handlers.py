@@ -26,7 +26,6 @@ from typing import Any
 
 from aiohttp import web
 
-from dshkit.mock_server.anthropic.surface import AnthropicSurface
 from dshkit.mock_server.chat import ChatSurface
 from dshkit.mock_server.defaults import default_reply
 from dshkit.mock_server.exchange import Exchange
@@ -215,11 +214,6 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-#: The wires whose validation depends on the body, path and settings alone (headers reach only
-#: `view.headers`), so the fast path may validate each distinct body once (`ValidationCache`).
-_BODY_ONLY_VALIDATION = (ChatSurface, AnthropicSurface)
-
-
 def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request) -> ChatRequest:
     """`surface.validate` for the request; on the fast path through the runtime's cache."""
     path, headers = request.path, request.headers
@@ -228,7 +222,7 @@ def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request) -
         return surface.validate(raw, path=path, headers=headers, config=rt.config)
 
     cache = rt.validation
-    if cache is None or type(surface) not in _BODY_ONLY_VALIDATION:
+    if cache is None or not surface.validates_body_only:
         return full()
     return cache.validate(full, raw, path=path, headers=headers)
 

@@ -129,6 +129,11 @@ class Surface(ABC):
     cuts: ClassVar[Cuts]
     stream_headers: ClassVar[Mapping[str, str]] = SSE_HEADERS
     """The headers of a 200 streamed response (an event stream, unless the wire says otherwise)."""
+    validates_body_only: ClassVar[bool] = False
+    """Whether `validate`'s result depends on nothing but the body bytes, the path and the
+    server's settings (the headers reaching only `view.headers`), so the fast path may validate
+    each distinct body once (`ValidationCache`). A wire that reads its headers leaves it False; a
+    subclass of a built-in wire whose `validate` reads them sets it False."""
 
     # -- requests ------------------------------------------------------------------------
 

@@ -921,12 +921,13 @@ class ValidationCache:
     result kept as a template no request ever receives; from the third time on the request gets
     the template's derived fields with a body parsed afresh from its own bytes (and redacted
     afresh when the template's redaction changed anything), its own headers and path, so no two
-    requests share an object a test or a callback could change. A body that fails validation is
+    requests share an object a test or a callback could change (the tools' function objects,
+    which only the server reads, are the template's). A body that fails validation is
     never kept: it is validated in full every time and gets the same error. The first sight only
     records the key, so bodies that are new every time cost one full validation and a lookup.
 
-    Only for validators whose result depends on nothing but the body bytes, the path and the
-    server's settings (the request's headers reach only `view.headers`): the built-in wires'.
+    Only for wires whose `validates_body_only` is set (the built-in ones): their result depends
+    on nothing but the body bytes, the path and the server's settings.
     Bodies over `max_body` bytes are not kept (they are rarely repeated and costly to hash); at
     most `entries` bodies of at most `budget` bytes in all are, the oldest dropped first.
     """
@@ -971,7 +972,8 @@ class _Template:
     def __init__(self, chat: ChatRequest) -> None:
         self.fields = {name: getattr(chat, name) for name in ChatRequest.__slots__
                        if name not in ("body", "redacted", "view")}
-        """Everything derived from the body: immutable values, or objects no request receives."""
+        """Everything derived from the body: immutable values, and the tools' function objects,
+        which the server only reads (a callback gets the request's own view and body)."""
         self.redacts = chat.redacted != chat.body
         """Whether redaction changes this body (else the redacted copy is a second parse)."""
         self.view = chat.view

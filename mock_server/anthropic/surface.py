@@ -151,6 +151,8 @@ _REPLAY_ENDS: Mapping[str, Literal["close", "eof", "hold", "reset"]] = {
 class AnthropicSurface(Surface):
     """The Messages API at `/anthropic/v1/messages`: `event:` + `data:` records, `message_stop`."""
 
+    validates_body_only = True
+
     name = "anthropic"
     paths = ANTHROPIC_PATHS
     # message_start, the thinking block's start and its ping come before the first reasoning
