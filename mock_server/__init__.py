@@ -10,8 +10,8 @@ wrap it. The package exports what a test that mocks DeepSeek, records or replays
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
 
+from dshkit.harness.lazy import lazy_attributes as _lazy_attributes
 from dshkit.mock_server.faults import FAULTS
 from dshkit.mock_server.generate.chunks import QUIRKS
 from dshkit.mock_server.routing import SESSION_HEADER, RequestView
@@ -32,24 +32,16 @@ if _TYPE_CHECKING:
 # sooner: cassettes, the recorder, replay and the pytest factories pull in the harness's session
 # and replay code.
 _LAZY: dict[str, str] = {
-    "MockServerFactory": "dshkit.mock_server.factories",
-    "Recorder": "dshkit.mock_server.record",
-    "ReplayServerFactory": "dshkit.mock_server.factories",
-    "SyncMockServerFactory": "dshkit.mock_server.factories",
-    "cassette_to_scripts": "dshkit.mock_server.replay",
-    "load_cassette": "dshkit.mock_server.cassette",
+    "MockServerFactory": "factories",
+    "Recorder": "record",
+    "ReplayServerFactory": "factories",
+    "SyncMockServerFactory": "factories",
+    "cassette_to_scripts": "replay",
+    "load_cassette": "cassette",
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -11,7 +11,8 @@ module of the package does not load the rest: the mock server (`dshkit serve`) n
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+
+from dshkit.harness.lazy import lazy_attributes as _lazy_attributes
 
 if _TYPE_CHECKING:
     from .adapter import Adapter, AdapterCapabilities
@@ -45,15 +46,7 @@ _LAZY: dict[str, str] = {
 """Each name of `__all__` and the module of this package that defines it."""
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ OpenAI-style chat base `openai_chat/`, `openai_compat/` on the openai SDK, `anth
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
+
+from dshkit.harness.lazy import lazy_attributes as _lazy_attributes
 
 if _typing.TYPE_CHECKING:
     from .http_stream import HttpAdapter, HttpWire
@@ -26,8 +27,4 @@ provider subpackage does not load the others' shared modules. The rest of that s
 `WireSource`, `WireDecoder` in `stream`; `SdkSource` in `sdk_stream`) is imported from its module."""
 
 
-def __getattr__(name: str) -> _typing.Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(_importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = _lazy_attributes(__name__, _HOME)
