@@ -112,10 +112,10 @@ def _driver_hello(driver: str) -> dict[str, object]:
 
 @functools.cache
 def _driver_run(driver: str) -> dict[str, ClientScenarioResult]:
-    """One run of a driver over its scenarios, shared by the tests that judge it (each driver
-    process imports its client library, which is most of this file's time). The tests that share
-    a run share an xdist group, so `--dist loadgroup` plays each run once while the runs of the
-    different drivers go to different workers."""
+    """One run of a driver over its scenarios, shared by the tests that judge it (each
+    openai-python process imports the SDK, which is most of this file's time). The tests that
+    share a run share an xdist group, so `--dist loadgroup` plays each run once while the runs of
+    the different drivers go to different workers."""
     ids = [*SUBSET, EOF_ID] if driver == "openai-python" else SUBSET
     return _run(_command(driver), _scenarios(ids), hello=_driver_hello(driver))
 
