@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import driverkit
-import litellm
-from litellm import exceptions
 
 DRIVER = driverkit.Driver(
     "litellm", protocols=["chat"], packages=["litellm", "openai"],
@@ -28,6 +26,11 @@ DRIVER = driverkit.Driver(
                            "provider's `code` and `type`",
     },
 )
+DRIVER.answer_describe()  # before the library is imported: a describe run needs none of it
+
+import litellm
+from litellm import exceptions
+
 OWN = tuple(c for _, c in inspect.getmembers(exceptions, inspect.isclass)
             if issubclass(c, Exception) and c.__module__.startswith("litellm"))
 

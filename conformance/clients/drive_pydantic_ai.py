@@ -17,6 +17,21 @@ from collections.abc import Mapping
 from typing import Any
 
 import driverkit
+
+DRIVER = driverkit.Driver(
+    "pydantic-ai", protocols=["chat"], packages=["pydantic-ai-slim", "openai"],
+    options={"max_retries": "max_retries of the AsyncOpenAI client pydantic-ai wraps (default 2)"},
+    tries=[{"max_retries": "0"}, {"max_retries": "5"}],
+    known={
+        "end-eof-before-finish": "a body that ends before the finish chunk is reported as a normal `stop`",
+        "rt-thinking-tool-call": "sends tool-call arguments back re-encoded (parsed, then dumped compactly), "
+                                 "not as the bytes the model sent",
+        "rt-three-steps-passback-kept": "sends tool-call arguments back re-encoded (parsed, then dumped "
+                                        "compactly), not as the bytes the model sent",
+    },
+)
+DRIVER.answer_describe()  # before the library is imported: a describe run needs none of it
+
 import openai
 from pydantic_ai import exceptions
 from pydantic_ai.direct import model_request_stream
@@ -35,18 +50,6 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.deepseek import DeepSeekProvider
 from pydantic_ai.tools import ToolDefinition
 
-DRIVER = driverkit.Driver(
-    "pydantic-ai", protocols=["chat"], packages=["pydantic-ai-slim", "openai"],
-    options={"max_retries": "max_retries of the AsyncOpenAI client pydantic-ai wraps (default 2)"},
-    tries=[{"max_retries": "0"}, {"max_retries": "5"}],
-    known={
-        "end-eof-before-finish": "a body that ends before the finish chunk is reported as a normal `stop`",
-        "rt-thinking-tool-call": "sends tool-call arguments back re-encoded (parsed, then dumped compactly), "
-                                 "not as the bytes the model sent",
-        "rt-three-steps-passback-kept": "sends tool-call arguments back re-encoded (parsed, then dumped "
-                                        "compactly), not as the bytes the model sent",
-    },
-)
 OWN = tuple(c for _, c in inspect.getmembers(exceptions, inspect.isclass) if issubclass(c, Exception))
 
 

@@ -124,11 +124,35 @@ class Driver:
 
     def hello(self) -> bool:
         """Print `hello`; False when the task only asked for it (the driver then exits 0)."""
-        self._print({"type": "hello", "protocol_version": PROTOCOL_VERSION, "client": self.client,
-                     "protocols": self.protocols, "libraries": _versions(self.packages),
-                     "runtime": f"python {platform.python_version()}", "options": self.options_doc,
-                     "tries": self.tries, "unsupported": self.unsupported, "known": self.known})
+        self._print(self._hello(_versions(self.packages)))
         return not self.task.get("describe")
+
+    def _hello(self, libraries: Mapping[str, str]) -> dict[str, Any]:
+        return {"type": "hello", "protocol_version": PROTOCOL_VERSION, "client": self.client,
+                "protocols": self.protocols, "libraries": dict(libraries),
+                "runtime": f"python {platform.python_version()}", "options": self.options_doc,
+                "tries": self.tries, "unsupported": self.unsupported, "known": self.known}
+
+    def answer_describe(self) -> None:
+        """Answer a describe request and exit 0, before the driver imports its library.
+
+        Everything `hello` says is known without the import (versions come from the installed
+        packages' metadata), and importing a client library is most of a driver's start-up CPU,
+        so a describe run that never plays a scenario does not pay for it. A package that is not
+        installed ends the describe with status 1, as the failed import would have: the runner
+        then says the driver did not describe itself instead of failing every scenario later.
+        A scenario run returns here and imports the library before its `hello`, inside the
+        start-up time rather than the scenario's budget.
+        """
+        if not self.task.get("describe"):
+            return
+        libraries = _versions(self.packages)
+        missing = [name for name, v in libraries.items() if v == "not installed"]
+        if missing:
+            sys.stderr.write(f"{self.client}: not installed: {', '.join(missing)}\n")
+            raise SystemExit(1)
+        self._print(self._hello(libraries))
+        raise SystemExit(0)
 
     def options(self) -> dict[str, str]:
         """The task's client options; an undocumented one ends the run with status 2."""

@@ -30,6 +30,7 @@ from dshkit.conformance.client_matrix import (
     try_options,
 )
 from dshkit.conformance.client_protocol import (
+    CLIENTS_DIR,
     ProtocolViolation,
     build_task,
     parse_line,
@@ -37,6 +38,7 @@ from dshkit.conformance.client_protocol import (
 )
 from dshkit.conformance.client_runner import (
     ClientCommand,
+    ClientError,
     ClientScenarioResult,
     describe_client,
     resolve_client,
@@ -110,10 +112,10 @@ def _driver_hello(driver: str) -> dict[str, object]:
 
 @functools.cache
 def _driver_run(driver: str) -> dict[str, ClientScenarioResult]:
-    """One run of a driver over its scenarios, shared by the tests that judge it (each driver
-    process imports its client library, which is most of this file's time). The tests that share
-    a run share an xdist group, so `--dist loadgroup` plays each run once while the runs of the
-    different drivers go to different workers."""
+    """One run of a driver over its scenarios, shared by the tests that judge it (each
+    openai-python process imports the SDK, which is most of this file's time). The tests that
+    share a run share an xdist group, so `--dist loadgroup` plays each run once while the runs of
+    the different drivers go to different workers."""
     ids = [*SUBSET, EOF_ID] if driver == "openai-python" else SUBSET
     return _run(_command(driver), _scenarios(ids), hello=_driver_hello(driver))
 
@@ -199,6 +201,19 @@ def test_driver_that_never_says_hello_fails_within_the_startup_time() -> None:
                startup_s=0.3)["tool-split-arguments"]
     assert res.status == "fail"
     assert "printed no `hello` line within 0.3 s" in res.reason
+
+
+def test_a_driver_whose_library_is_missing_does_not_describe_itself(tmp_path: Path) -> None:
+    """The bundled drivers answer a describe request before importing their library; one whose
+    package is not installed must still fail the describe (as the import would have), naming the
+    package, rather than pass it and crash in every scenario."""
+    driver = tmp_path / "drive_ghost.py"
+    driver.write_text(f"import sys\nsys.path.insert(0, {str(CLIENTS_DIR)!r})\nimport driverkit\n"
+                      "DRIVER = driverkit.Driver('ghost', protocols=['chat'], packages=['dshkit-ghost-library'])\n"
+                      "DRIVER.answer_describe()\nimport dshkit_ghost_library\n")
+    with pytest.raises(ClientError, match=r"client 'ghost' did not describe itself: the driver exited with status 1 "
+                                          r"before printing `hello`(.|\n)*ghost: not installed: dshkit-ghost-library"):
+        asyncio.run(describe_client(ClientCommand(name="ghost", argv=(sys.executable, str(driver)))))
 
 
 def test_parse_line_locates_what_is_wrong() -> None:
