@@ -230,8 +230,10 @@ def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request, e
     return cache.validate(full, raw, path=path, headers=headers, redacted_headers=entry.headers)
 
 
+@functools.lru_cache(maxsize=4096)
 def step_seed(server_seed: int, session: str, step: int | None) -> int:
-    """A seed stable per (server seed, session, step), whatever the arrival order."""
+    """A seed stable per (server seed, session, step), whatever the arrival order (computed
+    once per step of a session: a step answered again asks again)."""
     return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
 
