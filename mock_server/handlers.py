@@ -91,8 +91,9 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     match the bytes must be the client's 400, and a small gzip body must not inflate past the
     size limit.
     """
-    if request.content_length is not None and request.content_length > limit:
-        raise _too_large(request.content_length, limit)
+    declared = request.content_length  # parsed from the header on every read
+    if declared is not None and declared > limit:
+        raise _too_large(declared, limit)
     content = request.content
     try:
         if content.is_eof():
