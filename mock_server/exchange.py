@@ -61,7 +61,7 @@ class Exchange:
 
     async def start(self, status: int, headers: Mapping[str, str]) -> None:
         """Send the status line and headers now; the body follows in writes."""
-        resp = self._adopt(web.StreamResponse(status=status, headers=dict(headers)))
+        resp = self._adopt(web.StreamResponse(status=status, headers=headers))  # aiohttp copies them
         await resp.prepare(self.request)
 
     async def write(self, data: bytes) -> None:
@@ -97,7 +97,7 @@ class Exchange:
             await self.start(status, headers)
             await self.write(body)
             return await self.end()
-        resp = web.Response(status=status, headers=dict(headers), body=body)
+        resp = web.Response(status=status, headers=headers, body=body)  # aiohttp copies them
         self._adopt(resp)
         resp.enable_chunked_encoding()
         self.entry.writes.append(Write(time.monotonic(), body))

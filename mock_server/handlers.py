@@ -17,6 +17,7 @@ and, for the CLI, a `request` and a `result` event.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -90,22 +91,24 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     match the bytes must be the client's 400, and a small gzip body must not inflate past the
     size limit.
     """
-    if request.content_length is not None and request.content_length > limit:
-        raise _too_large(request.content_length, limit)
-    data = bytearray()
+    declared = request.content_length  # parsed from the header on every read
+    if declared is not None and declared > limit:
+        raise _too_large(declared, limit)
     content = request.content
     try:
         if content.is_eof():
-            # The whole body came with the head (the usual case): take it without a timer.
-            data += content.read_nowait()
-            if len(data) > limit:
-                raise _too_large(len(data), limit)
+            # The whole body came with the head (the usual case): take it as it is, without a timer.
+            whole = content.read_nowait()
+            if len(whole) > limit:
+                raise _too_large(len(whole), limit)
         else:
+            data = bytearray()
             async with asyncio.timeout(timeout):
                 async for chunk in content.iter_chunked(1 << 16):
                     data += chunk
                     if len(data) > limit:
                         raise _too_large(len(data), limit)
+            whole = bytes(data)
     except web.RequestPayloadError as e:  # broken chunked framing and the like
         # Nothing more will be read; marking the end stops aiohttp's lingering read from
         # meeting the same error again after the response (an "Unhandled exception" log).
@@ -119,7 +122,7 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
             408, f"the request body did not arrive within {timeout:g} s (raise it with "
             "--idle-timeout or MockServer(idle_timeout=...))", code="request_timeout",
             headers={"Connection": "close"}) from None
-    return decode_body(bytes(data), request.headers.get("Content-Encoding"), limit)
+    return decode_body(whole, request.headers.get("Content-Encoding"), limit)
 
 
 _ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
@@ -214,8 +217,9 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request) -> ChatRequest:
-    """`surface.validate` for the request; on the fast path through the runtime's cache."""
+def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request, entry: JournalEntry) -> ChatRequest:
+    """`surface.validate` for the request; on the fast path through the runtime's cache (which
+    takes the headers the journal entry redacted already)."""
     path, headers = request.path, request.headers
 
     def full() -> ChatRequest:
@@ -224,15 +228,24 @@ def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request) -
     cache = rt.validation
     if cache is None or not surface.validates_body_only:
         return full()
-    return cache.validate(full, raw, path=path, headers=headers)
+    return cache.validate(full, raw, path=path, headers=headers, redacted_headers=entry.headers)
 
 
+@functools.lru_cache(maxsize=4096)
 def step_seed(server_seed: int, session: str, step: int | None) -> int:
-    """A seed stable per (server seed, session, step), whatever the arrival order."""
+    """A seed stable per (server seed, session, step), whatever the arrival order (computed
+    once per step of a session: a step answered again asks again)."""
     return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
 
 _Serve = Callable[[Runtime, JournalEntry, Responder], Awaitable[str]]
+
+
+@functools.cache
+def _default_knobs() -> tuple[StreamSpec, Timing]:
+    """The default reply's stream and timing: frozen, so made once (on first use, which builds
+    their validators: a server that never serves the default reply never does)."""
+    return StreamSpec(), Timing()
 
 
 async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
@@ -304,7 +317,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         entry.request_bytes = len(raw)
         override = request.headers.get(BEHAVIOR_HEADER)
         try:
-            chat = _validate(rt, surface, raw, request)
+            chat = _validate(rt, surface, raw, request, entry)
         except Rejection as rejection:
             if override is not None or not request.app[ROUTER_KEY].serves_recorded(session):
                 entry.body = _parsed_or_none(raw)
@@ -349,14 +362,14 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
             request=chat,
             seed=step_seed(cfg.seed, session, decision.index),
             repeat=decision.repeat if decision.repeat is not None else rt.repeat_of(session, decision.index),
-            quirks=frozenset(step.stream.quirks) if isinstance(step, ReplyStep | FaultStep) else frozenset(),
+            quirks=frozenset(step.stream.quirks) if isinstance(step, (ReplyStep, FaultStep)) else frozenset(),
             created=int(time.time()),
         )
         answer = Responder(call, r.output, r.x)
         # -- write
         if step is None:
             _begin(rt, entry, "default")
-            return await answer.reply(default_reply(chat), StreamSpec(), Timing())
+            return await answer.reply(default_reply(chat), *_default_knobs())
         if isinstance(step, ReplyStep):
             _begin(rt, entry, "reply")
             return await answer.reply(rt.reply_of(step.reply), step.stream, step.timing, logprobs=step.reply.logprobs)

@@ -110,10 +110,16 @@ class _CachedStream:
     when every event spells them alike (filling it in is then one join), else the whole stream;
     and where its events end (given, or found after each blank line when asked for)."""
 
-    __slots__ = ("_counts", "between", "blob", "ends", "fields", "parts", "size", "span", "terminator")
+    __slots__ = ("_counts", "between", "blob", "ends", "fields", "parts", "pick", "size", "span", "terminator")
 
     def __init__(self, events: Sequence[bytes], fields: tuple[bytes, ...]) -> None:
         joined = events.joined if isinstance(events, JoinedEvents) else b"".join(events)
+        # A field the stream never spells (a signature without a thinking block) is left out,
+        # so the others can still be filled in as spans, and no replace looks for it.
+        present = tuple(i for i, f in enumerate(fields) if f in joined)
+        self.pick: tuple[int, ...] | None = present if len(present) < len(fields) else None
+        """The indices of the fields the stream holds, when it lacks some; None: all of them."""
+        fields = tuple(fields[i] for i in present)
         self.fields = fields
         self.size = len(joined)
         self.terminator = events.terminator if isinstance(events, JoinedEvents) else None
@@ -164,8 +170,14 @@ class _CachedStream:
     def fill(self, values: tuple[bytes, ...]) -> JoinedEvents:
         """The stream with each placeholder field replaced by its value; event ends shift by the
         length differences (computed only when there are any and the ends are not found anew)."""
+        if self.pick is not None:
+            values = tuple(values[i] for i in self.pick)
         if self.parts is not None:
-            span = values[0] + b"".join(b + v for b, v in zip(self.between, values[1:], strict=True))
+            between = self.between
+            if len(between) == 1:  # the usual envelope: two fields
+                span = values[0] + between[0] + values[1]
+            else:
+                span = values[0] + b"".join(b + v for b, v in zip(between, values[1:], strict=True))
             blob = span.join(self.parts)
         else:
             assert self.blob is not None
@@ -199,6 +211,11 @@ def _span(blob: bytes, fields: tuple[bytes, ...]) -> tuple[bytes, tuple[bytes, .
         between.append(blob[pos:at])
         pos = at + len(f)
     return blob[start:pos], tuple(between)
+
+
+_ABSENT = _CachedStream.__new__(_CachedStream)
+"""What the stream cache holds for a key it has no entry for (None: the key's stream is never
+cached); never filled in."""
 
 
 class StreamCache:
@@ -238,16 +255,18 @@ class StreamCache:
         if r.key is None:
             return render(r.envelope)
         key = r.key
+        # One lookup: hashing the key (a reply and its plans, through their dataclass hashes) is
+        # most of what a cached stream costs here.
         try:
-            seen = hash(key)
+            template: _CachedStream | None = self._templates.get(key, _ABSENT)
         except TypeError:  # a reply carrying a usage mapping: its text stands in for it
             key = repr(key)
-            seen = hash(key)
-        if key in self._templates:
-            template = self._templates[key]
-            if template is None:
-                return render(r.envelope)
+            template = self._templates.get(key, _ABSENT)
+        if template is None:
+            return render(r.envelope)
+        if template is not _ABSENT:
             return template.fill(r.template.spell(r.envelope) if r.template is not None else ())
+        seen = hash(key)
         events = render(r.envelope)
         if seen not in self._seen:
             if len(self._seen) >= self.SEEN:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -66,10 +67,15 @@ def session_of(headers: Mapping[str, str]) -> str:
     scheme, _, rest = auth.partition(" ")
     key = rest.strip() if scheme.lower() == "bearer" else auth
     key = key or headers.get("x-api-key", "").strip()
-    if key:
-        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-        return f"key-{digest}"
-    return "anonymous"
+    return _key_session(key) if key else "anonymous"
+
+
+@functools.lru_cache(maxsize=256)
+def _key_session(key: str) -> str:
+    """The session of requests that name no session but carry this key (a client sends the
+    same key on every request: hashed once)."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"key-{digest}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,8 +191,11 @@ def _system_text(body: Any) -> str:
         return ""
     if "system" in body:  # the Anthropic surface: a string or a list of text blocks
         return _text(body["system"])
-    messages = _messages(body)
-    return _text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+    # The first message that is an object (what `_messages` would list first), found without
+    # listing a long conversation on every request.
+    messages = body.get("messages")
+    first = next((m for m in messages if isinstance(m, dict)), None) if isinstance(messages, list) else None
+    return _text(first.get("content")) if first is not None and first.get("role") == "system" else ""
 
 
 def purpose_of(req: RequestView) -> str:

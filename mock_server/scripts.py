@@ -328,6 +328,10 @@ class WriteSpec(_Model):
         )
 
 
+#: The plans of a stream spec that names none (frozen, so one object serves every request).
+_DEFAULT_FRAGMENTS = FragmentPlan.all(SplitPlan())
+
+
 class StreamSpec(_Model):
     """Generator knobs for one step."""
 
@@ -344,6 +348,8 @@ class StreamSpec(_Model):
     seed: int | None = Field(default=None, description="Default: the server seed plus the step.")
 
     def fragment_plan(self) -> FragmentPlan:
+        if self.split is None and self.text is None and self.reasoning is None and self.arguments is None:
+            return _DEFAULT_FRAGMENTS  # most steps: built once, not on every request
         base = self.split.to_plan() if self.split else SplitPlan()
         return FragmentPlan(
             text=self.text.to_plan() if self.text else base,

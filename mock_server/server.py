@@ -66,14 +66,26 @@ def sequence_script(names: Sequence[str] | str, *, repeat_last: bool = False) ->
     )
 
 
+#: The youngest generation's threshold in a serving process (Python's default is 700).
+SERVE_GC_THRESHOLD = 10_000
+
+
 def settle_heap() -> None:
     """For a process that only serves (`dshkit serve`), once its server has started: what was
     built to start (modules, scripts, the app) stays for the process's life, so the cyclic
     collector is told to skip it (`gc.freeze`). Every request makes short-lived objects, and
     each full collection would otherwise walk that whole heap again. Not for a host process
-    (a test run): frozen objects are never collected."""
+    (a test run): frozen objects are never collected.
+
+    The youngest generation is collected after :data:`SERVE_GC_THRESHOLD` allocations instead
+    of 700: with 700 a collection came every request or two, each walking the objects of every
+    request still in flight (and moving them to an older generation, walked again later). A
+    request leaves about ten objects in reference cycles, so the garbage waiting for a
+    collection stays small; under the server bench's load the collector's share of the CPU
+    went from 4-5% to under 2%."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(SERVE_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:

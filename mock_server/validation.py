@@ -940,9 +940,13 @@ class ValidationCache:
         self._bytes = 0
 
     def validate(
-        self, validate: Callable[[], ChatRequest], raw: bytes, *, path: str, headers: Mapping[str, str]
+        self, validate: Callable[[], ChatRequest], raw: bytes, *, path: str, headers: Mapping[str, str],
+        redacted_headers: Mapping[str, str] | None = None,
     ) -> ChatRequest:
-        """`validate()`'s result for this request, from the template when there is one."""
+        """`validate()`'s result for this request, from the template when there is one.
+
+        `redacted_headers`: `redact_headers(headers)` when the caller made it already (the
+        journal entry's); the view gets its own copy."""
         if len(raw) > self.max_body:
             return validate()
         key = (path, raw)
@@ -961,7 +965,7 @@ class ValidationCache:
             chat = validate()
             kept[key] = _Template(validate())
             return chat
-        return template.renew(raw, path, headers)
+        return template.renew(raw, path, headers, redacted_headers)
 
 
 class _Template:
@@ -978,7 +982,9 @@ class _Template:
         """Whether redaction changes this body (else the redacted copy is a second parse)."""
         self.view = chat.view
 
-    def renew(self, raw: bytes, path: str, headers: Mapping[str, str]) -> ChatRequest:
+    def renew(
+        self, raw: bytes, path: str, headers: Mapping[str, str], redacted_headers: Mapping[str, str] | None = None
+    ) -> ChatRequest:
         """The request of these bytes, with its own body, redacted body, headers and path."""
         try:
             body = _fast_loads(raw)
@@ -990,6 +996,7 @@ class _Template:
         return ChatRequest(
             body=body, redacted=redacted,
             view=RequestView(last_user=view.last_user, tool_results=view.tool_results, model=view.model,
-                             headers=redact_headers(headers), body=body, path=path),
+                             headers=redact_headers(headers) if redacted_headers is None else dict(redacted_headers),
+                             body=body, path=path),
             **self.fields,
         )

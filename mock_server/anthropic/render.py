@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import json
 import random
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.encode import _encode as _compact
 from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
-from dshkit.mock_server.generate.reply import Reply
+from dshkit.mock_server.generate.reply import Reply, seeded_uuid
 from dshkit.mock_server.generate.split import (
     FragmentPlan,
     JoinedPieces,
@@ -95,10 +94,11 @@ def message_id(seed: int, *, anthropic: bool = False, repeat: int = 0) -> str:
 
     `repeat` > 0 (the step already answered that many requests) draws a fresh id, as every
     real response has its own."""
-    rng = random.Random(f"meta:{seed}:repeat:{repeat}" if repeat else f"meta:{seed}")
-    if anthropic:
-        return "msg_01" + "".join(rng.choice(_ALNUM) for _ in range(22))
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    text = f"meta:{seed}:repeat:{repeat}" if repeat else f"meta:{seed}"
+    if not anthropic:
+        return seeded_uuid(text)
+    rng = random.Random(text)
+    return "msg_01" + "".join(rng.choice(_ALNUM) for _ in range(22))
 
 
 def signature(msg_id: str, seed: int, anthropic: bool, repeat: int = 0) -> str:

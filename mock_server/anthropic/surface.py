@@ -37,9 +37,13 @@ def _placeholder_ids(ids: tuple[str, str]) -> tuple[str, str]:
     return fake_id, fake_signature
 
 
+#: `json.dumps` of a string, called straight (C): spelled on every request served from the cache.
+_json_string = json.encoder.encode_basestring_ascii
+
+
 def _spell_ids(ids: tuple[str, str]) -> tuple[bytes, ...]:
     # Quoted with their JSON keys: inside a string value the quotes would be escaped.
-    return b'"id":%s' % json.dumps(ids[0]).encode(), b'"signature":%s' % json.dumps(ids[1]).encode()
+    return b'"id":%s' % _json_string(ids[0]).encode(), b'"signature":%s' % _json_string(ids[1]).encode()
 
 
 _IDS_TEMPLATE = Template(placeholder=_placeholder_ids, spell=_spell_ids)

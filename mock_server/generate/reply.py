@@ -8,9 +8,11 @@ stream, and usage obeys DeepSeek's arithmetic (`wire.md` §8).
 
 from __future__ import annotations
 
+import _random
 import functools
+import hashlib
 import random
-import uuid
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +24,7 @@ __all__ = [
     "ToolCall",
     "compute_usage",
     "make_meta",
+    "seeded_uuid",
     "tool_call_id",
 ]
 
@@ -80,8 +83,7 @@ def make_meta(
     """
     stream_id, fingerprint = _seeded_meta(seed, era)
     if repeat:
-        again = random.Random(f"meta:{seed}:repeat:{repeat}")
-        stream_id = str(uuid.UUID(int=again.getrandbits(128), version=4))
+        stream_id = seeded_uuid(f"meta:{seed}:repeat:{repeat}")
     return StreamMeta(
         id=stream_id,
         created=created if created is not None else 1_786_000_000 + seed % 1_000_000,
@@ -95,12 +97,41 @@ def _seeded_meta(seed: int, era: Era) -> tuple[str, str]:
     """The seed's first completion id and its fingerprint. A server answers the same step (same
     seed) again and again, so this is computed once per seed rather than per response."""
     rng = random.Random(f"meta:{seed}")
-    stream_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    stream_id = _uuid4(rng.getrandbits(128))
     if era == "v4":
         fingerprint = "".join(rng.choice(_HEX) for _ in range(32))
     else:
         fingerprint = "fp_" + "".join(rng.choice(_HEX) for _ in range(10)) + "_prod0820_fp8_kvcache"
     return stream_id, fingerprint
+
+
+_ids = threading.local()
+_c_seed = _random.Random.seed
+_V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_V4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def seeded_uuid(text: str) -> str:
+    """`str(uuid.UUID(int=random.Random(text).getrandbits(128), version=4))`, the same id.
+
+    A response id is drawn per response (every repeat of a step has its own), so this runs on
+    every request: it seeds one generator per thread with the integer `Random.seed` derives
+    from a string (the text and its SHA-512) instead of building a generator, and spells the
+    UUID itself. Seeding the Mersenne Twister is most of what is left; a cheaper derivation
+    would give other ids for the same seed.
+    """
+    rng: random.Random | None = getattr(_ids, "rng", None)
+    if rng is None:
+        rng = _ids.rng = random.Random(0)
+    data = text.encode()
+    _c_seed(rng, int.from_bytes(data + hashlib.sha512(data).digest(), "big"))
+    return _uuid4(rng.getrandbits(128))
+
+
+def _uuid4(bits: int) -> str:
+    """`str(uuid.UUID(int=bits, version=4))`: the version and variant bits set, dashed hex."""
+    h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def tool_call_id(index: int, rng: random.Random) -> str:

@@ -140,6 +140,12 @@ def test_prompt_and_purpose_on_both_surfaces() -> None:
     assert purpose_of(RequestView(body=title_body())) == "session-title"
     assert purpose_of(RequestView(body={**title_body(), "tools": TOOLS})) == "main"
     assert purpose_of(RequestView(body=main_body("x"))) == "main"
+    # The system message is the first message that is an object; entries that are not are
+    # passed over (validation rejects them later), as is a conversation of none.
+    title = title_body()
+    assert purpose_of(RequestView(body={**title, "messages": ["junk", 3, *title["messages"]]})) == "session-title"
+    assert purpose_of(RequestView(body={**title, "messages": ["junk", *title["messages"][1:]]})) == "main"
+    assert purpose_of(RequestView(body={**title, "messages": "not a list"})) == "main"
     assert purpose_of(RequestView(body=main_body("x"), headers={"x-deepseek-harness-compact": "1"})) == "compaction"
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+import threading
+import uuid
 
 import pytest
 from hypothesis import given
@@ -13,7 +16,7 @@ from dshkit.mock_server import QUIRKS
 from dshkit.mock_server.generate.chunks import generate_chunks
 from dshkit.mock_server.generate.completion import build_completion
 from dshkit.mock_server.generate.encode import encode_events, encode_sse, encode_stream, frame_jsonl
-from dshkit.mock_server.generate.reply import Reply, ToolCall, compute_usage, make_meta
+from dshkit.mock_server.generate.reply import Reply, ToolCall, compute_usage, make_meta, seeded_uuid
 from dshkit.mock_server.generate.split import (
     SEP,
     FragmentPlan,
@@ -131,6 +134,48 @@ def test_logprobs_only_on_content_chunks() -> None:
         assert entry["token"] == c["choices"][0]["delta"]["content"]
         assert entry["bytes"] == list(entry["token"].encode())
         assert len(entry["top_logprobs"]) == 2
+
+
+def _reference_uuid(text: str) -> str:
+    return str(uuid.UUID(int=random.Random(text).getrandbits(128), version=4))
+
+
+@given(text=st.one_of(st.builds("meta:{}:repeat:{}".format, st.integers(0, 2**32), st.integers(1, 2**40)),
+                      st.text()))
+def test_seeded_uuid_is_the_seeded_generators_uuid(text: str) -> None:
+    """Response ids stay the ones a `random.Random` seeded with the text draws (the same seed
+    gives the same ids as before the shortcut), in the UUID version 4 form."""
+    got = seeded_uuid(text)
+    assert got == _reference_uuid(text)
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", got)
+
+
+def test_seeded_uuid_holds_across_threads() -> None:
+    """Each thread seeds a generator of its own: ids drawn at once on several threads are still
+    each text's own."""
+    texts = [f"meta:{s}:repeat:{r}" for s in range(4) for r in range(1, 200)]
+    bad: list[str] = []
+    start = threading.Barrier(4)
+
+    def draw() -> None:
+        start.wait()
+        bad.extend(t for t in texts if seeded_uuid(t) != _reference_uuid(t))
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_repeated_responses_get_the_seeded_ids() -> None:
+    """A repeat's completion id is the seeded generator's, and differs from the first response's."""
+    first = make_meta("deepseek-chat", seed=7, created=1)
+    again = make_meta("deepseek-chat", seed=7, created=1, repeat=3)
+    assert first.id == _reference_uuid("meta:7")
+    assert again.id == _reference_uuid("meta:7:repeat:3") != first.id
+    assert again.system_fingerprint == first.system_fingerprint
 
 
 def test_v32_era_fingerprint() -> None:

@@ -82,6 +82,25 @@ def test_every_request_gets_what_plain_validation_gives_and_objects_of_its_own(r
         seen.append(got)
 
 
+def test_headers_redacted_by_the_caller_give_the_same_request_and_a_view_of_its_own() -> None:
+    """The handler hands in the journal entry's redacted headers: the result is still plain
+    validation's, and the view's headers are a copy (a callback changing them leaves the
+    journal's record alone)."""
+    from dshkit.mock_server.journal import redact_headers
+
+    cache = ValidationCache()
+    raw = json.dumps(VALID[2]).encode()
+    for i in range(4):
+        headers = {"X-Mock-Session": f"s{i}", "Authorization": "Bearer sk-key", "X-Api-Key": "sk-other"}
+        journal = redact_headers(headers)
+        got = cache.validate(lambda headers=headers: _plain(raw, headers=headers), raw, path="/chat/completions",
+                             headers=headers, redacted_headers=journal)
+        assert got == _plain(raw, headers=headers)
+        assert got.view.headers == journal and got.view.headers is not journal
+        got.view.headers["x-mock-session"] = "changed"
+        assert journal["x-mock-session"] == f"s{i}"
+
+
 def test_the_path_is_part_of_the_key() -> None:
     cache = ValidationCache()
     raw = json.dumps(body()).encode()
