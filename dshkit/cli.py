@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -180,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = parsed.command
         arguments = arguments[arguments.index(command):] if command in arguments else arguments
     if command == "serve":
+        # Everything `dshkit serve` builds before its ready line (modules, scripts, the app) lives
+        # as long as the process, so the cyclic collector, which an import of this size would set
+        # off about a hundred times, finds nothing to free: it is off until the server has
+        # started, and `settle_heap` (or the --workers parent) turns it back on.
+        gc.disable()
         _import_aiohttp_without_ca_certificates()
     parser = build_parser(command)
     args = _parse(parser, command, arguments)

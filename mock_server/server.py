@@ -71,9 +71,11 @@ def settle_heap() -> None:
     built to start (modules, scripts, the app) stays for the process's life, so the cyclic
     collector is told to skip it (`gc.freeze`). Every request makes short-lived objects, and
     each full collection would otherwise walk that whole heap again. Not for a host process
-    (a test run): frozen objects are never collected."""
+    (a test run): frozen objects are never collected. The collector is on afterwards (`dshkit
+    serve` starts with it off, since nothing it builds to start is garbage)."""
     gc.collect()
     gc.freeze()
+    gc.enable()
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:

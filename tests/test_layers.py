@@ -263,3 +263,47 @@ def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_pa
     expected = context.cert_store_stats()["x509_ca"]
     assert expected > 0
     assert _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle})["ca_certificates"] == expected
+
+
+UNTIL_FIRST_REQUEST = """\
+import gc, json, os, sys, threading, urllib.request
+
+class _StopAtFirstRequest:
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        if '"type": "ready"' in text:  # ask something, from a thread: the server's loop runs here
+            ready = json.loads(text.splitlines()[0])
+            body = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
+            request = urllib.request.Request(ready["base_url"] + "/chat/completions", body.encode(),
+                                             {"Content-Type": "application/json"})
+            threading.Thread(target=urllib.request.urlopen, args=(request,), daemon=True).start()
+        elif '"type": "request"' in text or '"type": "result"' in text:  # serving: is the collector on?
+            with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+                json.dump({"collector_on": gc.isenabled(), "frozen": gc.get_freeze_count()}, f)
+            os._exit(0)
+        return self.out.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.out, name)
+
+sys.stdout = _StopAtFirstRequest(sys.stdout)
+from dshkit.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_dshkit_serve_collects_garbage_once_it_serves(tmp_path: Path) -> None:
+    """`dshkit serve` starts with the cyclic collector off (nothing it builds to start is
+    garbage); by its first request the collector is on again, with the start-up heap frozen out
+    of its walks, so a long run still frees its cycles."""
+    out = tmp_path / "gc.json"
+    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
+    env.pop("DSHKIT_MOCK_API_KEY", None)
+    result = subprocess.run([sys.executable, "-c", UNTIL_FIRST_REQUEST, "serve", "--port", "0"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.exists(), f"dshkit serve never served a request (exit {result.returncode}): {result.stderr[-2000:]}"
+    state = json.loads(out.read_text(encoding="utf-8"))
+    assert state["collector_on"] is True
+    assert state["frozen"] > 10_000
