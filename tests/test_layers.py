@@ -228,8 +228,8 @@ else:  # dshkit serve ...
 NOT_NEEDED_TO_SERVE = ("yaml", "importlib.metadata", "dshkit.harness.llm.messages", "dshkit.harness.llm.chunks",
                        "dshkit.harness.llm.codec", "dshkit.harness.session", "dshkit.harness.replay")
 """What `dshkit serve` without a script file is ready without: the YAML parser (for script
-files), pydantic's plugin lookup (it runs when a model's validator is first built), and the
-harness beyond its errors, `jsonio` and the secrets policy."""
+files), pydantic's plugin lookup (it runs when a model's validator is first built: a plain
+`--sequence` builds none), and the harness beyond its errors, `jsonio` and the secrets policy."""
 
 
 def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -244,8 +244,9 @@ def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None 
     return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
-def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path) -> None:
-    modules = set(_when_serve_is_ready(tmp_path)["modules"])
+@pytest.mark.parametrize("argv", [[], ["--sequence", "rate_limit,success"]])
+def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path, argv: list[str]) -> None:
+    modules = set(_when_serve_is_ready(tmp_path, *argv)["modules"])
     assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
     assert loaded == []
