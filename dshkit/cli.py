@@ -107,27 +107,6 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
     return parser
 
 
-def _import_aiohttp_without_ca_certificates() -> None:
-    """Import aiohttp for `dshkit serve` without reading the CA certificates into its client TLS contexts.
-
-    aiohttp builds two default client TLS contexts when it is first imported, and reading the
-    system's CA bundle into them was about a tenth of the time `dshkit serve` took to get ready.
-    The serve process is a plain-HTTP server that never opens a client connection, so its aiohttp
-    gets those two contexts without certificates: a verifying connection through them would fail
-    its certificate check, never pass unchecked. The patch covers only this import; every TLS
-    context made afterwards (and in any process but `dshkit serve`) loads the CA certificates as
-    usual."""
-    if "aiohttp" in sys.modules:
-        return
-    import ssl
-
-    setattr(ssl.SSLContext, "set_default_verify_paths", lambda self: None)  # noqa: B010 (mypy refuses `ssl.SSLContext.x = ...`)
-    try:
-        import aiohttp  # noqa: F401
-    finally:
-        delattr(ssl.SSLContext, "set_default_verify_paths")  # _ssl._SSLContext's own again
-
-
 def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand `argv` names when it is a known one and comes first (global options such
     as `--version` come before it and need the whole parser)."""
@@ -179,8 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parsed = lazy.parse_args(arguments)  # exits, unless global options came before a command
         command = parsed.command
         arguments = arguments[arguments.index(command):] if command in arguments else arguments
-    if command == "serve":
-        _import_aiohttp_without_ca_certificates()
+    if command == "serve":  # imported before the server, to start it sooner (see `serving`)
+        from dshkit.mock_server.startup import serving
+
+        with serving():
+            return _run(command, arguments)
+    return _run(command, arguments)
+
+
+def _run(command: str, arguments: list[str]) -> int:
     parser = build_parser(command)
     args = _parse(parser, command, arguments)
     try:

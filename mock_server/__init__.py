@@ -12,11 +12,6 @@ wrap it. The package exports what a test that mocks DeepSeek, records or replays
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from dshkit.harness.lazy import lazy_attributes as _lazy_attributes
-from dshkit.mock_server.faults import FAULTS
-from dshkit.mock_server.generate.chunks import QUIRKS
-from dshkit.mock_server.routing import SESSION_HEADER, RequestView
-from dshkit.mock_server.scripts import Script, load_script
-from dshkit.mock_server.server import MockServer
 
 if _TYPE_CHECKING:
     from dshkit.mock_server.cassette import load_cassette
@@ -25,19 +20,33 @@ if _TYPE_CHECKING:
         ReplayServerFactory,
         SyncMockServerFactory,
     )
+    from dshkit.mock_server.faults import FAULTS
+    from dshkit.mock_server.generate.chunks import QUIRKS
     from dshkit.mock_server.record import Recorder
     from dshkit.mock_server.replay import cassette_to_scripts
+    from dshkit.mock_server.routing import SESSION_HEADER, RequestView
+    from dshkit.mock_server.scripts import Script, load_script
+    from dshkit.mock_server.server import MockServer
 
-# What `dshkit serve` does not need is imported on first use (PEP 562), so the server is ready
-# sooner: cassettes, the recorder, replay and the pytest factories pull in the harness's session
-# and replay code.
+# Every name is imported on first use (PEP 562), so importing the package, or one module of it,
+# costs only what the caller touches: `dshkit serve` never loads cassettes, the recorder, replay
+# or the pytest factories (they pull in the harness's session and replay code), and a process
+# that only serves reaches `dshkit.mock_server.startup` before any module has imported aiohttp
+# (the server and the fault catalogue do), so that it can import aiohttp in its own way.
 _LAZY: dict[str, str] = {
+    "FAULTS": "faults",
+    "QUIRKS": "generate.chunks",
+    "SESSION_HEADER": "routing",
+    "MockServer": "server",
     "MockServerFactory": "factories",
     "Recorder": "record",
     "ReplayServerFactory": "factories",
+    "RequestView": "routing",
+    "Script": "scripts",
     "SyncMockServerFactory": "factories",
     "cassette_to_scripts": "replay",
     "load_cassette": "cassette",
+    "load_script": "scripts",
 }
 
 

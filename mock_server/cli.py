@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import select
 import signal
@@ -373,6 +374,7 @@ def _serve_workers(server: MockServer, n: int) -> int:
     global _atomic_lines
     from dshkit.mock_server.workers import run_workers
 
+    gc.enable()  # off while `dshkit serve` started (dshkit.cli); each worker's settle_heap turns it on too
     _atomic_lines = True
     code, summary = run_workers(server, n, emit=_print, summarize=run_summary, exit_on_signals=exit_on_signals)
     if summary is None:

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -28,7 +28,16 @@ from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, Journal
 from dshkit.mock_server.routing import Router
 from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
-from dshkit.mock_server.scripts import Script, load_scripts, parse_script
+from dshkit.mock_server.scripts import (
+    FaultName,
+    FaultStep,
+    Script,
+    StreamSpec,
+    Timing,
+    WriteSpec,
+    load_scripts,
+    parse_script,
+)
 from dshkit.mock_server.surface import Surface
 
 __all__ = ["MockServer", "ScriptSource", "sequence_script", "settle_heap"]
@@ -57,13 +66,28 @@ _HTTP_LOG.addFilter(_OneLineClientErrors())
 ScriptSource = Script | str | os.PathLike[str]
 
 
+_FAULT_NAMES = frozenset(get_args(FaultName))
+
+
 def sequence_script(names: Sequence[str] | str, *, repeat_last: bool = False) -> Script:
     """A script of fault steps from names (`"rate_limit,success"` or a list)."""
     items = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-    return parse_script(
-        {"name": "sequence", "repeat_last": repeat_last, "steps": [n for n in items if n]},
-        source="--sequence",
-    )
+    steps = [n for n in items if n]
+    if steps and all(isinstance(n, str) and n in _FAULT_NAMES for n in steps):
+        # Known fault names only: the script validation would make, built without building a
+        # validator (the whole script's, and its steps' default stream and timing, cost tens of
+        # milliseconds of `dshkit serve --sequence`'s start-up). Anything else is validated, so
+        # that it fails as a script step would.
+        return Script.model_construct(name="sequence", repeat_last=repeat_last,
+                                      steps=[_fault_step(n) for n in steps])
+    return parse_script({"name": "sequence", "repeat_last": repeat_last, "steps": steps}, source="--sequence")
+
+
+def _fault_step(name: str) -> FaultStep:
+    """`FaultStep(fault=name)` as validation makes it, its default stream and timing included."""
+    stream = StreamSpec.model_construct(_fields_set=set(), writes=WriteSpec.model_construct(_fields_set=set()))
+    return FaultStep.model_construct(fault=name, stream=stream, timing=Timing.model_construct(_fields_set=set()),
+                                     _fields_set={"fault"})
 
 
 #: The youngest generation's threshold in a serving process (Python's default is 700).
@@ -75,7 +99,8 @@ def settle_heap() -> None:
     built to start (modules, scripts, the app) stays for the process's life, so the cyclic
     collector is told to skip it (`gc.freeze`). Every request makes short-lived objects, and
     each full collection would otherwise walk that whole heap again. Not for a host process
-    (a test run): frozen objects are never collected.
+    (a test run): frozen objects are never collected. The collector is on afterwards (`dshkit
+    serve` starts with it off, since nothing it builds to start is garbage).
 
     The youngest generation is collected after :data:`SERVE_GC_THRESHOLD` allocations instead
     of 700: with 700 a collection came every request or two, each walking the objects of every
@@ -86,6 +111,7 @@ def settle_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(SERVE_GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc.enable()
 
 
 def _check_weights(weights: Mapping[str, float]) -> dict[str, float]:

@@ -5,6 +5,8 @@ imports no subcommand."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import subprocess
 import sys
@@ -80,6 +82,16 @@ def test_serve_repeat_last_applies_to_a_script(tmp_path: Path) -> None:
 def test_serve_repeat_last_without_steps_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--repeat-last"]) == 2
     assert "--repeat-last applies to the steps of --sequence or --script" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["serve", "--repeat-last"], ["serve", "--help"], ["serve", "--bogus"]])
+def test_serve_run_in_a_host_process_leaves_its_collector_on(argv: list[str]) -> None:
+    """`serve` starts with the cyclic collector off; run in a caller's process and ended before
+    it serves (refused options, help, a usage error), it leaves the collector on as it found it."""
+    assert gc.isenabled()
+    with contextlib.suppress(SystemExit):
+        main(argv)
+    assert gc.isenabled()
 
 
 def test_run_max_retries_limits_the_retries_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -104,7 +104,7 @@ def test_importing_every_harness_module_loads_no_other_package() -> None:
 
 
 def test_import_mock_server_imports_no_pytest() -> None:
-    modules = _modules_after("import dshkit.mock_server")
+    modules = _modules_after("import dshkit.mock_server\ndshkit.mock_server.MockServer")
     assert "dshkit.mock_server.server" in modules
     assert sorted(m for m in modules if _top(m) in ("pytest", "_pytest", "pytest_asyncio", "syrupy")) == []
 
@@ -195,7 +195,7 @@ def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: 
 
 
 UNTIL_READY = """\
-import json, os, sys
+import json, os, runpy, sys
 
 class _StopAtReady:
     def __init__(self, out):
@@ -204,9 +204,13 @@ class _StopAtReady:
     def write(self, text):
         if '"type": "ready"' in text:  # `dshkit serve` is ready: what has it imported?
             import ssl
+            import aiohttp.connector
             cas = ssl.create_default_context().cert_store_stats()["x509_ca"]
+            # aiohttp's own default client context (a private name: -1 if aiohttp renames it)
+            own = getattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", None)
             with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
-                json.dump({"modules": sorted(sys.modules), "ca_certificates": cas}, f)
+                json.dump({"modules": sorted(sys.modules), "ca_certificates": cas,
+                           "aiohttp_ca_certificates": own.cert_store_stats()["x509_ca"] if own else -1}, f)
             os._exit(0)
         return self.out.write(text)
 
@@ -214,20 +218,24 @@ class _StopAtReady:
         return getattr(self.out, name)
 
 sys.stdout = _StopAtReady(sys.stdout)
-from dshkit.cli import main
-main(sys.argv[1:])
+if os.environ.get("DSHKIT_ENTRY") == "module":  # python -m dshkit.mock_server serve ...
+    runpy.run_module("dshkit.mock_server", run_name="__main__", alter_sys=True)
+else:  # dshkit serve ...
+    from dshkit.cli import main
+    main(sys.argv[1:])
 """
 
 NOT_NEEDED_TO_SERVE = ("yaml", "importlib.metadata", "dshkit.harness.llm.messages", "dshkit.harness.llm.chunks",
                        "dshkit.harness.llm.codec", "dshkit.harness.session", "dshkit.harness.replay")
 """What `dshkit serve` without a script file is ready without: the YAML parser (for script
-files), pydantic's plugin lookup (it runs when a model's validator is first built), and the
-harness beyond its errors, `jsonio` and the secrets policy."""
+files), pydantic's plugin lookup (it runs when a model's validator is first built: a plain
+`--sequence` builds none), and the harness beyond its errors, `jsonio` and the secrets policy."""
 
 
 def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """What a fresh `dshkit serve` has imported by its ready line, and how many CA certificates a
-    TLS context made then loads."""
+    """What a fresh `dshkit serve` (or with `DSHKIT_ENTRY=module` in `env`, `python -m
+    dshkit.mock_server serve`) has imported by its ready line, and how many CA certificates a
+    TLS context made then loads, and aiohttp's own client context holds."""
     out = tmp_path / "modules.json"
     env = {**os.environ, **(env or {}), "DSHKIT_MODULES_OUT": str(out)}
     result = subprocess.run([sys.executable, "-c", UNTIL_READY, "serve", "--port", "0", *argv], cwd=ROOT,
@@ -236,8 +244,9 @@ def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None 
     return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
-def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path) -> None:
-    modules = set(_when_serve_is_ready(tmp_path)["modules"])
+@pytest.mark.parametrize("argv", [[], ["--sequence", "rate_limit,success"]])
+def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path, argv: list[str]) -> None:
+    modules = set(_when_serve_is_ready(tmp_path, *argv)["modules"])
     assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
     assert loaded == []
@@ -249,9 +258,11 @@ def test_dshkit_serve_with_a_script_file_loads_yaml_for_it(tmp_path: Path) -> No
     assert "yaml" in _when_serve_is_ready(tmp_path, "--script", str(script))["modules"]
 
 
-def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path) -> None:
-    """`dshkit serve` imports aiohttp without reading the CA certificates into aiohttp's own client
-    contexts (it never opens a client connection); any other TLS context is made as usual."""
+@pytest.mark.parametrize("entry", ["dshkit", "module"])
+def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path, entry: str) -> None:
+    """`dshkit serve` and `python -m dshkit.mock_server serve` import aiohttp without reading the
+    CA certificates into aiohttp's own client contexts (they never open a client connection);
+    any other TLS context is made as usual."""
     import ssl
 
     # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); this test names a real one.
@@ -262,4 +273,50 @@ def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_pa
     context.load_verify_locations(cafile=bundle)
     expected = context.cert_store_stats()["x509_ca"]
     assert expected > 0
-    assert _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle})["ca_certificates"] == expected
+    ready = _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle, "DSHKIT_ENTRY": entry})
+    assert ready["ca_certificates"] == expected
+    assert ready["aiohttp_ca_certificates"] == 0
+
+
+UNTIL_FIRST_REQUEST = """\
+import gc, json, os, sys, threading, urllib.request
+
+class _StopAtFirstRequest:
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        if '"type": "ready"' in text:  # ask something, from a thread: the server's loop runs here
+            ready = json.loads(text.splitlines()[0])
+            body = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
+            request = urllib.request.Request(ready["base_url"] + "/chat/completions", body.encode(),
+                                             {"Content-Type": "application/json"})
+            threading.Thread(target=urllib.request.urlopen, args=(request,), daemon=True).start()
+        elif '"type": "request"' in text or '"type": "result"' in text:  # serving: is the collector on?
+            with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+                json.dump({"collector_on": gc.isenabled(), "frozen": gc.get_freeze_count()}, f)
+            os._exit(0)
+        return self.out.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.out, name)
+
+sys.stdout = _StopAtFirstRequest(sys.stdout)
+from dshkit.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_dshkit_serve_collects_garbage_once_it_serves(tmp_path: Path) -> None:
+    """`dshkit serve` starts with the cyclic collector off (nothing it builds to start is
+    garbage); by its first request the collector is on again, with the start-up heap frozen out
+    of its walks, so a long run still frees its cycles."""
+    out = tmp_path / "gc.json"
+    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
+    env.pop("DSHKIT_MOCK_API_KEY", None)
+    result = subprocess.run([sys.executable, "-c", UNTIL_FIRST_REQUEST, "serve", "--port", "0"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.exists(), f"dshkit serve never served a request (exit {result.returncode}): {result.stderr[-2000:]}"
+    state = json.loads(out.read_text(encoding="utf-8"))
+    assert state["collector_on"] is True
+    assert state["frozen"] > 10_000

@@ -41,8 +41,9 @@ _TOKEN_RE = re.compile(
 # The same tokens where a text is printable and never has two spaces in a row (so its only
 # whitespace is single spaces): then a run of words with a space between each is a run of
 # ` ?word` tokens, found in one match (a loop over one character class) and cut at its spaces.
+# Its punctuation and non-ASCII classes are spelled as in _TOKEN_RE, for the same reason.
 _RUN_RE = re.compile(
-    r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[^\sA-Za-z0-9_\u0080-\U0010ffff]+|[\u0080-\U0010ffff]|\s+", re.DOTALL
+    r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-\x7f]+|[^\x00-\x7f]|\s+", re.DOTALL
 )
 
 #: What the fast renderers join a string's fragments with: DEL, a character JSON escaping

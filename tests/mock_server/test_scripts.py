@@ -20,8 +20,10 @@ from dshkit.mock_server.scripts import (
     ReplyStep,
     ScriptError,
     load_scripts,
+    parse_script,
     script_json_schema,
 )
+from dshkit.mock_server.server import sequence_script
 
 SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 
@@ -29,6 +31,31 @@ SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 def test_fault_names_match_the_catalogue() -> None:
     assert set(get_args(FaultName)) == set(FAULTS)
     assert set(get_args(QuirkName)) == set(QUIRKS) | set(ANTHROPIC_QUIRKS)
+
+
+@pytest.mark.parametrize("repeat_last", [False, True])
+def test_a_sequence_of_fault_names_is_the_script_validation_makes(repeat_last: bool) -> None:
+    """`--sequence` builds its script without the script validator: every field of it and of
+    each step (the defaults included, and which fields count as set) is what validation gives."""
+    names = list(get_args(FaultName))
+    built = sequence_script(",".join(names), repeat_last=repeat_last)
+    validated = parse_script({"name": "sequence", "repeat_last": repeat_last, "steps": names}, source="--sequence")
+    assert built == validated
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert built.model_fields_set == validated.model_fields_set
+    for made, valid in zip(built.steps, validated.steps, strict=True):
+        assert type(made) is FaultStep
+        for a, b in ((made, valid), (made.stream, valid.stream), (made.stream.writes, valid.stream.writes),
+                     (made.timing, valid.timing)):
+            assert a.model_fields_set == b.model_fields_set
+        assert made.stream.quirks is not built.steps[0].stream.quirks or made is built.steps[0]  # a list each
+
+
+@pytest.mark.parametrize(("names", "field"), [("success,rate_limt", "steps[1].fault"), (" , ", "steps")])
+def test_a_sequence_with_a_name_that_is_no_fault_fails_as_a_script_does(names: str, field: str) -> None:
+    with pytest.raises(ScriptError) as e:
+        sequence_script(names)
+    assert e.value.field == field and e.value.source == "--sequence"
 
 
 def test_committed_schema_is_up_to_date() -> None:
