@@ -135,7 +135,35 @@ def too_deep(where: str, depth: int, max_depth: int, *, text: str | bytes | None
 
 
 def _line_past(text: str | bytes, max_depth: int) -> int | None:
-    """The 1-based line holding the bracket that opens level `max_depth + 1` (None for one line)."""
+    """The 1-based line holding the bracket that opens level `max_depth + 1` (None for one line).
+
+    When every string closes on the line it opens (always so in JSON, where a string cannot
+    hold a line break), the brackets outside strings are found line by line by the C-speed
+    passes of `_structure`: masking each string by a callback, as `_line_past_masked` does for
+    any other text, took a tenth of a second on a line of 100,000 nested objects."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if "\n" not in text.strip():
+        return None
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    pieces = data.split(b'"')
+    if len(pieces) % 2 == 0 or b"\n" in b"".join(pieces[1::2]):
+        return _line_past_masked(text, max_depth)
+    depth = 0
+    for number, line in enumerate(b"".join(pieces[0::2]).split(b"\n"), 1):
+        steps = memoryview(line.translate(None, _NOT_BRACKETS).translate(_STEP)).cast("b")
+        if steps and depth + max(accumulate(steps)) > max_depth:
+            return number
+        depth += sum(steps)
+    return None
+
+
+def _line_past_masked(text: str | bytes, max_depth: int) -> int | None:
+    """What `_line_past` finds, with each string masked in place (offsets kept) and the brackets
+    counted one at a time: for a text with a line break inside a string or an unclosed one, and
+    the reference its differential test holds the fast way to."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if "\n" not in text.strip():
