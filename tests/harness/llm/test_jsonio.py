@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import accumulate
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from dshkit.harness.llm import jsonio
 from dshkit.harness.llm.jsonio import (
     JsonTooDeep,
+    _depth_of,
     _line_past,
     _line_past_masked,
     _structure,
@@ -117,3 +119,16 @@ def test_the_line_past_the_limit_is_found_the_fast_way_as_the_plain_one(value: A
     for limit in range(_depth(value) + 1):
         assert _line_past(text, limit) == _line_past_masked(text, limit)
         assert _line_past(text.encode("utf-8", "surrogatepass"), limit) == _line_past_masked(text, limit)
+
+
+_PIECES = [b"[", b"]", b"{", b"}", b"[" * 511, b"]" * 513, b"{" * 1024, b"}" * 1024, b"[]" * 300, b"{[]}" * 200]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_the_depth_of_a_long_bracket_sequence_is_its_deepest_running_count(pieces: list[bytes]) -> None:
+    """Taken a run at a time (repeated runs worked out once), the deepest running count of any
+    sequence of brackets, long or short, balanced or not, is the one a plain count finds."""
+    brackets = b"".join(pieces)
+    steps = [1 if b in b"[{" else -1 for b in brackets]
+    assert _depth_of(brackets) == max([0, *accumulate(steps)])
