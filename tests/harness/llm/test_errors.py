@@ -111,7 +111,7 @@ such as `exceed` + `ed`), and filler: texts made of them come near every pattern
 _NEAR = st.tuples(st.sampled_from(_WORDS), st.sampled_from(["", " ", "_", "-", "'s ", ", "]))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(deadline=None)
 @given(st.one_of(*(st.from_regex(re.compile(p, re.IGNORECASE)) for p in _CONTEXT_PATTERNS + _QUOTA_PATTERNS),
                  st.lists(_NEAR, max_size=14).map(lambda parts: "".join(w + sep for w, sep in parts))),
        st.sampled_from([str, str.upper, str.title]))

@@ -108,7 +108,7 @@ def test_a_too_deep_document_names_its_line() -> None:
     assert info.value.line == 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(_values, st.sampled_from([None, 1, 2]), st.data())
 def test_the_line_past_the_limit_is_found_the_fast_way_as_the_plain_one(value: Any, indent: int | None,
                                                                         data: st.DataObject) -> None:
@@ -124,7 +124,7 @@ def test_the_line_past_the_limit_is_found_the_fast_way_as_the_plain_one(value: A
 _PIECES = [b"[", b"]", b"{", b"}", b"[" * 511, b"]" * 513, b"{" * 1024, b"}" * 1024, b"[]" * 300, b"{[]}" * 200]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=30))
 def test_the_depth_of_a_long_bracket_sequence_is_its_deepest_running_count(pieces: list[bytes]) -> None:
     """Taken a run at a time (repeated runs worked out once), the deepest running count of any
