@@ -134,10 +134,30 @@ def _unknown_command(parser: argparse.ArgumentParser, word: str) -> None:
                  f"(commands: {', '.join(COMMANDS)}; `dshkit --help` describes them)")
 
 
+_PARSERS: dict[str, argparse.ArgumentParser] = {}
+"""Each command's parser, built on its first `main` call in this process. Building one (every
+option, its help, argparse's message lookups) cost more than some commands' whole work on a
+small file, and callers that run `main` many times in one process (the test suite, a harness
+driving dshkit in-process) paid it on every call. A parser holds no state of a call: defaults
+that depend on the environment are read when the command runs, and `_parse` gives each call its
+own copy of a list default (`append` options), so no call can change what the next one sees."""
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    parser = _PARSERS.get(command)
+    if parser is None:
+        parser = _PARSERS[command] = build_parser(command)
+    return parser
+
+
 def _parse(parser: argparse.ArgumentParser, command: str, arguments: list[str]) -> argparse.Namespace:
     """Parse a subcommand's line; what the subcommand does not know is an error in *its* usage,
     with the closest flag suggested."""
     args, extras = parser.parse_known_args(arguments)
+    for action in _subparser(parser, command)._actions:
+        value = getattr(args, action.dest, None)
+        if isinstance(value, list) and value is action.default:  # the parser's own list: this call's copy
+            setattr(args, action.dest, list(value))
     if extras:
         sub = _subparser(parser, command)
         flags = [o for action in sub._actions for o in action.option_strings]
@@ -167,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(command: str, arguments: list[str]) -> int:
-    parser = build_parser(command)
+    parser = _command_parser(command)
     args = _parse(parser, command, arguments)
     try:
         code: int = args.func(args)

@@ -160,7 +160,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="weights for `random` steps")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=0, help="port (default 0: any free port)")
-    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+    p.add_argument("--api-key",  # None: $API_KEY_ENV, read when the command runs, not when parsed
                    help=f"require `Authorization: Bearer KEY` (default ${API_KEY_ENV})")
     p.add_argument("--journal", type=output_file, metavar="FILE", help="append every exchange to this JSONL file")
     p.add_argument("--journal-keep", type=_keep, default=DEFAULT_KEEP, metavar="N|all",
@@ -332,7 +332,7 @@ def run_serve(args: argparse.Namespace) -> int:
             *replayed,
             sequence=sequence or None,
             repeat_last=args.repeat_last,
-            api_key=args.api_key or None,
+            api_key=(os.environ.get(API_KEY_ENV) if args.api_key is None else args.api_key) or None,
             host=args.host,
             port=args.port,
             seed=args.seed,

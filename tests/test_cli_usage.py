@@ -5,12 +5,14 @@ imports no subcommand."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import gc
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -156,3 +158,54 @@ def test_server_only_suggests_the_closest_check(argv: list[str], meant: str, cap
     assert main(["conformance", "--server", "http://127.0.0.1:9", *argv]) == 2  # refused before any connection
     err = capsys.readouterr().err
     assert f"names no {'Anthropic ' if 'anthropic' in argv else ''}server check; did you mean {meant}" in err
+
+
+class _ProbeWhenReady(asyncio.Future[int]):
+    """What `serve`'s wait for a signal becomes here: `serve` awaits it right after printing its
+    ready line, and then one request without a key goes to the port that line names; the call
+    ends with that request's status as its exit code."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        super().__init__()
+        self._capsys = capsys
+        self._probe: asyncio.Task[None] | None = None
+
+    def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
+        super().add_done_callback(fn, context=context)
+        if self._probe is None:
+            self._probe = asyncio.get_running_loop().create_task(self._ask())
+
+    async def _ask(self) -> None:
+        ready = next(json.loads(line) for line in self._capsys.readouterr().out.splitlines()
+                     if json.loads(line)["type"] == "ready")
+        async with httpx.AsyncClient(timeout=30) as http:
+            answer = await http.get(ready["base_url"] + "/models")
+        self.set_result(answer.status_code)
+
+
+def test_serve_reads_its_key_from_the_environment_of_each_call_in_one_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`main` keeps each command's parser for the next call in the process, so nothing a call
+    depends on may be fixed in it: `$DSHKIT_MOCK_API_KEY` set after a first `serve` still
+    guards the second, and unset again it guards nothing."""
+    from dshkit.mock_server import cli as serve_cli
+
+    monkeypatch.setattr(serve_cli, "exit_on_signals", lambda: _ProbeWhenReady(capsys))
+    monkeypatch.delenv("DSHKIT_MOCK_API_KEY", raising=False)
+    assert main(["serve", "--port", "0"]) == 200
+    monkeypatch.setenv("DSHKIT_MOCK_API_KEY", "sk-dshkit-from-env")
+    assert main(["serve", "--port", "0"]) == 401
+    assert main(["serve", "--port", "0", "--api-key", ""]) == 200  # an empty key still means none
+    monkeypatch.delenv("DSHKIT_MOCK_API_KEY")
+    assert main(["serve", "--port", "0"]) == 200
+
+
+def test_a_kept_parser_gives_each_call_its_own_lists() -> None:
+    """An `append` option's default is one list in the kept parser; a command that added to the
+    list it was given must not hand that addition to the next call."""
+    from dshkit.cli import _command_parser, _parse
+
+    first = _parse(_command_parser("serve"), "serve", ["serve"])
+    first.script.append("left-over.yaml")
+    assert _parse(_command_parser("serve"), "serve", ["serve"]).script == []

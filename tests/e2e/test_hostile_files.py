@@ -10,8 +10,10 @@ conformance report, a script, a scenario file), fed to every command that reads 
 * replay sidecars (`replay.override.json` beside a real log): `replay`, `replay --wire`
 
 The mutations: nesting 201, 5,000 and 100,000 levels deep (arrays and objects), bytes that are
-not UTF-8, lone surrogates, every field of a line set to each wrong JSON type, non-finite and
-huge numbers, truncation at many offsets, truncated and corrupt zstd. No command may raise or
+not UTF-8, lone surrogates, every field of a line set to wrong JSON types (a field that must have
+its type to each of them; any other field to the ones nearest its own and two more, chosen so
+that each line still meets every wrong value), non-finite and huge numbers, truncation at many
+offsets, truncated and corrupt zstd. No command may raise or
 print a traceback. A file built to be invalid (deep, non-finite timings, wrong types where a
 shape is required, broken zstd, …) must end with exit 2 and a message naming the file; any other
 file may also be accepted (exit 0 or 1: a torn last line is repaired, an unknown field kept).
@@ -129,7 +131,7 @@ def _replaced(obj: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 # Fields whose wrong type makes the file unreadable for certain (the others may be tolerated).
-REQUIRED = {
+REQUIRED: dict[str, set[tuple[Any, ...]]] = {
     "session": {("type",), ("seq",)},
     "cassette": {("type",), ("status",), ("reads",), ("request",), ("headers_ms",), ("reads", 0),
                  ("reads", 0, "dt_ms"), ("request", "method"), ("request", "path")},
@@ -157,26 +159,64 @@ def _jsonl_corpus(kind: str, data: bytes, rng: random.Random) -> Iterator[Hostil
             yield Hostile(kind, f"line {k + 1} byte 0xff", _set_line(data, k, raw[:at + 1] + b"\xff\xfe" + raw[at + 1:]),
                           kind != "session" or k != last)
             yield Hostile(kind, f"line {k + 1} surrogate", _set_line(data, k, raw[:at + 1] + b"\\ud800" + raw[at + 1:]), False)
-        for path in list(_paths(obj))[:22]:
-            for wrong in WRONG:
-                if isinstance(wrong, type(_get(obj, path))) and not isinstance(wrong, bool):
-                    continue
-                line = json.dumps(_replaced(obj, path, wrong)).encode()
-                must = (path in REQUIRED.get(kind, set()) and k != 0 and not (kind == "session" and k == last)
-                        and _category(wrong) != _category(_get(obj, path)) and wrong is not None)
-                yield Hostile(kind, f"line {k + 1} {_show(path)}={json.dumps(wrong)}", _set_line(data, k, line), must)
+        required = REQUIRED.get(kind, set()) if k != 0 and not (kind == "session" and k == last) else set()
+        for path, wrong in _wrong_types(obj, list(_paths(obj))[:22], required, rng):
+            line = json.dumps(_replaced(obj, path, wrong)).encode()
+            must = (path in required and _category(wrong) != _category(_get(obj, path)) and wrong is not None)
+            yield Hostile(kind, f"line {k + 1} {_show(path)}={json.dumps(wrong)}", _set_line(data, k, line), must)
         numbers = [p for p in _paths(obj) if isinstance(_get(obj, p), (int, float)) and not isinstance(_get(obj, p), bool)]
-        for path in numbers[:6]:
-            for token in NON_FINITE:
-                line = json.dumps(_replaced(obj, path, "@@")).replace('"@@"', token).encode()
-                must = kind == "cassette" and path[-1] in ("dt_ms", "headers_ms") and token != "-1e999"
-                yield Hostile(kind, f"line {k + 1} {_show(path)}={token}", _set_line(data, k, line), must)
+        timings = {p for p in numbers if kind == "cassette" and p[-1] in ("dt_ms", "headers_ms")}
+        for path, token in _non_finite(numbers[:6], timings, rng):
+            line = json.dumps(_replaced(obj, path, "@@")).replace('"@@"', token).encode()
+            must = path in timings and token != "-1e999"
+            yield Hostile(kind, f"line {k + 1} {_show(path)}={token}", _set_line(data, k, line), must)
     for n in sorted({rng.randrange(1, len(data)) for _ in range(8)}):
         yield Hostile(kind, f"truncated at byte {n}", data[:n], False)
     yield Hostile(kind, "empty", b"", True)
     yield Hostile(kind, "only blank lines", b"\n\n  \n", True)
     yield Hostile(kind, "binary noise", bytes(rng.randrange(256) for _ in range(300)), True)
     yield from _zstd(kind, data)
+
+
+def _wrong_types(obj: Any, paths: list[tuple[Any, ...]], required: set[tuple[Any, ...]],
+                 rng: random.Random) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Which wrong value goes into which field. A field that must be of its type (`required`)
+    gets every wrong value, each a must-fail rule. Any other field gets the values closest to
+    its own, where a reader's type check is easiest to slip past (null, and for a number every
+    other number and `true`), and two of the rest: those this line has used least so far, ties
+    broken in a seeded order, so that every line still gets every wrong value in some field."""
+    order = {json.dumps(w): rng.random() for w in WRONG}
+    used = dict.fromkeys(order, 0)
+    for path in paths:
+        own = _get(obj, path)
+        fitting = [w for w in WRONG if not (isinstance(w, type(own)) and not isinstance(w, bool))
+                   and json.dumps(w) != json.dumps(own)]
+        if path in required:
+            yield from ((path, w) for w in fitting)
+            continue
+        close = [w for w in fitting if w is None or (_category(own) == "number" and _category(w) in ("number", "bool"))]
+        rest = sorted((w for w in fitting if not any(w is c for c in close)),
+                      key=lambda w: (used[json.dumps(w)], order[json.dumps(w)]))[:2]
+        for w in close + rest:
+            used[json.dumps(w)] += 1
+            yield path, w
+
+
+def _non_finite(paths: list[tuple[Any, ...]], required: set[tuple[Any, ...]],
+                rng: random.Random) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Which non-finite or huge number goes into which numeric field: a field that must be
+    finite gets all six, any other three in turn (so a line with two numbers or more still gets
+    all six, and every kind does)."""
+    turn = list(NON_FINITE)
+    rng.shuffle(turn)
+    at = 0
+    for path in paths:
+        if path in required:
+            yield from ((path, t) for t in NON_FINITE)
+            continue
+        for _ in range(3):
+            yield path, turn[at]
+            at = (at + 1) % len(turn)
 
 
 def _category(value: Any) -> str:
@@ -205,7 +245,12 @@ def _zstd(kind: str, data: bytes) -> Iterator[Hostile]:
     yield Hostile(kind, "zstd then garbage", packed + b"garbage", True, ".jsonl.zstd")
 
 
-def _document_corpus(kind: str, data: bytes, suffix: str) -> Iterator[Hostile]:
+REPORT_REQUIRED = {("scenarios",), ("summary",), ("scenarios", 0), ("scenarios", 0, "id"), ("scenarios", 0, "status"),
+                   ("scenarios", 1, "status")}
+"""A report's fields whose every wrong type makes it unreadable."""
+
+
+def _document_corpus(kind: str, data: bytes, suffix: str, rng: random.Random) -> Iterator[Hostile]:
     """A report (JSON), a script or scenario file (YAML, and the same as JSON)."""
     from dshkit.mock_server.locate import parse_document
 
@@ -225,18 +270,16 @@ def _document_corpus(kind: str, data: bytes, suffix: str) -> Iterator[Hostile]:
         yield Hostile(kind, f"{ext} empty", b"", True, ext)
         for n in (len(text) // 3, len(text) // 2):
             yield Hostile(kind, f"{ext} truncated at {n}", text[:n], False, ext)
-        for path in list(_paths(doc))[:30]:
-            for wrong in WRONG:
-                if isinstance(wrong, type(_get(doc, path))) and not isinstance(wrong, bool):
-                    continue
-                must = kind == "report" and path in {("scenarios",), ("summary",), ("scenarios", 0), ("scenarios", 0, "id"),
-                                                     ("scenarios", 0, "status"), ("scenarios", 1, "status")}
-                yield Hostile(kind, f"{ext} {_show(path)}={json.dumps(wrong)}",
-                              json.dumps(_replaced(doc, path, wrong)).encode(), must, ".json")
-        for path in [p for p in _paths(doc) if isinstance(_get(doc, p), (int, float))][:3]:
-            for token in NON_FINITE[:3]:
-                yield Hostile(kind, f"{ext} {_show(path)}={token}",
-                              json.dumps(_replaced(doc, path, "@@")).replace('"@@"', token).encode(), False, ".json")
+    # A wrong type or a bare non-finite number is written as JSON whichever form the document
+    # came in, so these are made once, not once per form.
+    required = REPORT_REQUIRED if kind == "report" else set()
+    for path, wrong in _wrong_types(doc, list(_paths(doc))[:30], required, rng):
+        yield Hostile(kind, f".json {_show(path)}={json.dumps(wrong)}",
+                      json.dumps(_replaced(doc, path, wrong)).encode(), path in required, ".json")
+    for path in [p for p in _paths(doc) if isinstance(_get(doc, p), (int, float))][:3]:
+        for token in NON_FINITE[:3]:
+            yield Hostile(kind, f".json {_show(path)}={token}",
+                          json.dumps(_replaced(doc, path, "@@")).replace('"@@"', token).encode(), False, ".json")
     yield Hostile(kind, "yaml bomb of aliases", b"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n" + data, False, ".yaml")
 
 
@@ -282,9 +325,9 @@ def corpus(bases: dict[str, bytes]) -> list[Hostile]:
     out: list[Hostile] = []
     for kind in ("session", "cassette", "journal"):
         out += _jsonl_corpus(kind, bases[kind], rng)
-    out += _document_corpus("report", bases["report"], ".json")
-    out += _document_corpus("script", bases["script"], ".yaml")
-    out += _document_corpus("scenario", bases["scenario"], ".yaml")
+    out += _document_corpus("report", bases["report"], ".json", rng)
+    out += _document_corpus("script", bases["script"], ".yaml", rng)
+    out += _document_corpus("scenario", bases["scenario"], ".yaml", rng)
     out += _capture_corpus((ROOT / "examples" / "seed-walk.sse").read_bytes())
     out += [Hostile("sidecar", label, data, must, ".json") for label, data, must in SIDECARS]
     return out
@@ -350,6 +393,26 @@ def test_the_corpus_holds_every_kind_and_at_least_500_files(hostile: list[Hostil
     counts = {kind: sum(h.kind == kind for h in files) for kind in KINDS}
     print(f"\nhostile files: {len(files)} ({sum(h.must_fail for h in files)} built to be invalid): {counts}")
     assert len(files) >= 500 and all(counts.values())
+    # Each field gets only some of the wrong values (see `_wrong_types`), so hold every class of
+    # mutation to reaching every reader all the same: every line picked from a log, cassette or
+    # journal gets each depth and shape, each wrong value and a cut; each kind every non-finite
+    # token, truncation and broken zstd; each document every wrong value in some field.
+    wrong = {json.dumps(w) for w in WRONG}
+    deep = {f"{shape} {depth} deep" for depth in DEPTHS for shape in ("array", "object")}
+    for kind in KINDS:
+        labels = [h.label for h in files if h.kind == kind]
+        values = {label.rsplit("=", 1)[1] for label in labels if "=" in label}
+        if kind in ("session", "cassette", "journal"):
+            for line in {label.split(" ")[1] for label in labels if label.startswith("line ")}:
+                here = [label.removeprefix(f"line {line} ") for label in labels if label.startswith(f"line {line} ")]
+                assert wrong <= {label.rsplit("=", 1)[1] for label in here if "=" in label}, (kind, line)
+                assert deep <= set(here) and any(label.startswith("cut at") for label in here), (kind, line)
+            assert set(NON_FINITE) <= values, kind
+            assert {"zstd corrupt", "empty", "binary noise"} <= set(labels), kind
+            assert any(label.startswith("truncated at byte") for label in labels), kind
+        elif kind in ("report", "script", "scenario"):
+            assert wrong <= values, kind
+            assert {f".json {d}" for d in deep} <= set(labels), kind
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -144,27 +144,29 @@ async def _run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, byte
 
 async def _session_corpus(c: Corpus, out: Path, tmp: Path) -> list[bytes]:
     """`dshkit run` on each wire, through a recorder to a mock server with a journal, with a key
-    that the model's tool calls print eight ways. Returns what the runs printed."""
-    printed = []
-    for protocol in ("chat", "anthropic"):
-        key = c.plant(f"{protocol} adapter-header api-key")
-        for place in TOOL_CALLS:
-            c.places.append((f"{protocol} session-log {place}", key))
-        ws = tmp / f"ws-{protocol}"
-        ws.mkdir()
-        # Inputs of the run, not something dshkit wrote.
-        (ws / "key.txt").write_text(f"KEY={key}\n")
-        (ws / f"{key}.txt").write_text("named by the key\n")
-        async with MockServer(_tool_script(), api_key=key, journal=out / f"run-{protocol}-journal.jsonl") as mock, \
-                Recorder(mock.base_url, out / f"run-{protocol}") as rec:
-            base = rec.base_url + ("/anthropic" if protocol == "anthropic" else "")
-            env = {**os.environ, "DEEPSEEK_API_KEY": key}
-            code, text = await _run("run", "Look around", "--yes", "--protocol", protocol, "--base-url", base,
-                                    "--workspace", str(ws), "--session", str(out / f"run-{protocol}.jsonl"), env=env)
-            assert code == 0, text.decode()
-            mock.assert_consumed()
-        printed.append(text)
-    return printed
+    that the model's tool calls print eight ways. Returns what the runs printed. The two runs
+    go side by side: each spends most of its time waiting (a second for the bash timeout)."""
+    return list(await asyncio.gather(*(_session_run(c, out, tmp, protocol) for protocol in ("chat", "anthropic"))))
+
+
+async def _session_run(c: Corpus, out: Path, tmp: Path, protocol: str) -> bytes:
+    key = c.plant(f"{protocol} adapter-header api-key")
+    for place in TOOL_CALLS:
+        c.places.append((f"{protocol} session-log {place}", key))
+    ws = tmp / f"ws-{protocol}"
+    ws.mkdir()
+    # Inputs of the run, not something dshkit wrote.
+    (ws / "key.txt").write_text(f"KEY={key}\n")
+    (ws / f"{key}.txt").write_text("named by the key\n")
+    async with MockServer(_tool_script(), api_key=key, journal=out / f"run-{protocol}-journal.jsonl") as mock, \
+            Recorder(mock.base_url, out / f"run-{protocol}") as rec:
+        base = rec.base_url + ("/anthropic" if protocol == "anthropic" else "")
+        env = {**os.environ, "DEEPSEEK_API_KEY": key}
+        code, text = await _run("run", "Look around", "--yes", "--protocol", protocol, "--base-url", base,
+                                "--workspace", str(ws), "--session", str(out / f"run-{protocol}.jsonl"), env=env)
+        assert code == 0, text.decode()
+        mock.assert_consumed()
+    return text
 
 
 async def test_no_planted_secret_reaches_any_file_written(tmp_path: Path, capsys: Any) -> None:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dshkit.harness.llm import ErrorCode, HarnessError, LlmFailure
 from dshkit.harness.llm.errors import (
+    _CONTEXT_PATTERNS,
+    _CONTEXT_RE,
+    _QUOTA_PATTERNS,
+    _QUOTA_RE,
     LlmError,
     SessionError,
     ToolArgsError,
@@ -94,3 +101,30 @@ def test_llm_error_carries_failure_and_pickles() -> None:
     for e in (HarnessError("m", "C"), ToolArgsError("m"), UsageError("m", "C2")):
         b = pickle.loads(pickle.dumps(e))
         assert type(b) is type(e) and (b.message, b.code) == (e.message, e.code)
+
+
+_WORDS = sorted({w for p in _CONTEXT_PATTERNS + _QUOTA_PATTERNS for w in re.findall(r"[a-z']+", p)} | {"x", "200k"})
+"""Every run of letters in the wording patterns (whole words and the pieces alternations join,
+such as `exceed` + `ed`), and filler: texts made of them come near every pattern."""
+
+
+_NEAR = st.tuples(st.sampled_from(_WORDS), st.sampled_from(["", " ", "_", "-", "'s ", ", "]))
+
+
+@settings(deadline=None)
+@given(st.one_of(*(st.from_regex(re.compile(p, re.IGNORECASE)) for p in _CONTEXT_PATTERNS + _QUOTA_PATTERNS),
+                 st.lists(_NEAR, max_size=14).map(lambda parts: "".join(w + sep for w, sep in parts))),
+       st.sampled_from([str, str.upper, str.title]))
+def test_the_wording_shortcut_answers_as_the_patterns_do(text: str, case: object) -> None:
+    """The classifiers first rule out an ASCII text holding no word the patterns need; on a
+    text any pattern matches (in any case, amid anything) and on texts made of the patterns'
+    own words they answer as the patterns alone would."""
+    text = case(text)  # type: ignore[operator]
+    assert is_context_window_exceeded(text) is (_CONTEXT_RE.search(text) is not None)
+    assert is_quota_exceeded(text) is (_QUOTA_RE.search(text) is not None)
+
+
+def test_a_long_text_of_brackets_is_neither_wording() -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000  # an error event's data, as a decoder may pass it on
+    assert not is_context_window_exceeded(deep) and not is_quota_exceeded(deep)
+    assert is_context_window_exceeded(deep + " context window exceeded") and is_quota_exceeded("Quota exceeded " + deep)

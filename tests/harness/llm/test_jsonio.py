@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import accumulate
 from typing import Any
 
 import pytest
@@ -14,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dshkit.harness.llm import jsonio
-from dshkit.harness.llm.jsonio import JsonTooDeep, _structure, _structure_plain
+from dshkit.harness.llm.jsonio import (
+    JsonTooDeep,
+    _depth_of,
+    _line_past,
+    _line_past_masked,
+    _structure,
+    _structure_plain,
+)
 
 _text = st.text(alphabet=st.sampled_from('ab"\\[]{}:,\u00e9\ud800\udfff \n'), max_size=12)
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), _text)
@@ -94,3 +102,33 @@ def test_a_too_deep_document_names_its_line() -> None:
     with pytest.raises(JsonTooDeep) as info:
         jsonio.loads(text)
     assert info.value.line == 3
+    chunks = '{"choices": ["[{\\"a"]}\n' + '{"a":' * 100_000 + "1" + "}" * 100_000 + "\n"  # a JSONL capture
+    with pytest.raises(JsonTooDeep) as info:
+        jsonio.loads(chunks)
+    assert info.value.line == 2
+
+
+@settings(deadline=None)
+@given(_values, st.sampled_from([None, 1, 2]), st.data())
+def test_the_line_past_the_limit_is_found_the_fast_way_as_the_plain_one(value: Any, indent: int | None,
+                                                                        data: st.DataObject) -> None:
+    """Which line a too-deep text passes the limit on, for any JSON text laid out over lines
+    (or on one) and any prefix of one, at every limit up to its depth."""
+    text = json.dumps(value, indent=indent, ensure_ascii=data.draw(st.booleans()))
+    text = text[:data.draw(st.integers(0, len(text)))] if data.draw(st.booleans()) else text
+    for limit in range(_depth(value) + 1):
+        assert _line_past(text, limit) == _line_past_masked(text, limit)
+        assert _line_past(text.encode("utf-8", "surrogatepass"), limit) == _line_past_masked(text, limit)
+
+
+_PIECES = [b"[", b"]", b"{", b"}", b"[" * 511, b"]" * 513, b"{" * 1024, b"}" * 1024, b"[]" * 300, b"{[]}" * 200]
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_the_depth_of_a_long_bracket_sequence_is_its_deepest_running_count(pieces: list[bytes]) -> None:
+    """Taken a run at a time (repeated runs worked out once), the deepest running count of any
+    sequence of brackets, long or short, balanced or not, is the one a plain count finds."""
+    brackets = b"".join(pieces)
+    steps = [1 if b in b"[{" else -1 for b in brackets]
+    assert _depth_of(brackets) == max([0, *accumulate(steps)])
