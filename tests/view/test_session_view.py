@@ -115,14 +115,12 @@ def test_a_file_it_cannot_show_is_a_clear_error(tmp_path: Path, capsys: pytest.C
     assert "no such file" in capsys.readouterr().err
 
 
-def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path) -> None:
+def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "v" / "walk.html"
-    result = subprocess.run(
-        [sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)],
-        capture_output=True, text=True, check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(out)
+    code = main(["view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert printed.out.strip() == str(out)
     assert "0 requests differ from what was sent" in out.read_text()
 
 
