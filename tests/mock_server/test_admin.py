@@ -8,7 +8,7 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -262,16 +262,31 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_dshkit_serve_has_the_admin_api_and_no_admin_turns_it_off() -> None:
+@pytest.fixture(scope="module")
+def dshkit_serve() -> Iterator[ServeProcess]:
+    """One plain `dshkit serve` process for the module's tests of it."""
     proc = ServeProcess()
     try:
-        assert proc.ready["admin_url"] == proc.base_url + "/_dshkit/"
-        with httpx.Client(base_url=proc.base_url, timeout=10) as c:
-            assert c.put("/_dshkit/scripts", content=WEATHER_YAML).status_code == 200
-            r = c.post("/chat/completions", json={"model": "deepseek-chat", "messages": [{"role": "user", "content": "x"}]})
-            assert r.json()["choices"][0]["message"]["content"] == "sunny"
+        yield proc
     finally:
-        proc.stop()
+        proc.kill()
+
+
+@pytest.fixture
+def fresh_serve(dshkit_serve: ServeProcess) -> ServeProcess:
+    """The module's `dshkit serve`, every session started over and its journal cleared (the admin
+    API's reset), as a test of its own would find a new one."""
+    assert httpx.post(dshkit_serve.base_url + "/_dshkit/reset", timeout=10).status_code == 200
+    return dshkit_serve
+
+
+def test_dshkit_serve_has_the_admin_api_and_no_admin_turns_it_off(fresh_serve: ServeProcess) -> None:
+    proc = fresh_serve
+    assert proc.ready["admin_url"] == proc.base_url + "/_dshkit/"
+    with httpx.Client(base_url=proc.base_url, timeout=10) as c:
+        assert c.put("/_dshkit/scripts", content=WEATHER_YAML).status_code == 200
+        r = c.post("/chat/completions", json={"model": "deepseek-chat", "messages": [{"role": "user", "content": "x"}]})
+        assert r.json()["choices"][0]["message"]["content"] == "sunny"
     proc = ServeProcess("--no-admin")
     try:
         assert "admin_url" not in proc.ready
@@ -299,15 +314,11 @@ def test_the_docs_hold_a_node_example() -> None:
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed (the Node example of docs/admin_api.md needs Node >= 18)")
-def test_the_node_example_runs_against_dshkit_serve(tmp_path: Path) -> None:
+def test_the_node_example_runs_against_dshkit_serve(tmp_path: Path, fresh_serve: ServeProcess) -> None:
     assert NODE is not None
     script = tmp_path / "example.mjs"
     script.write_text(_node_example())
-    proc = ServeProcess()
-    try:
-        run = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=60, check=False,
-                             env={**_env(), "DSHKIT_URL": proc.base_url})
-    finally:
-        proc.stop()
+    run = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=60, check=False,
+                         env={**_env(), "DSHKIT_URL": fresh_serve.base_url})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "ok: sunny, then rain; 2 requests" in run.stdout
