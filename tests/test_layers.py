@@ -3,7 +3,8 @@
 imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
 without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
-The import facts are checked in fresh interpreters (a subprocess each), since this test process
+The import facts are checked in fresh interpreters (a subprocess each; the modules and the CA
+certificates of a plain `dshkit serve` at its ready line share one), since this test process
 has long since imported everything; the static check also catches imports inside functions,
 which no import of the package would run.
 """
@@ -236,8 +237,31 @@ def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None 
     return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
-def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path) -> None:
-    modules = set(_when_serve_is_ready(tmp_path)["modules"])
+def _ca_bundle() -> str | None:
+    """The system's CA bundle file, when there is one."""
+    import ssl
+
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    return bundle if Path(bundle).is_file() else None
+
+
+@pytest.fixture(scope="module")
+def plain_serve_ready(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One fresh `dshkit serve` (no script) at its ready line, for both the modules it loaded and
+    the CA certificates a TLS context made then holds: run as on a user's machine, with
+    $SSL_CERT_FILE naming the system's bundle (the suite's conftest empties it), when there is one."""
+    bundle = _ca_bundle()
+    return _when_serve_is_ready(tmp_path_factory.mktemp("serve-ready"),
+                                env={"SSL_CERT_FILE": bundle} if bundle else None)
+
+
+SHARES_SERVE_READY = pytest.mark.xdist_group("layers-serve-ready")
+"""On the tests of `plain_serve_ready`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_SERVE_READY
+def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(plain_serve_ready: dict[str, Any]) -> None:
+    modules = set(plain_serve_ready["modules"])
     assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
     assert loaded == []
@@ -249,17 +273,18 @@ def test_dshkit_serve_with_a_script_file_loads_yaml_for_it(tmp_path: Path) -> No
     assert "yaml" in _when_serve_is_ready(tmp_path, "--script", str(script))["modules"]
 
 
-def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path) -> None:
+@SHARES_SERVE_READY
+def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(plain_serve_ready: dict[str, Any]) -> None:
     """`dshkit serve` imports aiohttp without reading the CA certificates into aiohttp's own client
     contexts (it never opens a client connection); any other TLS context is made as usual."""
     import ssl
 
-    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); this test names a real one.
-    bundle = ssl.get_default_verify_paths().openssl_cafile
-    if not Path(bundle).is_file():
-        pytest.skip(f"no CA bundle at {bundle}")
+    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); that serve named a real one.
+    bundle = _ca_bundle()
+    if bundle is None:
+        pytest.skip(f"no CA bundle at {ssl.get_default_verify_paths().openssl_cafile}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.load_verify_locations(cafile=bundle)
     expected = context.cert_store_stats()["x509_ca"]
     assert expected > 0
-    assert _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle})["ca_certificates"] == expected
+    assert plain_serve_ready["ca_certificates"] == expected

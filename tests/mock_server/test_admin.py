@@ -280,6 +280,11 @@ def fresh_serve(dshkit_serve: ServeProcess) -> ServeProcess:
     return dshkit_serve
 
 
+SHARES_SERVE = pytest.mark.xdist_group("admin-serve")
+"""On the tests of `dshkit_serve`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_SERVE
 def test_dshkit_serve_has_the_admin_api_and_no_admin_turns_it_off(fresh_serve: ServeProcess) -> None:
     proc = fresh_serve
     assert proc.ready["admin_url"] == proc.base_url + "/_dshkit/"
@@ -313,6 +318,7 @@ def test_the_docs_hold_a_node_example() -> None:
     assert all(f'admin("/{name}"' in example for name in ("scripts", "journal", "counts", "reset"))
 
 
+@SHARES_SERVE
 @pytest.mark.skipif(NODE is None, reason="node is not installed (the Node example of docs/admin_api.md needs Node >= 18)")
 def test_the_node_example_runs_against_dshkit_serve(tmp_path: Path, fresh_serve: ServeProcess) -> None:
     assert NODE is not None
