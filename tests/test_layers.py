@@ -3,9 +3,10 @@
 imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
 without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
-The import facts are checked in fresh interpreters (a subprocess each; the modules and the CA
-certificates of a plain `dshkit serve` at its ready line share one), since this test process
-has long since imported everything; the static check also catches imports inside functions,
+The import facts are checked in fresh interpreters (a subprocess each, but two that share one:
+the walk of every harness module, then of every module, in one interpreter; the modules and the
+CA certificates of one plain `dshkit serve` at its ready line), since this test process has
+long since imported everything; the static check also catches imports inside functions,
 which no import of the package would run.
 """
 
@@ -18,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +39,21 @@ last): importing one bare would load a second copy of the module, or a user's ow
 
 def _modules_after(code: str) -> set[str]:
     """The names in `sys.modules` after running `code` in a fresh interpreter."""
-    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    (modules,) = _modules_after_each(code)
+    return modules
+
+
+def _modules_after_each(*codes: str) -> list[set[str]]:
+    """The names in `sys.modules` after each of `codes`, run one after the other in one fresh
+    interpreter: for a code that imports everything an earlier one did anyway, its set is the
+    one a fresh interpreter of its own would show."""
+    report = "\nimport json as _j, sys as _s\nprint(_j.dumps(sorted(_s.modules)), flush=True)\n"
+    script = "".join(code + report for code in codes)
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
-    return set(json.loads(result.stdout.splitlines()[-1]))
+    lines = result.stdout.splitlines()[-len(codes):]
+    return [set(json.loads(line)) for line in lines]
 
 
 def _top(name: str) -> str:
@@ -82,24 +94,44 @@ def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
     assert found == []
 
 
-def test_installed_namespace_leaves_the_bare_names_free() -> None:
-    """A user's own `harness`, `mock_server` or `conformance` package never meets dshkit's."""
-    modules = _modules_after(
+@dataclass(frozen=True)
+class Walks:
+    harness: set[str]
+    """`sys.modules` of a fresh interpreter once it has imported every harness module."""
+    everything: set[str]
+    """The same interpreter's, once it has gone on to import every module of the package (the
+    harness's among them, so the set is the one a walk of everything alone would leave)."""
+
+
+@pytest.fixture(scope="module")
+def walks() -> Walks:
+    harness, everything = _modules_after_each(
+        "import importlib, pkgutil, dshkit.harness\n"
+        "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
+        "    importlib.import_module(info.name)",
         "import importlib, pkgutil, dshkit\n"
         "for info in pkgutil.walk_packages(dshkit.__path__, 'dshkit.'):\n"
         "    if not info.name.endswith('__main__') and '.pytest_plugin' not in info.name:\n"
-        "        importlib.import_module(info.name)"
+        "        importlib.import_module(info.name)",
     )
+    return Walks(harness, everything)
+
+
+SHARES_WALKS = pytest.mark.xdist_group("layers-walks")
+"""On the tests of `walks`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_WALKS
+def test_installed_namespace_leaves_the_bare_names_free(walks: Walks) -> None:
+    """A user's own `harness`, `mock_server` or `conformance` package never meets dshkit's."""
+    modules = walks.everything
     assert "dshkit.mock_server.server" in modules and "dshkit.view.pages" in modules
     assert sorted(m for m in modules if m.split(".")[0] in BARE_NAMES) == []
 
 
-def test_importing_every_harness_module_loads_no_other_package() -> None:
-    modules = _modules_after(
-        "import importlib, pkgutil, dshkit.harness\n"
-        "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
-        "    importlib.import_module(info.name)"
-    )
+@SHARES_WALKS
+def test_importing_every_harness_module_loads_no_other_package(walks: Walks) -> None:
+    modules = walks.harness
     assert len([m for m in modules if _top(m) == "dshkit.harness"]) > 20  # the walk did import them
     assert sorted(m for m in modules if _top(m) in FORBIDDEN_IN_HARNESS) == []
 
