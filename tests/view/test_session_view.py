@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -176,15 +175,19 @@ def test_a_journal_of_several_sessions_is_matched_by_session_id(walk: Walk, tmp_
     assert "0 requests differ from what was sent" in html
 
 
-def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
+def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import webbrowser
+
     opened = tmp_path / "opened.txt"
     recorder = tmp_path / "browser.py"
     recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
     out = tmp_path / "page.html"
-    env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
-    result = subprocess.run([sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "-o", str(out), "--open"],
-                            capture_output=True, text=True, env=env, check=False)
-    assert result.returncode == 0, result.stderr
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {recorder} %s")
+    # webbrowser reads $BROWSER on its first use in a process: here it starts over, as in a new one
+    monkeypatch.setattr(webbrowser, "_tryorder", None)
+    monkeypatch.setattr(webbrowser, "_browsers", {})
+    assert main(["view", str(walk.log), "-o", str(out), "--open"]) == 0, capsys.readouterr().err
     assert opened.read_text() == out.resolve().as_uri()
 
 
