@@ -13,7 +13,7 @@ import pytest
 
 from dshkit.mock_server import FAULTS, load_script
 
-from .mock_server.cli_process import ServeProcess
+from .mock_server.cli_process import SHARES_PLAIN_SERVE, ServeProcess
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -60,19 +60,16 @@ def test_fault_script_and_sequence_are_valid(tmp_path: Path) -> None:
     assert names and all(n in FAULTS for n in names)
 
 
-def test_admin_api_commands_run_as_written() -> None:
+@SHARES_PLAIN_SERVE
+def test_admin_api_commands_run_as_written(plain_serve: ServeProcess) -> None:
     """The "other language" section's curl commands against a real `dshkit serve` (its port)."""
     if shutil.which("curl") is None:
         pytest.skip("no curl on this machine")
     lines = [ln for ln in _block("sh", "dshkit serve --port 8080 &").splitlines() if ln.strip()]
     assert lines[0].startswith("dshkit serve --port 8080")
-    server = ServeProcess("--port", "0")
-    try:
-        port = str(server.ready["port"])
-        script = "set -e\n" + "\n".join(lines[1:]).replace("8080", port)
-        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    finally:
-        server.kill()
+    port = str(plain_serve.ready["port"])
+    script = "set -e\n" + "\n".join(lines[1:]).replace("8080", port)
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "hi from a script" in result.stdout
     assert '"entries"' in result.stdout
