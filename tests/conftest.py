@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import ssl
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,12 @@ def _import_all_of_dshkit() -> None:
     for name in ("httpcore", "h11", "anyio", "anyio._backends._asyncio", "sniffio", "certifi",
                  "openai", "anthropic", "httpx2", "httpcore2"):
         if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+    # The openai SDK loads `client.chat.completions` (its resource, streaming and pagination
+    # modules) on first use: imported inside a session, they were dropped after it and imported
+    # again by every user test run of the suite (about 25 ms each, 60-odd runs in record mode).
+    if "openai" in sys.modules:
+        for name in ("openai.resources.chat.chat", "openai.resources.chat.completions.messages"):
             importlib.import_module(name)
 
 
@@ -139,6 +147,32 @@ def real_corpus() -> Path:
 def dsh_sessions() -> Path:
     """`shared/corpus/dsh-sessions`: session logs written by upstream DSH."""
     return _corpus(DSH_SESSIONS)
+
+
+@pytest.fixture(scope="session")
+def plain_serve_process() -> Iterator[Any]:
+    """One `dshkit serve` started with no option (no script, the admin API on) per worker, for the
+    tests that need nothing else of it (they carry `SHARES_PLAIN_SERVE`); use `plain_serve`."""
+    from tests.mock_server.cli_process import ServeProcess
+
+    proc = ServeProcess()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+@pytest.fixture
+def plain_serve(plain_serve_process: Any) -> Any:
+    """The worker's plain `dshkit serve`, as a new one would be: its scripts dropped (`DELETE
+    /_dshkit/scripts`: requests get the default reply, as on a server started without any), every
+    session and the journal forgotten (`POST /_dshkit/reset`)."""
+    import httpx
+
+    base = plain_serve_process.base_url
+    assert httpx.delete(base + "/_dshkit/scripts", timeout=10).status_code == 200
+    assert httpx.post(base + "/_dshkit/reset", timeout=10).status_code == 200
+    return plain_serve_process
 
 
 def pytest_configure(config: pytest.Config) -> None:

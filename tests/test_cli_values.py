@@ -4,7 +4,7 @@ the pytest plugin's markers and factories (a TypeError/ValueError with a sentenc
 
 The commands run in this process (`dshkit.cli.main`, as the console script does), where a refused
 value also prints nothing on stdout; `serve` and `record` return as soon as they have started, so
-a value they wrongly accept fails the test instead of serving. A few cases also run as a real
+a value they wrongly accept fails the test instead of serving. A few refusals also run as a real
 `dshkit` process, for its exit status and the split between stdout and stderr."""
 
 from __future__ import annotations
@@ -137,10 +137,10 @@ def test_conformance_report_over_a_directory_is_refused_before_the_run(
     assert f"--json {a_dir}: is a directory" in err
 
 
-def test_conformance_makes_the_report_folder_before_the_run(tmp_path: Path) -> None:
+def test_conformance_makes_the_report_folder_before_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "new" / "folder" / "r.json"
-    code, _, err = _process(["conformance", "--only", "sse-crlf", "--json", str(report)])
-    assert code == 0, err
+    code = main(["conformance", "--only", "sse-crlf", "--json", str(report)])
+    assert code == 0, capsys.readouterr().err
     assert json.loads(report.read_text())["scenarios"]
 
 

@@ -3,8 +3,10 @@
 imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
 without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
-The import facts are checked in fresh interpreters (a subprocess each), since this test process
-has long since imported everything; the static check also catches imports inside functions,
+The import facts are checked in fresh interpreters (a subprocess each, but two that share one:
+the walk of every harness module, then of every module, in one interpreter; the modules and the
+CA certificates of one plain `dshkit serve` at its ready line), since this test process has
+long since imported everything; the static check also catches imports inside functions,
 which no import of the package would run.
 """
 
@@ -17,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +39,21 @@ last): importing one bare would load a second copy of the module, or a user's ow
 
 def _modules_after(code: str) -> set[str]:
     """The names in `sys.modules` after running `code` in a fresh interpreter."""
-    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    (modules,) = _modules_after_each(code)
+    return modules
+
+
+def _modules_after_each(*codes: str) -> list[set[str]]:
+    """The names in `sys.modules` after each of `codes`, run one after the other in one fresh
+    interpreter: for a code that imports everything an earlier one did anyway, its set is the
+    one a fresh interpreter of its own would show."""
+    report = "\nimport json as _j, sys as _s\nprint(_j.dumps(sorted(_s.modules)), flush=True)\n"
+    script = "".join(code + report for code in codes)
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
-    return set(json.loads(result.stdout.splitlines()[-1]))
+    lines = result.stdout.splitlines()[-len(codes):]
+    return [set(json.loads(line)) for line in lines]
 
 
 def _top(name: str) -> str:
@@ -50,10 +63,11 @@ def _top(name: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "dshkit" and len(parts) > 1 else parts[0]
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """Every absolute import in a source file, with its line, function bodies included."""
+def _imports(path: Path, text: str | None = None) -> list[tuple[int, str]]:
+    """Every absolute import in a source file (its `text`, when already read), with its line,
+    function bodies included."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8") if text is None else text)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
@@ -72,33 +86,59 @@ def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
     sources = [p for folder in ("dshkit", *BARE_NAMES, "tests", "bench", "recordings")
                for p in sorted((ROOT / folder).rglob("*.py")) if ".venv" not in p.parts]
     assert len(sources) > 100
+    texts = {path: path.read_text(encoding="utf-8") for path in sources}
+    # Only a source holding a bare name as a name of its own (not after a dot, not inside a
+    # longer name) can import it: the first part of an import's dotted name follows `import`,
+    # `from`, a comma or a line break. The others (two thirds) need no parse.
+    bare_word = re.compile(r"(?<![\w.])(?:" + "|".join(BARE_NAMES) + r")\b")
     found = [f"{path.relative_to(ROOT)}:{line} imports {name}"
-             for path in sources for line, name in _imports(path) if name.split(".")[0] in BARE_NAMES]
+             for path, text in texts.items() if bare_word.search(text)
+             for line, name in _imports(path, text) if name.split(".")[0] in BARE_NAMES]
     # `python -m NAME` in a subprocess would import the bare folder as well
     run_as_main = re.compile(r'"-m",\s*"(?:' + "|".join(BARE_NAMES) + r')[".]')
     found += [f"{path.relative_to(ROOT)} runs python -m on a bare name"
-              for path in sources if run_as_main.search(path.read_text(encoding="utf-8"))]
+              for path, text in texts.items() if run_as_main.search(text)]
     assert found == []
 
 
-def test_installed_namespace_leaves_the_bare_names_free() -> None:
-    """A user's own `harness`, `mock_server` or `conformance` package never meets dshkit's."""
-    modules = _modules_after(
+@dataclass(frozen=True)
+class Walks:
+    harness: set[str]
+    """`sys.modules` of a fresh interpreter once it has imported every harness module."""
+    everything: set[str]
+    """The same interpreter's, once it has gone on to import every module of the package (the
+    harness's among them, so the set is the one a walk of everything alone would leave)."""
+
+
+@pytest.fixture(scope="module")
+def walks() -> Walks:
+    harness, everything = _modules_after_each(
+        "import importlib, pkgutil, dshkit.harness\n"
+        "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
+        "    importlib.import_module(info.name)",
         "import importlib, pkgutil, dshkit\n"
         "for info in pkgutil.walk_packages(dshkit.__path__, 'dshkit.'):\n"
         "    if not info.name.endswith('__main__') and '.pytest_plugin' not in info.name:\n"
-        "        importlib.import_module(info.name)"
+        "        importlib.import_module(info.name)",
     )
+    return Walks(harness, everything)
+
+
+SHARES_WALKS = pytest.mark.xdist_group("layers-walks")
+"""On the tests of `walks`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_WALKS
+def test_installed_namespace_leaves_the_bare_names_free(walks: Walks) -> None:
+    """A user's own `harness`, `mock_server` or `conformance` package never meets dshkit's."""
+    modules = walks.everything
     assert "dshkit.mock_server.server" in modules and "dshkit.view.pages" in modules
     assert sorted(m for m in modules if m.split(".")[0] in BARE_NAMES) == []
 
 
-def test_importing_every_harness_module_loads_no_other_package() -> None:
-    modules = _modules_after(
-        "import importlib, pkgutil, dshkit.harness\n"
-        "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
-        "    importlib.import_module(info.name)"
-    )
+@SHARES_WALKS
+def test_importing_every_harness_module_loads_no_other_package(walks: Walks) -> None:
+    modules = walks.harness
     assert len([m for m in modules if _top(m) == "dshkit.harness"]) > 20  # the walk did import them
     assert sorted(m for m in modules if _top(m) in FORBIDDEN_IN_HARNESS) == []
 
@@ -244,9 +284,34 @@ def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None 
     return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
+def _ca_bundle() -> str | None:
+    """The system's CA bundle file, when there is one."""
+    import ssl
+
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    return bundle if Path(bundle).is_file() else None
+
+
+@pytest.fixture(scope="module")
+def plain_serve_ready(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One fresh `dshkit serve` (no script) at its ready line, for both the modules it loaded and
+    the CA certificates a TLS context made then holds: run as on a user's machine, with
+    $SSL_CERT_FILE naming the system's bundle (the suite's conftest empties it), when there is one."""
+    bundle = _ca_bundle()
+    return _when_serve_is_ready(tmp_path_factory.mktemp("serve-ready"),
+                                env={"SSL_CERT_FILE": bundle} if bundle else None)
+
+
+SHARES_SERVE_READY = pytest.mark.xdist_group("layers-serve-ready")
+"""On the tests of `plain_serve_ready`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_SERVE_READY
 @pytest.mark.parametrize("argv", [[], ["--sequence", "rate_limit,success"]])
-def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(tmp_path: Path, argv: list[str]) -> None:
-    modules = set(_when_serve_is_ready(tmp_path, *argv)["modules"])
+def test_dshkit_serve_gets_ready_without_modules_it_does_not_need(
+        request: pytest.FixtureRequest, tmp_path: Path, argv: list[str]) -> None:
+    ready = _when_serve_is_ready(tmp_path, *argv) if argv else request.getfixturevalue("plain_serve_ready")
+    modules = set(ready["modules"])
     assert "dshkit.mock_server.server" in modules and "aiohttp.web" in modules
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_NEEDED_TO_SERVE)]
     assert loaded == []
@@ -258,22 +323,25 @@ def test_dshkit_serve_with_a_script_file_loads_yaml_for_it(tmp_path: Path) -> No
     assert "yaml" in _when_serve_is_ready(tmp_path, "--script", str(script))["modules"]
 
 
+@SHARES_SERVE_READY
 @pytest.mark.parametrize("entry", ["dshkit", "module"])
-def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(tmp_path: Path, entry: str) -> None:
+def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(
+        request: pytest.FixtureRequest, tmp_path: Path, entry: str) -> None:
     """`dshkit serve` and `python -m dshkit.mock_server serve` import aiohttp without reading the
     CA certificates into aiohttp's own client contexts (they never open a client connection);
     any other TLS context is made as usual."""
     import ssl
 
-    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); this test names a real one.
-    bundle = ssl.get_default_verify_paths().openssl_cafile
-    if not Path(bundle).is_file():
-        pytest.skip(f"no CA bundle at {bundle}")
+    # The suite's conftest empties $SSL_CERT_FILE (no bundle loaded); that serve named a real one.
+    bundle = _ca_bundle()
+    if bundle is None:
+        pytest.skip(f"no CA bundle at {ssl.get_default_verify_paths().openssl_cafile}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.load_verify_locations(cafile=bundle)
     expected = context.cert_store_stats()["x509_ca"]
     assert expected > 0
-    ready = _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle, "DSHKIT_ENTRY": entry})
+    ready = (request.getfixturevalue("plain_serve_ready") if entry == "dshkit"
+             else _when_serve_is_ready(tmp_path, env={"SSL_CERT_FILE": bundle, "DSHKIT_ENTRY": entry}))
     assert ready["ca_certificates"] == expected
     assert ready["aiohttp_ca_certificates"] == 0
 

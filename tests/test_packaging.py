@@ -281,11 +281,22 @@ print(json.dumps(texts))
 """Every help text as the installed `dshkit` prints it (`main` is what its console script runs),
 in one process rather than one each."""
 
-BUNDLED = """
-import json, sys
+EXAMPLES = """
+import contextlib, io, json, sys
 from dshkit.bundled import bundled_path
-print(json.dumps({name: str(bundled_path(name)) for name in sys.argv[1:]}))
+from dshkit.cli import main
+argvs, shipped = json.loads(sys.argv[1])
+ran = []
+for argv in argvs:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    ran.append([code, out.getvalue()])
+print(json.dumps({"ran": ran, "bundled": {name: str(bundled_path(name)) for name in shipped}}))
 """
+"""The help texts' example commands, each through `main` (what the installed `dshkit` console
+script runs; the script itself is run for `--help`), and where the package holds each file the
+help texts name: one process rather than one each."""
 
 
 def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
@@ -304,16 +315,18 @@ def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, 
     shipped = sorted(n for n in named if (REPO / n).exists() or (REPO / f"{n}.cassette.jsonl").exists())
     assert {"examples/seed-walk.sse", "recordings/readme-walk"} <= set(shipped)
     assert not any((tmp_path / n.split("/")[0]).exists() for n in shipped)  # nothing of the repo here
-    decode = _run(dshkit, "decode", "examples/seed-walk.sse", cwd=tmp_path)
-    assert decode.returncode == 0 and '"chunks"' in decode.stdout, decode.stderr
-    view = _run(dshkit, "view", "recordings/readme-walk.cassette.jsonl", "-o", "walk.html", cwd=tmp_path)
-    assert view.returncode == 0 and (tmp_path / "walk.html").stat().st_size > 0, view.stderr
-    run = _run(dshkit, "run", "Summarise", "--replay", "recordings/readme-walk", "--workspace", ".",
-               "--session", "s.jsonl", "--json", cwd=tmp_path)
-    assert run.returncode == 0 and '"completed"' in run.stdout, run.stderr
-    found = _run(installed, "-c", BUNDLED, *shipped, cwd=tmp_path)
+    examples = [["decode", "examples/seed-walk.sse"],
+                ["view", "recordings/readme-walk.cassette.jsonl", "-o", "walk.html"],
+                ["run", "Summarise", "--replay", "recordings/readme-walk", "--workspace", ".",
+                 "--session", "s.jsonl", "--json"]]
+    found = _run(installed, "-c", EXAMPLES, json.dumps([examples, shipped]), cwd=tmp_path)
     assert found.returncode == 0, found.stderr
-    for name, path in json.loads(found.stdout).items():  # every one the help names is in the package
+    report = json.loads(found.stdout.splitlines()[-1])
+    (decode, decoded), (view, _), (run, ran) = report["ran"]
+    assert decode == 0 and '"chunks"' in decoded, found.stderr
+    assert view == 0 and (tmp_path / "walk.html").stat().st_size > 0, found.stderr
+    assert run == 0 and '"completed"' in ran, found.stderr
+    for name, path in report["bundled"].items():  # every one the help names is in the package
         assert path != "None" and str(installed.parent.parent) in path, (name, path)
 
 

@@ -197,6 +197,19 @@ def test_replay_builtin_tools_asks_before_bash_like_run(
     assert (workspace / "marker").exists()
 
 
+EACH_MAIN = """
+import contextlib, io, json, sys
+from dshkit.cli import main
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    print(json.dumps([code, out.getvalue()]), flush=True)
+"""
+"""`dshkit.cli.main` (what the console script runs) on each argv of a JSON list, in one process:
+a line `[exit code, stdout]` for each."""
+
+
 def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(workspace: Path, tmp_path: Path) -> None:
     """Ctrl-C before the model's first chunk logs an aborted finish and no message; replaying
     that used to wait forever for a cancel that no chunk would ever trigger. It is cancelled
@@ -224,13 +237,15 @@ def test_replay_of_a_log_aborted_before_any_chunk_ends_with_a_message(workspace:
                 proc.kill()
     chunks = [e.data["chunk"] for e in load_session(log).events if e.type == "assistant/chunk"]
     assert [c["type"] for c in chunks] == ["finish"] and chunks[0]["reason"]["kind"] == "aborted"
-    for wire in ([], ["--wire"]):
-        replay = subprocess.run(  # a subprocess, so that a hang fails the test instead of stalling it
-            [sys.executable, "-m", "dshkit.cli", "replay", str(log), "--workspace", str(workspace), *wire],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
-        )
-        assert replay.returncode == 0, (wire, replay.stderr)
-        result = json.loads(replay.stdout)
+    # both replays in one subprocess, so that a hang fails the test instead of stalling it
+    argv = ["replay", str(log), "--workspace", str(workspace)]
+    replays = subprocess.run([sys.executable, "-c", EACH_MAIN, json.dumps([argv, [*argv, "--wire"]])],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert replays.returncode == 0, replays.stderr
+    for wire, line in zip(([], ["--wire"]), replays.stdout.splitlines(), strict=True):
+        code, out = json.loads(line)
+        assert code == 0, (wire, replays.stderr)
+        result = json.loads(out)
         assert result["turns"] == ["aborted"] and result["outcomes_equal"] and result["model_calls"] == 1, (wire, result)
 
 

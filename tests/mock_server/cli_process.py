@@ -11,6 +11,12 @@ import sys
 import time
 from typing import Any
 
+import pytest
+
+SHARES_PLAIN_SERVE = pytest.mark.xdist_group("plain-serve")
+"""On the tests of the `plain_serve` fixture (tests/conftest.py): one worker runs them all under
+`--dist loadgroup`, so one plain `dshkit serve` process serves them."""
+
 
 class ServeProcess:
     """A `serve` subprocess; `ready` is its first stdout line, parsed."""

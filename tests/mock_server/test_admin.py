@@ -21,7 +21,7 @@ from dshkit.mock_server import MockServer, Recorder, Script, load_cassette
 from dshkit.mock_server.admin import _Admin, _loopback
 from dshkit.mock_server.cassette_match import CassetteRouter
 from dshkit.mock_server.runtime import Runtime
-from tests.mock_server.cli_process import ServeProcess
+from tests.mock_server.cli_process import SHARES_PLAIN_SERVE, ServeProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 _BODY = {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}
@@ -262,16 +262,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_dshkit_serve_has_the_admin_api_and_no_admin_turns_it_off() -> None:
-    proc = ServeProcess()
-    try:
-        assert proc.ready["admin_url"] == proc.base_url + "/_dshkit/"
-        with httpx.Client(base_url=proc.base_url, timeout=10) as c:
-            assert c.put("/_dshkit/scripts", content=WEATHER_YAML).status_code == 200
-            r = c.post("/chat/completions", json={"model": "deepseek-chat", "messages": [{"role": "user", "content": "x"}]})
-            assert r.json()["choices"][0]["message"]["content"] == "sunny"
-    finally:
-        proc.stop()
+@SHARES_PLAIN_SERVE
+def test_dshkit_serve_has_the_admin_api_and_no_admin_turns_it_off(plain_serve: ServeProcess) -> None:
+    proc = plain_serve
+    assert proc.ready["admin_url"] == proc.base_url + "/_dshkit/"
+    with httpx.Client(base_url=proc.base_url, timeout=10) as c:
+        assert c.put("/_dshkit/scripts", content=WEATHER_YAML).status_code == 200
+        r = c.post("/chat/completions", json={"model": "deepseek-chat", "messages": [{"role": "user", "content": "x"}]})
+        assert r.json()["choices"][0]["message"]["content"] == "sunny"
     proc = ServeProcess("--no-admin")
     try:
         assert "admin_url" not in proc.ready
@@ -298,16 +296,13 @@ def test_the_docs_hold_a_node_example() -> None:
     assert all(f'admin("/{name}"' in example for name in ("scripts", "journal", "counts", "reset"))
 
 
+@SHARES_PLAIN_SERVE
 @pytest.mark.skipif(NODE is None, reason="node is not installed (the Node example of docs/admin_api.md needs Node >= 18)")
-def test_the_node_example_runs_against_dshkit_serve(tmp_path: Path) -> None:
+def test_the_node_example_runs_against_dshkit_serve(tmp_path: Path, plain_serve: ServeProcess) -> None:
     assert NODE is not None
     script = tmp_path / "example.mjs"
     script.write_text(_node_example())
-    proc = ServeProcess()
-    try:
-        run = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=60, check=False,
-                             env={**_env(), "DSHKIT_URL": proc.base_url})
-    finally:
-        proc.stop()
+    run = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=60, check=False,
+                         env={**_env(), "DSHKIT_URL": plain_serve.base_url})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "ok: sunny, then rain; 2 requests" in run.stdout

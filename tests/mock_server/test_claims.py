@@ -11,6 +11,7 @@ wrong servers in tests/conformance/test_server_check_strength.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import signal
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,8 @@ from .cli_process import ServeProcess
 from .wire import parse_sse, reassemble
 
 KEY = "sk-claims-0123"
+# One worker runs the module under `--dist loadgroup`, so each of its two `serve` processes starts once.
+pytestmark = pytest.mark.xdist_group("claims")
 U = [{"role": "user", "content": "hi"}]
 SSE_FILE = encode_sse(generate_chunks(Reply(content="replayed"), seed=5), "crlf")
 JSONL_LINES = [json.dumps(c, ensure_ascii=False) for c in generate_chunks(Reply(content="é"), seed=6)]
@@ -84,29 +88,41 @@ class Drained:
         return rest + self.out.decode(errors="replace")
 
 
-@pytest.fixture
-def drained(tmp_path: Path) -> Iterator[Drained]:
-    d = Drained(_serve(tmp_path))
-    yield d
-    if d.proc.proc.returncode is None:
-        d.stop()
+@dataclass(frozen=True)
+class ClaimsRun:
+    results: list[Any]
+    """The server checks of every claimed item, against a `serve` process of their own."""
+    out: str
+    """Everything that process printed on stdout, to its end (it was stopped after the checks)."""
 
 
-async def test_every_visible_claim_passes_the_server_checks_on_the_cli_path(drained: Drained) -> None:
-    results = await run_server_checks(drained.proc.base_url, KEY, ids=list(CLAIMED_S_ITEMS), timeout_s=60)
-    status = {r.id: r.status for r in results}
+@pytest.fixture(scope="module")
+def claims_run(tmp_path_factory: pytest.TempPathFactory) -> ClaimsRun:
+    """One run of the server checks of every claimed item (the S2, S14 and S20 the secrecy test
+    reads among them) on one drained `serve` process, then stopped for the whole of its stdout."""
+    d = Drained(_serve(tmp_path_factory.mktemp("claims-run")))
+    try:
+        results = asyncio.run(run_server_checks(d.proc.base_url, KEY, ids=list(CLAIMED_S_ITEMS), timeout_s=60))
+    finally:
+        out = d.stop()
+    return ClaimsRun(list(results), out)
+
+
+def test_every_visible_claim_passes_the_server_checks_on_the_cli_path(claims_run: ClaimsRun) -> None:
+    status = {r.id: r.status for r in claims_run.results}
     assert set(status) == set(CLAIMED_S_ITEMS)
-    failing = {r.id: r.diff or r.reason for r in results if r.id not in NOT_VISIBLE and r.status != "pass"}
+    failing = {r.id: r.diff or r.reason for r in claims_run.results if r.id not in NOT_VISIBLE and r.status != "pass"}
     assert failing == {}
     assert {i: status[i] for i in NOT_VISIBLE} == {"S35": "n/a"}
 
 
-async def test_no_secret_reaches_stdout(drained: Drained) -> None:
-    # A run that refuses a wrong key and answers the right one, streamed and not: the key the
-    # server was started with and the wrong one sent to it never reach a stdout line.
-    results = await run_server_checks(drained.proc.base_url, KEY, ids=["S2", "S14", "S20"], timeout_s=60)
-    assert {r.id: r.status for r in results} == {"S2": "pass", "S14": "pass", "S20": "pass"}
-    out = drained.stop()
+def test_no_secret_reaches_stdout(claims_run: ClaimsRun) -> None:
+    # Among the checks, a wrong key refused (S2) and the right one answered, streamed and not
+    # (S14, S20): the key the server was started with and the wrong one sent to it never reach
+    # a stdout line of the whole run.
+    status = {r.id: r.status for r in claims_run.results}
+    assert {i: status[i] for i in ("S2", "S14", "S20")} == {"S2": "pass", "S14": "pass", "S20": "pass"}
+    out = claims_run.out
     assert '"type": "request"' in out or '"type":"request"' in out  # it did print the exchanges
     assert KEY not in out and "sk-wrong-0000" not in out
 

@@ -13,7 +13,7 @@ import pytest
 
 from dshkit.mock_server.__main__ import main
 
-from .cli_process import ServeProcess
+from .cli_process import SHARES_PLAIN_SERVE, ServeProcess
 from .wire import chat
 
 
@@ -68,10 +68,10 @@ def test_sigterm_closes_a_stalled_stream(serve) -> None:  # type: ignore[no-unty
     assert result["type"] == "result" and result["outcome"] == "closed"
 
 
-def test_default_reply_without_script(serve) -> None:  # type: ignore[no-untyped-def]
-    p = serve()
+@SHARES_PLAIN_SERVE
+def test_default_reply_without_script(plain_serve: ServeProcess) -> None:
     with httpx.Client(timeout=2) as c:
-        r = c.post(p.base_url + "/chat/completions", json=chat("hello there", stream=False))
+        r = c.post(plain_serve.base_url + "/chat/completions", json=chat("hello there", stream=False))
     assert r.json()["choices"][0]["message"]["content"] == 'You said: "hello there"'
 
 

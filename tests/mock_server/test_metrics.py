@@ -3,6 +3,7 @@ prometheus_client's own parser after real requests on both wires."""
 
 from __future__ import annotations
 
+import json
 import signal
 from typing import Any
 
@@ -66,6 +67,8 @@ async def test_metrics_after_real_requests_on_both_wires() -> None:
 
 
 def test_metrics_of_all_workers_from_any_worker() -> None:
+    """Also what an unscripted `--workers 2` server answers and how it ends on SIGTERM: exit 143
+    and one summary of both workers' requests (SIGINT with workers: test_workers.py)."""
     p = ServeProcess("--workers", "2")
     try:
         n = 10
@@ -74,10 +77,13 @@ def test_metrics_of_all_workers_from_any_worker() -> None:
                 assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
             workers = {p.next_line()["worker"] for _ in range(2 * n)}
             scrapes: list[dict[Any, float]] = [_samples(c.get("/metrics").text) for _ in range(4)]
-        code, _ = p.stop(signal.SIGINT)
+        code, rest = p.stop(signal.SIGTERM)
     finally:
         p.kill()
-    assert code == 130 and workers == {0, 1}
+    assert code == 143 and workers == {0, 1}
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["workers"] == 2
+    assert summary["requests"] == n and summary["outcomes"] == {"completed": n}
     for s in scrapes:  # whichever worker answered, it reports both workers' requests
         assert _get(s, "dshkit_mock_requests_total", surface="chat") == n
         assert _get(s, "dshkit_mock_responses_total", surface="chat", status="200", behavior="default",

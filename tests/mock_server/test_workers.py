@@ -91,20 +91,8 @@ def test_sessions_get_their_steps_in_order_across_workers(tmp_path: Path) -> Non
     assert summary["outcomes"] == {"completed": n} and summary["unused_steps"] == []
 
 
-def test_an_unscripted_server_with_workers_answers_and_summarises() -> None:
-    p = ServeProcess("--workers", "2")
-    try:
-        with httpx.Client(base_url=p.base_url, timeout=10, headers={"Connection": "close"}) as c:
-            for _ in range(6):
-                assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
-        for _ in range(12):
-            p.next_line()
-        code, rest = p.stop(signal.SIGTERM)
-    finally:
-        p.kill()
-    assert code == 143
-    summary = json.loads(rest.splitlines()[-1])
-    assert summary["requests"] == 6 and summary["outcomes"] == {"completed": 6}
+# An unscripted `--workers 2` server (its answers, SIGTERM's 143 and summary) shares its process
+# with the metrics of both workers: test_metrics.py::test_metrics_of_all_workers_from_any_worker.
 
 
 def _decisions() -> list[tuple[Router, Decision]]:

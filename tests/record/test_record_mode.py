@@ -71,9 +71,13 @@ class Run:
     stderr: str
 
 
-def _pytest(pytester: pytest.Pytester, *args: str) -> Run:
-    """The user's suite, in the project folder (`pytester.path`), with its own pytest.ini."""
-    result = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", *args)
+def _pytest(pytester: pytest.Pytester, *args: str, interrupted: bool = False) -> Run:
+    """The user's suite, in the project folder (`pytester.path`), with its own pytest.ini.
+
+    `interrupted`: the suite is expected to end on a KeyboardInterrupt (Ctrl-C); its session
+    ends there as a user's would (exit 2), and pytester does not raise it again in this one."""
+    result = pytester.runpytest_inprocess("-q", "-W", "error", "-p", "no:cacheprovider", "-p", "no:xdist", *args,
+                                          no_reraise_ctrlc=interrupted)
     return Run(int(result.ret), "\n".join(result.outlines), "\n".join(result.errlines))
 
 
@@ -556,11 +560,9 @@ def test_ctrl_c_before_any_traffic_leaves_no_cassette(pytester: pytest.Pytester)
             raise KeyboardInterrupt
     ''')
     with MockServer(Script.replies("sunny")) as upstream:
-        # in a process of its own: a KeyboardInterrupt ends the whole pytest session it is in
-        result = pytester.runpytest_subprocess(
-            "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--dshkit-record=once",
-            f"--dshkit-record-upstream={upstream.base_url}", timeout=120)
-    assert result.ret == 2 and "KeyboardInterrupt" in result.stdout.str(), result.stdout.str()
+        result = _pytest(pytester, "--dshkit-record=once", f"--dshkit-record-upstream={upstream.base_url}",
+                         interrupted=True)
+    assert result.returncode == 2 and "KeyboardInterrupt" in result.stdout, result.stdout
     assert not _weather_cassette(project).exists()
 
 

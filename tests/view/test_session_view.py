@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -115,14 +114,12 @@ def test_a_file_it_cannot_show_is_a_clear_error(tmp_path: Path, capsys: pytest.C
     assert "no such file" in capsys.readouterr().err
 
 
-def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path) -> None:
+def test_cli_writes_the_page_and_prints_its_path(walk: Walk, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "v" / "walk.html"
-    result = subprocess.run(
-        [sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)],
-        capture_output=True, text=True, check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(out)
+    code = main(["view", str(walk.log), "--journal", str(walk.journal), "-o", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert printed.out.strip() == str(out)
     assert "0 requests differ from what was sent" in out.read_text()
 
 
@@ -178,15 +175,19 @@ def test_a_journal_of_several_sessions_is_matched_by_session_id(walk: Walk, tmp_
     assert "0 requests differ from what was sent" in html
 
 
-def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path) -> None:
+def test_open_hands_the_page_to_the_browser(walk: Walk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import webbrowser
+
     opened = tmp_path / "opened.txt"
     recorder = tmp_path / "browser.py"
     recorder.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
     out = tmp_path / "page.html"
-    env = {**os.environ, "BROWSER": f"{sys.executable} {recorder} %s"}
-    result = subprocess.run([sys.executable, "-m", "dshkit.cli", "view", str(walk.log), "-o", str(out), "--open"],
-                            capture_output=True, text=True, env=env, check=False)
-    assert result.returncode == 0, result.stderr
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {recorder} %s")
+    # webbrowser reads $BROWSER on its first use in a process: here it starts over, as in a new one
+    monkeypatch.setattr(webbrowser, "_tryorder", None)
+    monkeypatch.setattr(webbrowser, "_browsers", {})
+    assert main(["view", str(walk.log), "-o", str(out), "--open"]) == 0, capsys.readouterr().err
     assert opened.read_text() == out.resolve().as_uri()
 
 
