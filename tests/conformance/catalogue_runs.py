@@ -4,9 +4,9 @@ A catalogue run spends most of its wall time waiting (keep-alive, stall and drip
 seconds of real time each) and little on the CPU, so playing the runs one test after another
 left a worker idle for minutes. Here the adapters of one *shard* start at once on one event loop,
 in a thread of its own (pytest's loops stay untouched), each with its own mock server as
-`run_catalogue` makes it, and a few scenarios in flight per adapter so the loop never gets
-crowded enough to delay a timing-sensitive scenario. The tests then judge each adapter's results
-exactly as they judged their own run.
+`run_catalogue` makes it, and a few scenarios in flight per adapter (`IN_FLIGHT` per shard) so
+the loop never gets crowded enough to delay a timing-sensitive scenario. The tests then judge
+each adapter's results exactly as they judged their own run.
 
 Each shard is an xdist group (`group_of(adapter)`; `params` marks each adapter's test with it), so
 under `--dist loadgroup` (`make test`) one worker plays a shard once and judges all its adapters,
@@ -41,17 +41,25 @@ __all__ = [
     "CHAT_ADAPTERS",
     "CHAT_SHARDS",
     "GROUP",
-    "PER_ADAPTER",
+    "IN_FLIGHT",
     "CatalogueRuns",
     "catalogue",
     "group_of",
     "params",
+    "per_adapter",
 ]
 
-PER_ADAPTER = 4
-"""Scenarios in flight per adapter: a shard of 5 adapters has 20 on its loop at most (fewer than
-the 32 of the single 16-adapter run this replaced), so the seconds of the keep-alive and stall
-scenarios overlap more while no timing-sensitive scenario meets a more crowded loop."""
+IN_FLIGHT = 20
+"""Scenarios in flight on a shard's loop at most, shared out among its adapters (`per_adapter`):
+fewer than the 32 of the single 16-adapter run this replaced, so no timing-sensitive scenario
+meets a more crowded loop. Each run starts its waiting scenarios first (`run_catalogue`), so
+their seconds overlap the others' CPU. The Anthropic shard's 18 adapters once ran 4 each, 72
+scenarios on one loop: on a loaded host a multi-step scenario then overran its 15 s budget."""
+
+
+def per_adapter(adapters: Sequence[type]) -> int:
+    """Scenarios in flight per adapter of a shard (`IN_FLIGHT` shared out, at least one each)."""
+    return max(1, IN_FLIGHT // len(adapters))
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)
 ANTHROPIC_ADAPTERS: tuple[type, ...] = (AnthropicAdapter, AnthropicSDKAdapter, *BROKEN_ANTHROPIC)
 BROKEN_SHARDS = 3
@@ -121,7 +129,8 @@ class CatalogueRuns:
 
         async def every_run() -> None:
             scenarios = self.scenarios()
-            runs = [run_catalogue(scenarios, a, concurrency=PER_ADAPTER, protocol=self.protocol) for a in adapters]
+            each = per_adapter(adapters)
+            runs = [run_catalogue(scenarios, a, concurrency=each, protocol=self.protocol) for a in adapters]
             out.update(zip(adapters, await asyncio.gather(*runs), strict=True))
 
         def in_thread() -> None:
