@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from dshkit.conformance import load_catalogue, run_catalogue
-from dshkit.conformance.runner import ScenarioResult, for_protocol
+from dshkit.conformance.runner import ScenarioResult, expected_wait_s, for_protocol
 from dshkit.conformance.scenario import Scenario
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
@@ -42,19 +42,36 @@ __all__ = [
     "CHAT_SHARDS",
     "GROUP",
     "IN_FLIGHT",
+    "WAITING_S",
     "CatalogueRuns",
     "catalogue",
     "group_of",
     "params",
     "per_adapter",
+    "split_waiting",
 ]
 
 IN_FLIGHT = 20
-"""Scenarios in flight on a shard's loop at most, shared out among its adapters (`per_adapter`):
-fewer than the 32 of the single 16-adapter run this replaced, so no timing-sensitive scenario
-meets a more crowded loop. Each run starts its waiting scenarios first (`run_catalogue`), so
-their seconds overlap the others' CPU. The Anthropic shard's 18 adapters once ran 4 each, 72
-scenarios on one loop: on a loaded host a multi-step scenario then overran its 15 s budget."""
+"""Busy scenarios in flight on a shard's loop at most, shared out among its adapters
+(`per_adapter`): fewer than the 32 of the single 16-adapter run this replaced, so no
+timing-sensitive scenario meets a more crowded loop (the few that mostly wait play beside them:
+`split_waiting`). The Anthropic shard's 18 adapters once ran 4 each, 72 scenarios on one loop:
+on a loaded host a multi-step scenario then overran its 15 s budget."""
+
+WAITING_S = 0.5
+"""A scenario that waits at least this long on timers by design (`expected_wait_s`: keep-alives,
+stalls into an idle timeout, a paced body) is played beside the busy ones, not in one of their
+slots."""
+
+
+def split_waiting(scenarios: Sequence[Scenario], protocol: str) -> tuple[list[Scenario], list[Scenario]]:
+    """(the waiting scenarios, the busy rest), each in catalogue order. A shard plays an adapter's
+    waiting ones all at once in a run of their own, beside its run of the busy ones: in one run
+    the keep-alive scenario and the three stalls held all 4 of an adapter's slots for the first
+    second, its CPU idle, and the keep-alive one a slot for 4 s."""
+    waits = [expected_wait_s(s, protocol) >= WAITING_S for s in scenarios]
+    return ([s for s, w in zip(scenarios, waits, strict=True) if w],
+            [s for s, w in zip(scenarios, waits, strict=True) if not w])
 
 
 def per_adapter(adapters: Sequence[type]) -> int:
@@ -114,7 +131,8 @@ class CatalogueRuns:
         return for_protocol(catalogue(), self.protocol)
 
     def results(self, adapter: type) -> list[ScenarioResult]:
-        """`run_catalogue(scenarios, adapter, protocol=...)`'s results, in catalogue order."""
+        """`run_catalogue(scenarios, adapter, protocol=...)`'s results, in catalogue order (played
+        as two runs, the waiting scenarios and the busy ones: `split_waiting`)."""
         shard = next((s for s in self.shards.values() if adapter in s), None)
         if shard is None:
             raise KeyError(f"{adapter.__name__} is not one of this protocol's adapters")
@@ -129,9 +147,15 @@ class CatalogueRuns:
 
         async def every_run() -> None:
             scenarios = self.scenarios()
+            waiting, busy = split_waiting(scenarios, self.protocol)
             each = per_adapter(adapters)
-            runs = [run_catalogue(scenarios, a, concurrency=each, protocol=self.protocol) for a in adapters]
-            out.update(zip(adapters, await asyncio.gather(*runs), strict=True))
+            runs = [run_catalogue(busy, a, concurrency=each, protocol=self.protocol) for a in adapters]
+            if waiting:
+                runs += [run_catalogue(waiting, a, concurrency=len(waiting), protocol=self.protocol) for a in adapters]
+            played = await asyncio.gather(*runs)
+            for k, adapter in enumerate(adapters):
+                by_id = {r.id: r for run in played[k::len(adapters)] for r in run}
+                out[adapter] = [by_id[sc.id] for sc in scenarios]
 
         def in_thread() -> None:
             try:
