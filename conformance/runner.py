@@ -62,6 +62,7 @@ __all__ = [
     "FactoryError",
     "ScenarioResult",
     "Status",
+    "expected_wait_s",
     "for_protocol",
     "load_factory",
     "run_catalogue",
