@@ -62,6 +62,7 @@ __all__ = [
     "FactoryError",
     "ScenarioResult",
     "Status",
+    "expected_wait_s",
     "for_protocol",
     "load_factory",
     "run_catalogue",
@@ -541,6 +542,36 @@ def _next_history(
 
 # --- the whole catalogue -----------------------------------------------------------------------
 
+_STALLS = frozenset({"stall", "stall_after", "reasoning_stall"})
+"""Faults that go silent with the response open: a conforming adapter ends only when its idle
+watchdog fires (unless the scenario cancels or aborts first)."""
+_SLOW_S = 0.5
+"""A nominal wait for the faults that pace a whole body (`slow_success`, `slow_drip`), whose
+length depends on the reply's size."""
+
+
+def expected_wait_s(sc: Scenario, protocol: str = "chat") -> float:
+    """About how many seconds `sc` spends waiting on timers by design, whatever the machine: the
+    idle timeouts its stalls run into, the keep-alives, header delays and pacing its wire asks of
+    the mock. Only an ordering hint (`run_catalogue` starts the longest first), so an estimate
+    that is off costs time, never a verdict."""
+    total = 0.0
+    for step in sc.steps:
+        wire = step.for_protocol(protocol).wire
+        total += (wire.timing.headers_delay_ms + wire.timing.first_byte_delay_ms) / 1000
+        options = wire.fault_options
+        if wire.fault in _STALLS and step.cancel is None and step.abort is None:
+            total += sc.idle_timeout_s
+        elif wire.fault == "keep_alive":
+            total += options.get("keep_alives", 3) * options.get("delay_ms", 20) / 1000
+        elif wire.fault == "slow_headers":
+            total += options.get("delay_ms", 200) / 1000
+        elif wire.fault in ("slow_success", "slow_drip"):
+            total += _SLOW_S
+        if wire.sse is not None:
+            total += wire.sse.write_delay_ms * len(wire.sse.events) / 1000
+    return total
+
 
 async def run_catalogue(
     scenarios: Sequence[Scenario],
@@ -552,8 +583,15 @@ async def run_catalogue(
     protocol: str = "chat",
 ) -> list[ScenarioResult]:
     """Run `scenarios` concurrently on one mock server; results come back in catalogue order.
-    Only the scenarios written for `protocol` run (see `for_protocol`)."""
+    Only the scenarios written for `protocol` run (see `for_protocol`).
+
+    They start longest wait first (`expected_wait_s`; catalogue order among equals): a run's
+    wall time is set by its few scenarios that wait seconds in real time (keep-alives, stalls
+    into an idle timeout), and started in catalogue order those came late, each holding the run
+    open after the rest was done; started first, they wait while the others use the CPU."""
     scenarios = for_protocol(scenarios, protocol)
+    waits = [expected_wait_s(sc, protocol) for sc in scenarios]
+    order = sorted(range(len(scenarios)), key=lambda i: -waits[i])
     own = server is None
     srv = server or MockServer(seed=7)
     if own:
@@ -576,7 +614,9 @@ async def run_catalogue(
         return res
 
     try:
-        return list(await asyncio.gather(*(one(sc) for sc in scenarios)))
+        # The semaphore admits waiters first come, first served: the tasks start in this order.
+        played = dict(zip(order, await asyncio.gather(*(one(scenarios[i]) for i in order)), strict=True))
+        return [played[i] for i in range(len(scenarios))]
     finally:
         if own:
             await srv.close()

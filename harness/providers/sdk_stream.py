@@ -8,11 +8,14 @@ async-iterable over typed events, keeps its `httpx.Response` as `.response` and 
 being read. `SdkSource` is such a call as a `WireSource`, driven by the one stream life cycle
 (`stream.run_stream`); `sdk_kwargs` and `sdk_failure` are what the two adapters would otherwise
 each write: the SDK's keyword arguments from our serialized body, and its transport exceptions as
-failures. Both SDKs are optional, so this module imports neither, nor httpx2, until a call is made.
+failures; `sdk_http_client` is the SDK's own default HTTP client on one TLS context per process.
+Both SDKs are optional, so this module imports neither, nor httpx2, until it is used.
 """
 
 from __future__ import annotations
 
+import functools
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any, Protocol
@@ -21,7 +24,9 @@ from dshkit.harness.llm import ErrorCode, Finish, GenerateOptions, LlmFailure, S
 
 from .failures import request_id_of
 
-__all__ = ["SdkDecoder", "SdkSource", "sdk_errors", "sdk_failure", "sdk_kwargs"]
+__all__ = [
+    "SdkDecoder", "SdkSource", "sdk_errors", "sdk_failure", "sdk_http_client", "sdk_kwargs", "sdk_ssl_context",
+]
 
 
 class SdkSource:
@@ -119,6 +124,25 @@ def sdk_kwargs(body: dict[str, Any], untyped: tuple[str, ...], options: Generate
     if options.session_id:
         kwargs["extra_headers"] = {"x-deepseek-harness-session-id": options.session_id}
     return kwargs
+
+
+@functools.cache
+def sdk_ssl_context() -> ssl.SSLContext:
+    """httpx2's default verifying TLS context (the system's CA store, or `$SSL_CERT_FILE`/
+    `$SSL_CERT_DIR`), the one each SDK client would build for itself, built once per process
+    and shared by every SDK adapter's client. Loading the CA store costs about 45 ms of CPU per
+    client: a conformance run makes an adapter per scenario, and spent three quarters of its CPU
+    there (the twin of `http_stream.default_ssl_context`)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+def sdk_http_client(sdk: ModuleType, *, base_url: str, timeout: Any) -> Any:
+    """The HTTP client `sdk` would make for itself (its `DefaultAsyncHttpxClient`: the SDK's
+    connection limits, redirects and socket options, with `timeout`), on `sdk_ssl_context()`.
+    The SDK closes it in its own `close()`."""
+    return sdk.DefaultAsyncHttpxClient(base_url=base_url, timeout=timeout, verify=sdk_ssl_context())
 
 
 def sdk_errors(base: type[BaseException]) -> tuple[type[BaseException], ...]:

@@ -4,9 +4,9 @@ A catalogue run spends most of its wall time waiting (keep-alive, stall and drip
 seconds of real time each) and little on the CPU, so playing the runs one test after another
 left a worker idle for minutes. Here the adapters of one *shard* start at once on one event loop,
 in a thread of its own (pytest's loops stay untouched), each with its own mock server as
-`run_catalogue` makes it, and a few scenarios in flight per adapter so the loop never gets
-crowded enough to delay a timing-sensitive scenario. The tests then judge each adapter's results
-exactly as they judged their own run.
+`run_catalogue` makes it, and a few scenarios in flight per adapter (`IN_FLIGHT` per shard) so
+the loop never gets crowded enough to delay a timing-sensitive scenario. The tests then judge
+each adapter's results exactly as they judged their own run.
 
 Each shard is an xdist group (`group_of(adapter)`; `params` marks each adapter's test with it), so
 under `--dist loadgroup` (`make test`) one worker plays a shard once and judges all its adapters,
@@ -17,6 +17,7 @@ was the suite's longest serial chain, with the second core idle.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 
 from dshkit.conformance import load_catalogue, run_catalogue
-from dshkit.conformance.runner import ScenarioResult, for_protocol
+from dshkit.conformance.runner import ScenarioResult, expected_wait_s, for_protocol
 from dshkit.conformance.scenario import Scenario
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
@@ -41,17 +42,42 @@ __all__ = [
     "CHAT_ADAPTERS",
     "CHAT_SHARDS",
     "GROUP",
-    "PER_ADAPTER",
+    "IN_FLIGHT",
+    "WAITING_S",
     "CatalogueRuns",
     "catalogue",
     "group_of",
     "params",
+    "per_adapter",
+    "split_waiting",
 ]
 
-PER_ADAPTER = 4
-"""Scenarios in flight per adapter: a shard of 5 adapters has 20 on its loop at most (fewer than
-the 32 of the single 16-adapter run this replaced), so the seconds of the keep-alive and stall
-scenarios overlap more while no timing-sensitive scenario meets a more crowded loop."""
+IN_FLIGHT = 20
+"""Busy scenarios in flight on a shard's loop at most, shared out among its adapters
+(`per_adapter`): fewer than the 32 of the single 16-adapter run this replaced, so no
+timing-sensitive scenario meets a more crowded loop (the few that mostly wait play beside them:
+`split_waiting`). The Anthropic shard's 18 adapters once ran 4 each, 72 scenarios on one loop:
+on a loaded host a multi-step scenario then overran its 15 s budget."""
+
+WAITING_S = 0.5
+"""A scenario that waits at least this long on timers by design (`expected_wait_s`: keep-alives,
+stalls into an idle timeout, a paced body) is played beside the busy ones, not in one of their
+slots."""
+
+
+def split_waiting(scenarios: Sequence[Scenario], protocol: str) -> tuple[list[Scenario], list[Scenario]]:
+    """(the waiting scenarios, the busy rest), each in catalogue order. A shard plays an adapter's
+    waiting ones all at once in a run of their own, beside its run of the busy ones: in one run
+    the keep-alive scenario and the three stalls held all 4 of an adapter's slots for the first
+    second, its CPU idle, and the keep-alive one a slot for 4 s."""
+    waits = [expected_wait_s(s, protocol) >= WAITING_S for s in scenarios]
+    return ([s for s, w in zip(scenarios, waits, strict=True) if w],
+            [s for s, w in zip(scenarios, waits, strict=True) if not w])
+
+
+def per_adapter(adapters: Sequence[type]) -> int:
+    """Scenarios in flight per adapter of a shard (`IN_FLIGHT` shared out, at least one each)."""
+    return max(1, IN_FLIGHT // len(adapters))
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)
 ANTHROPIC_ADAPTERS: tuple[type, ...] = (AnthropicAdapter, AnthropicSDKAdapter, *BROKEN_ANTHROPIC)
 BROKEN_SHARDS = 3
@@ -106,7 +132,8 @@ class CatalogueRuns:
         return for_protocol(catalogue(), self.protocol)
 
     def results(self, adapter: type) -> list[ScenarioResult]:
-        """`run_catalogue(scenarios, adapter, protocol=...)`'s results, in catalogue order."""
+        """`run_catalogue(scenarios, adapter, protocol=...)`'s results, in catalogue order (played
+        as two runs, the waiting scenarios and the busy ones: `split_waiting`)."""
         shard = next((s for s in self.shards.values() if adapter in s), None)
         if shard is None:
             raise KeyError(f"{adapter.__name__} is not one of this protocol's adapters")
@@ -121,8 +148,15 @@ class CatalogueRuns:
 
         async def every_run() -> None:
             scenarios = self.scenarios()
-            runs = [run_catalogue(scenarios, a, concurrency=PER_ADAPTER, protocol=self.protocol) for a in adapters]
-            out.update(zip(adapters, await asyncio.gather(*runs), strict=True))
+            waiting, busy = split_waiting(scenarios, self.protocol)
+            each = per_adapter(adapters)
+            runs = [run_catalogue(busy, a, concurrency=each, protocol=self.protocol) for a in adapters]
+            if waiting:
+                runs += [run_catalogue(waiting, a, concurrency=len(waiting), protocol=self.protocol) for a in adapters]
+            played = await asyncio.gather(*runs)
+            for k, adapter in enumerate(adapters):
+                by_id = {r.id: r for run in played[k::len(adapters)] for r in run}
+                out[adapter] = [by_id[sc.id] for sc in scenarios]
 
         def in_thread() -> None:
             try:
@@ -130,9 +164,16 @@ class CatalogueRuns:
             except BaseException as exc:  # handed to the calling test, which fails with it
                 failure.append(exc)
 
-        thread = threading.Thread(target=in_thread, name=f"catalogue-runs-{self.protocol}")
-        thread.start()
-        thread.join()
+        # A shard allocates enough to set off a few full collections, and in a test process each
+        # one walked the whole heap of collected tests and imported modules (~300k objects, a
+        # quarter of a second each): frozen, they are left out of the walk while the shard plays.
+        gc.freeze()
+        try:
+            thread = threading.Thread(target=in_thread, name=f"catalogue-runs-{self.protocol}")
+            thread.start()
+            thread.join()
+        finally:
+            gc.unfreeze()
         if failure:
             raise failure[0]
         return out

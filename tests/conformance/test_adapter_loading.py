@@ -84,7 +84,10 @@ def _plugin_session(folder: Path, *args: str) -> tuple[int, str]:
     pytester's module snapshot would re-import httpx under this process's adapters)."""
     (folder / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
-    r = subprocess.run([str(Path(sys.executable).parent / "pytest"), "-p", "no:cacheprovider", "-p", "no:xdist",
+    # Installed plugins the session has no use for (their imports were ~0.3 s of CPU); ours still
+    # loads by its entry point.
+    unused = [a for name in ("xdist", "hypothesispytest", "syrupy", "anyio", "dshkit_mock_server") for a in ("-p", f"no:{name}")]
+    r = subprocess.run([str(Path(sys.executable).parent / "pytest"), "-p", "no:cacheprovider", *unused,
                         "--pyargs", "dshkit.conformance", *args],
                        cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False)
     return r.returncode, r.stdout + r.stderr

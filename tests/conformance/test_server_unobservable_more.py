@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from dshkit.cli import main
 from dshkit.conformance.anthropic_checks import run_anthropic_checks
 from dshkit.conformance.server_checks import run_server_checks
 from dshkit.mock_server import MockServer
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Every check the brief names as passing against a 200 with an empty body.
 EMPTY_200_CHAT = ["S1", "S8", "S10", "S12", "S17", "S18", "S39"]
@@ -109,15 +107,18 @@ def black_hole_port() -> Iterator[int]:
 
 
 def test_cli_timeout_bounds_the_anthropic_run(black_hole_port: int, tmp_path: Path) -> None:
-    # --timeout 0.5: every request gives up after 0.5 s, every check after 2 s; before the fix
-    # the probe waited 60 s per request and the SDK 600 s. The 90 s here is a hang guard only.
+    # --timeout 0.2: every request gives up after 0.2 s, every check after 0.8 s; before the fix
+    # the probe waited 60 s per request and the SDK 600 s. The CLI runs in this process (its own
+    # event loop, in a thread so that a regression fails here instead of hanging the worker); the
+    # 90 s is that hang guard only.
     report = tmp_path / "r.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "dshkit", "conformance", "--server", f"http://127.0.0.1:{black_hole_port}/anthropic",
-         "--protocol", "anthropic", "--timeout", "0.5", "--json", str(report)],
-        capture_output=True, text=True, timeout=90, cwd=ROOT, check=False,
-    )
-    assert done.returncode == 1, (done.stdout, done.stderr)
+    argv = ["conformance", "--server", f"http://127.0.0.1:{black_hole_port}/anthropic",
+            "--protocol", "anthropic", "--timeout", "0.2", "--json", str(report)]
+    codes: list[int] = []
+    run = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+    run.start()
+    run.join(90)
+    assert codes == [1], "the run did not end" if run.is_alive() else codes
     results = json.loads(report.read_text())["scenarios"]
     assert results and all(r["status"] != "pass" for r in results), results
 

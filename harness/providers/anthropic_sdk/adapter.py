@@ -30,6 +30,7 @@ from dshkit.harness.providers.sdk_stream import (
     SdkSource,
     sdk_errors,
     sdk_failure,
+    sdk_http_client,
     sdk_kwargs,
 )
 from dshkit.harness.providers.stream import run_stream
@@ -71,11 +72,13 @@ class AnthropicSDKAdapter:
         self.base_url = base_url.rstrip("/")
         self.provider = provider
         self.config = config or AnthropicConfig()
+        timeout = anthropic.Timeout(idle_timeout_s, connect=connect_timeout_s)
         self._client = anthropic.AsyncAnthropic(
             base_url=self.base_url,
             api_key=api_key,
             max_retries=0,  # retrying is the loop's decision, never the adapter's
-            timeout=anthropic.Timeout(idle_timeout_s, connect=connect_timeout_s),
+            timeout=timeout,
+            http_client=sdk_http_client(anthropic, base_url=self.base_url, timeout=timeout),
         )
 
     async def aclose(self) -> None:

@@ -33,6 +33,7 @@ from dshkit.harness.providers.sdk_stream import (
     SdkSource,
     sdk_errors,
     sdk_failure,
+    sdk_http_client,
     sdk_kwargs,
 )
 from dshkit.harness.providers.stream import run_stream
@@ -103,11 +104,13 @@ class OpenAICompatAdapter:
         self.base_url = base_url.rstrip("/")
         self.provider = provider
         self.config: ChatProfile = config if config is not None else DeepSeekConfig()
+        timeout = openai.Timeout(idle_timeout_s, connect=connect_timeout_s)
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key,
             max_retries=0,  # retrying is the loop's decision, never the adapter's
-            timeout=openai.Timeout(idle_timeout_s, connect=connect_timeout_s),
+            timeout=timeout,
+            http_client=sdk_http_client(openai, base_url=self.base_url, timeout=timeout),
         )
 
     async def aclose(self) -> None:

@@ -1,4 +1,5 @@
-"""The shared HTTP half of the httpx adapters (`dshkit.harness.providers.http_stream`)."""
+"""The shared HTTP half of the httpx adapters (`dshkit.harness.providers.http_stream`), and its
+TLS twin for the SDK adapters (`sdk_stream.sdk_ssl_context`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import pytest_asyncio
 
 from dshkit.harness.llm import ErrorCode, Finish, GenerateOptions, UserMessage
 from dshkit.harness.providers.anthropic import AnthropicAdapter
+from dshkit.harness.providers.anthropic_sdk import AnthropicSDKAdapter
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
 from dshkit.harness.providers.http_stream import HttpAdapter, default_ssl_context
+from dshkit.harness.providers.openai_compat import OpenAICompatAdapter
+from dshkit.harness.providers.sdk_stream import sdk_ssl_context
 
 _REFUSAL = b'{"error":{"message":"bad key","type":"authentication_error"}}'
 _RESPONSE = (
@@ -66,13 +70,15 @@ async def tls_url(certificate: tuple[Path, Path]) -> AsyncIterator[str]:
 
 @pytest.fixture
 def fresh_tls_context() -> Iterator[None]:
-    """The test changes the process-wide context: it gets its own, and later tests a new one."""
+    """The test changes the process-wide contexts: it gets its own, and later tests new ones."""
     default_ssl_context.cache_clear()
+    sdk_ssl_context.cache_clear()
     yield
     default_ssl_context.cache_clear()
+    sdk_ssl_context.cache_clear()
 
 
-async def _finish(adapter: HttpAdapter) -> Finish:
+async def _finish(adapter: HttpAdapter | OpenAICompatAdapter | AnthropicSDKAdapter) -> Finish:
     options = GenerateOptions(provider="deepseek", model="deepseek-v4-flash", messages=(UserMessage.text("hi"),))
     try:
         chunks = [c async for c in adapter.stream(options)]
@@ -98,6 +104,27 @@ async def test_every_adapter_verifies_tls_with_the_one_shared_context(
         trusted = (await _finish(make(tls_url, "sk-x"))).reason.failure
         assert trusted is not None and (trusted.code, trusted.status) == (ErrorCode.AUTH, 401), trusted
     context = default_ssl_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+@pytest.mark.usefixtures("fresh_tls_context")
+async def test_the_sdk_adapters_verify_tls_with_their_one_shared_context(
+    tls_url: str, certificate: tuple[Path, Path]
+) -> None:
+    """The SDK adapters' clients get the context each SDK would build for itself (httpx2's), but
+    one per process: building it per client was three quarters of an SDK adapter's conformance
+    run. Unknown certificates are refused; a CA added to the shared context is trusted by every
+    SDK adapter made after (and by none of the httpx adapters, whose context is another)."""
+    for make in (OpenAICompatAdapter, AnthropicSDKAdapter):
+        refused = (await _finish(make(tls_url, "sk-x"))).reason.failure
+        assert refused is not None and refused.code == ErrorCode.TRANSPORT, refused
+    sdk_ssl_context().load_verify_locations(certificate[0])
+    for make in (OpenAICompatAdapter, AnthropicSDKAdapter):
+        trusted = (await _finish(make(tls_url, "sk-x"))).reason.failure
+        assert trusted is not None and (trusted.code, trusted.status) == (ErrorCode.AUTH, 401), trusted
+    still_refused = (await _finish(DeepSeekAdapter(tls_url, "sk-x"))).reason.failure
+    assert still_refused is not None and "CERTIFICATE_VERIFY_FAILED" in still_refused.message, still_refused
+    context = sdk_ssl_context()
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
