@@ -388,3 +388,33 @@ def test_dshkit_serve_collects_garbage_once_it_serves(tmp_path: Path) -> None:
     state = json.loads(out.read_text(encoding="utf-8"))
     assert state["collector_on"] is True
     assert state["frozen"] > 10_000
+
+
+NOT_LOADED_BY_THE_PLUGINS = ("dshkit.conformance.runner", "dshkit.conformance.checks", "dshkit.mock_server.server",
+                             "aiohttp", "openai", "anthropic", "httpx", "pydantic", "jsonschema", "yaml")
+"""What a project's pytest run must not pay for because dshkit is installed (its two plugins load
+by entry point in every run) while none of its tests uses a dshkit fixture or option."""
+
+SYS_MODULES_TEST = """\
+import json
+import os
+import sys
+
+
+def test_modules():
+    with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+        json.dump(sorted(sys.modules), f)
+"""
+
+
+def test_a_project_that_uses_no_dshkit_fixture_pays_nothing_for_the_plugins(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(SYS_MODULES_TEST, encoding="utf-8")
+    out = tmp_path / "modules.json"
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             "test_mine.py"], cwd=tmp_path, env={**os.environ, "DSHKIT_MODULES_OUT": str(out)},
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    modules = set(json.loads(out.read_text(encoding="utf-8")))
+    assert {"dshkit.conformance.pytest_plugin", "dshkit.mock_server.pytest_plugin"} <= modules  # both loaded
+    loaded = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_LOADED_BY_THE_PLUGINS))
+    assert loaded == []
