@@ -46,12 +46,7 @@ def request_args(task: Mapping[str, Any], options: Mapping[str, str]) -> dict[st
         args["tools"] = driverkit.chat_tools(task)
     if opts["thinking"] is not None:
         args["extra_body"] = {"thinking": {"type": "enabled" if opts["thinking"] else "disabled"}}
-    for name in ("reasoning_effort", "max_tokens", "temperature", "stop"):
-        if opts[name] is not None:
-            args[name] = opts[name]
-    choice = opts["tool_choice"]
-    if choice is not None:
-        args["tool_choice"] = choice if isinstance(choice, str) else {"type": "function", "function": choice}
+    args.update(driverkit.chat_options(task))
     return args
 
 

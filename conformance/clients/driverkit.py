@@ -95,6 +95,18 @@ def chat_tools(task: Mapping[str, Any]) -> list[dict[str, Any]]:
         **({"strict": t["strict"]} if t["strict"] is not None else {})}} for t in task["tools"]]
 
 
+def chat_options(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's sampling options and `tool_choice` that are set, as Chat Completions request
+    fields (a named function choice in its wire form); `thinking` is each library's own matter."""
+    opts = task["options"]
+    out = {name: opts[name] for name in ("reasoning_effort", "max_tokens", "temperature", "stop")
+           if opts[name] is not None}
+    choice = opts["tool_choice"]
+    if choice is not None:
+        out["tool_choice"] = choice if isinstance(choice, str) else {"type": "function", "function": choice}
+    return out
+
+
 def result_for(step: Mapping[str, Any], k: int) -> str:
     """The tool result to send for the k-th tool call of a step (`ok` past the given ones)."""
     results = step.get("tool_results") or []

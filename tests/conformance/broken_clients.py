@@ -89,12 +89,7 @@ def _request(task: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, 
         body["tools"] = driverkit.chat_tools(task)
     if opts["thinking"] is not None:
         body["thinking"] = {"type": "enabled" if opts["thinking"] else "disabled"}
-    for name in ("reasoning_effort", "max_tokens", "temperature", "stop"):
-        if opts[name] is not None:
-            body[name] = opts[name]
-    choice = opts["tool_choice"]
-    if choice is not None:
-        body["tool_choice"] = choice if isinstance(choice, str) else {"type": "function", "function": choice}
+    body.update(driverkit.chat_options(task))
     return body
 
 
