@@ -1,24 +1,30 @@
 /* The load generator bench/server.py compiles and drives (loopback only).
  *
- * One thread, one epoll loop, CONNS connections to 127.0.0.1:PORT, each sending the request in
- * REQFILE again and again for SECONDS seconds: on one connection after another (keep-alive) or
- * on a new connection each time (close mode: the request says `Connection: close`, and once the
- * response is complete the client drops the socket with an RST, so no TIME_WAIT piles up and a
- * server that keeps the connection open anyway is not waited for). Every response is parsed (status line, Content-Length or chunked framing, or a body up
- * to the end of file) and its `data: ` lines are counted as they arrive, across read and chunk
- * boundaries. It prints one JSON line: responses, events, bytes, errors (a status other than
- * 200, a broken frame, or a response whose event count differs from EXPECT), the wall and CPU
- * seconds of this process, and the time to the first event (p50, p99) from the moment the
- * request was sent (close mode: from the connect). Where the request holds `@@@@@@@@`, each
- * request carries a new 8-hex-digit number there (a request the server has never seen).
+ * THREADS threads (default 1), each its own epoll loop over its share of CONNS connections to
+ * 127.0.0.1:PORT (split as evenly as they go; never more threads than connections), each
+ * connection sending the request in REQFILE again and again for SECONDS seconds: on one
+ * connection after another (keep-alive) or on a new connection each time (close mode: the
+ * request says `Connection: close`, and once the response is complete the client drops the
+ * socket with an RST, so no TIME_WAIT piles up and a server that keeps the connection open
+ * anyway is not waited for). Every response is parsed (status line, Content-Length or chunked
+ * framing, or a body up to the end of file) and its `data: ` lines are counted as they arrive,
+ * across read and chunk boundaries. It prints one JSON line over all threads: responses,
+ * events, bytes, errors (a status other than 200, a broken frame, or a response whose event
+ * count differs from EXPECT), the wall and CPU seconds of the whole process, the CPU and wall
+ * seconds of its busiest thread (one thread is what saturates a core first, so that is the
+ * figure that says whether the client kept up), the time to the first event (p50, p99 over
+ * every response of every thread) from the moment the request was sent (close mode: from the
+ * connect), and each thread's connections and complete responses. Where the request holds `@@@@@@@@`, each request carries a new 8-hex-digit number
+ * there (a request the server has never seen, whichever thread sends it).
  *
- *   loadgen PORT REQFILE CONNS SECONDS KEEPALIVE(0|1) EXPECT(0: any)
+ *   loadgen PORT REQFILE CONNS SECONDS KEEPALIVE(0|1) EXPECT(0: any) [THREADS(default 1)]
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,18 +56,23 @@ typedef struct {
 } Conn;
 
 static const char NEEDLE[] = "data: ";
-static char *request;
+/* Read by every thread, written only before they start. */
+static const char *request_template;
 static size_t request_len;
-static int port, keepalive;
+static int port, keepalive, nthreads;
 static long expect;
-static long responses, events, errors;
-static uint64_t total_bytes;
-static double *ttfb;
-static size_t ttfb_len, ttfb_cap;
-static int epfd;
-static unsigned source_counter;
-static char *counter_at; /* `@@@@@@@@` in the request: a new 8-hex-digit number each time */
-static unsigned request_counter;
+/* Each thread's own loop state and tallies (thread-local, so the parser and the loop read as
+ * they did with one thread, and no counter is shared or contended); main() sums them after
+ * the threads end. */
+static __thread char *request; /* this thread's copy: the counter below is written into it */
+static __thread long responses, events, errors;
+static __thread uint64_t total_bytes;
+static __thread double *ttfb;
+static __thread size_t ttfb_len, ttfb_cap;
+static __thread int epfd;
+static __thread unsigned source_counter;
+static __thread char *counter_at; /* `@@@@@@@@` in the request: a new 8-hex-digit number each time */
+static __thread unsigned request_counter; /* thread i sends i, i + THREADS, ...: never a repeat */
 
 static double now(void) {
     struct timespec ts;
@@ -140,7 +151,8 @@ static int send_request(Conn *c) {
     c->sent_at = keepalive ? now() : c->sent_at;
     if (counter_at) {
         char digits[9];
-        snprintf(digits, sizeof digits, "%08x", request_counter++);
+        snprintf(digits, sizeof digits, "%08x", request_counter);
+        request_counter += (unsigned)nthreads;
         memcpy(counter_at, digits, 8);
     }
     size_t off = 0;
@@ -330,35 +342,47 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: loadgen PORT REQFILE CONNS SECONDS KEEPALIVE EXPECT\n");
-        return 2;
-    }
-    port = atoi(argv[1]);
-    int conns = atoi(argv[3]);
-    double seconds = atof(argv[4]);
-    keepalive = atoi(argv[5]);
-    expect = atol(argv[6]);
-    FILE *f = fopen(argv[2], "rb");
-    if (!f) { perror(argv[2]); return 2; }
-    request = malloc(1 << 20);
-    request_len = fread(request, 1, 1 << 20, f);
-    fclose(f);
-    counter_at = memmem(request, request_len, "@@@@@@@@", 8);
+/* One thread's share of the connections, and what it counted. */
+typedef struct {
+    int index, conns;
+    double deadline;
+    pthread_t id;
+    long responses, events, errors;
+    uint64_t bytes;
+    double *ttfb;
+    size_t ttfb_len;
+    Conn *pool; /* left open for main() to drop once it has read the CPU times */
+    double ended;
+    double cpu, wall; /* this thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) and wall time */
+} Worker;
 
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *run(void *arg) {
+    Worker *w = arg;
+    double cpu0 = thread_cpu(), wall0 = now();
+    request = malloc(request_len ? request_len : 1);
+    if (!request) { perror("malloc"); exit(2); }
+    memcpy(request, request_template, request_len);
+    counter_at = memmem(request, request_len, "@@@@@@@@", 8);
+    request_counter = (unsigned)w->index;
+    source_counter = (unsigned)w->index; /* threads start on different source addresses */
     epfd = epoll_create1(0);
-    Conn *pool = calloc((size_t)conns, sizeof *pool);
-    struct rusage r0, r1;
-    getrusage(RUSAGE_SELF, &r0);
-    double start = now(), deadline = start + seconds;
-    for (int i = 0; i < conns; i++) open_conn(&pool[i]);
-    static char buf[1 << 16];
+    if (epfd < 0) { perror("epoll_create1"); exit(2); }
+    Conn *pool = calloc((size_t)w->conns, sizeof *pool);
+    char *buf = malloc(1 << 16);
+    if (!pool || !buf) { perror("calloc"); exit(2); }
+    const size_t buf_size = 1 << 16;
+    for (int i = 0; i < w->conns; i++) open_conn(&pool[i]);
     struct epoll_event evs[512];
     int stopping = 0;
     while (!stopping) {
         int k = epoll_wait(epfd, evs, 512, 100);
-        if (now() >= deadline) stopping = 1;
+        if (now() >= w->deadline) stopping = 1;
         for (int i = 0; i < k; i++) {
             Conn *c = evs[i].data.ptr;
             if (c->fd < 0) continue;
@@ -377,7 +401,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             for (;;) {
-                ssize_t got = read(c->fd, buf, sizeof buf);
+                ssize_t got = read(c->fd, buf, buf_size);
                 if (got > 0) {
                     total_bytes += (uint64_t)got;
                     int fed = feed(c, buf, (size_t)got);
@@ -386,7 +410,7 @@ int main(int argc, char **argv) {
                         recycle(c, 1, stopping);
                         break;
                     }
-                    if ((size_t)got < sizeof buf) break;
+                    if ((size_t)got < buf_size) break;
                     continue;
                 }
                 if (got < 0 && errno == EINTR) continue;
@@ -405,16 +429,100 @@ int main(int argc, char **argv) {
             }
         }
     }
-    double wall = now() - start;
+    w->ended = now();
+    w->wall = w->ended - wall0;
+    w->cpu = thread_cpu() - cpu0;
+    w->pool = pool;
+    free(buf);
+    free(request);
+    w->responses = responses;
+    w->events = events;
+    w->errors = errors;
+    w->bytes = total_bytes;
+    w->ttfb = ttfb;
+    w->ttfb_len = ttfb_len;
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: loadgen PORT REQFILE CONNS SECONDS KEEPALIVE EXPECT [THREADS]\n");
+        return 2;
+    }
+    port = atoi(argv[1]);
+    int conns = atoi(argv[3]);
+    double seconds = atof(argv[4]);
+    keepalive = atoi(argv[5]);
+    expect = atol(argv[6]);
+    int want = argc == 8 ? atoi(argv[7]) : 1;
+    if (conns < 1 || want < 1) {
+        fprintf(stderr, "loadgen: CONNS and THREADS must be at least 1\n");
+        return 2;
+    }
+    nthreads = want < conns ? want : conns; /* a thread never has no connection */
+    FILE *f = fopen(argv[2], "rb");
+    if (!f) { perror(argv[2]); return 2; }
+    char *req = malloc(1 << 20);
+    if (!req) { perror("malloc"); return 2; }
+    request_len = fread(req, 1, 1 << 20, f);
+    fclose(f);
+    request_template = req;
+
+    Worker *workers = calloc((size_t)nthreads, sizeof *workers);
+    if (!workers) { perror("calloc"); return 2; }
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    double start = now(), deadline = start + seconds;
+    for (int t = 0; t < nthreads; t++) {
+        Worker *w = &workers[t];
+        w->index = t;
+        w->conns = conns / nthreads + (t < conns % nthreads);
+        w->deadline = deadline;
+        int err = pthread_create(&w->id, NULL, run, w);
+        if (err) { fprintf(stderr, "pthread_create: %s\n", strerror(err)); return 2; }
+    }
+    long all_responses = 0, all_events = 0, all_errors = 0;
+    uint64_t all_bytes = 0;
+    size_t samples = 0;
+    int busiest = 0;
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(workers[t].id, NULL);
+        Worker *w = &workers[t];
+        all_responses += w->responses;
+        all_events += w->events;
+        all_errors += w->errors;
+        all_bytes += w->bytes;
+        samples += w->ttfb_len;
+        /* busiest by its own share of a core (CPU over its wall time) */
+        if (w->cpu * workers[busiest].wall > workers[busiest].cpu * w->wall) busiest = t;
+    }
     getrusage(RUSAGE_SELF, &r1);
+    double ended = start;
+    for (int t = 0; t < nthreads; t++) ended = workers[t].ended > ended ? workers[t].ended : ended;
+    double wall = ended - start;
+    for (int t = 0; t < nthreads; t++)
+        for (int i = 0; i < workers[t].conns; i++)
+            if (workers[t].pool[i].fd >= 0) close_conn(&workers[t].pool[i], 1);
     double cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6
                + (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
-    for (int i = 0; i < conns; i++)
-        if (pool[i].fd >= 0) close_conn(&pool[i], 1);
-    qsort(ttfb, ttfb_len, sizeof *ttfb, cmp);
-    double p50 = ttfb_len ? ttfb[(size_t)(0.5 * ttfb_len)] : 0, p99 = ttfb_len ? ttfb[(size_t)(0.99 * ttfb_len)] : 0;
+    double *all_ttfb = malloc((samples ? samples : 1) * sizeof *all_ttfb);
+    if (!all_ttfb) { perror("malloc"); return 2; }
+    size_t at = 0;
+    for (int t = 0; t < nthreads; t++) {
+        if (workers[t].ttfb_len) memcpy(all_ttfb + at, workers[t].ttfb, workers[t].ttfb_len * sizeof *all_ttfb);
+        at += workers[t].ttfb_len;
+        free(workers[t].ttfb);
+    }
+    qsort(all_ttfb, samples, sizeof *all_ttfb, cmp);
+    double p50 = samples ? all_ttfb[(size_t)(0.5 * samples)] : 0, p99 = samples ? all_ttfb[(size_t)(0.99 * samples)] : 0;
     printf("{\"responses\": %ld, \"events\": %ld, \"bytes\": %llu, \"errors\": %ld, \"wall\": %.6f, "
-           "\"cpu\": %.6f, \"ttfb_p50_ms\": %.3f, \"ttfb_p99_ms\": %.3f}\n",
-           responses, events, (unsigned long long)total_bytes, errors, wall, cpu, p50 * 1000, p99 * 1000);
+           "\"cpu\": %.6f, \"threads\": %d, \"busiest_cpu\": %.6f, \"busiest_wall\": %.6f, "
+           "\"ttfb_p50_ms\": %.3f, \"ttfb_p99_ms\": %.3f, \"thread_conns\": [",
+           all_responses, all_events, (unsigned long long)all_bytes, all_errors, wall, cpu, nthreads,
+           workers[busiest].cpu, workers[busiest].wall, p50 * 1000, p99 * 1000);
+    for (int t = 0; t < nthreads; t++) printf("%s%d", t ? ", " : "", workers[t].conns);
+    printf("], \"thread_responses\": [");
+    for (int t = 0; t < nthreads; t++) printf("%s%ld", t ? ", " : "", workers[t].responses);
+    printf("]}\n");
     return 0;
 }
