@@ -1,11 +1,15 @@
 """Mock server throughput against the honest limit on this machine (loopback only).
 
 The load comes from a small C client (`bench/loadgen.c`, compiled with the system `cc` into
-`build/bench/`, rebuilt when its source changes): one epoll thread that parses every response
-(chunked, Content-Length or to the end of file), counts its `data: ` events, checks each
-response has the events a probe request found, and reports its own CPU time. A Python client
-capped the old figures (it could not drive more than ~1.4M events/s); this one never uses a full
-core, and the bench prints its CPU/wall for every run so that can be checked (`client_cpu_max`).
+`build/bench/`, rebuilt when its source changes): `--client-threads` epoll threads (2 where the
+machine has 2 cores or more), each over its share of the connections, that parse every response
+(chunked, Content-Length or to the end of file), count its `data: ` events, check each response
+has the events a probe request found, and report the process's CPU time and the busiest
+thread's. A Python client capped the old figures (it could not drive more than ~1.4M events/s),
+and one C thread came near a full core against the limit at 64 one-request connections; the
+bench prints the client's CPU/wall and its busiest thread's for every run, and the first goal
+says that thread never saturated a core (`client_thread_cpu_max`; `client_cpu_max` is the whole
+process, which may pass 1 with two threads).
 
 The limit is a minimal raw asyncio server that answers every request with the same pre-encoded
 stream in ONE `transport.write` (headers, chunked body and terminator together): no framework,
@@ -39,7 +43,7 @@ request per connection); the last line is one JSON object with the figures and e
 
     python bench/server.py [--chunks 200] [--rounds 3] [--seconds 1] [--surface chat|anthropic]
                            [--plain] [--floor] [--peers] [--modes ka,close] [--levels 1,64,512]
-                           [--mock-root DIR] [--baseline DIR]
+                           [--mock-root DIR] [--baseline DIR] [--client-threads N]
 """
 
 from __future__ import annotations
@@ -156,9 +160,19 @@ def loadgen() -> Path:
                      "(apt-get install gcc)")
         BUILD.mkdir(parents=True, exist_ok=True)
         tmp = exe.with_suffix(".tmp")
-        subprocess.run([cc, "-O2", "-o", str(tmp), str(LOADGEN_C)], check=True)
+        subprocess.run([cc, "-O2", "-pthread", "-o", str(tmp), str(LOADGEN_C)], check=True)
         tmp.replace(exe)
     return exe
+
+
+def default_client_threads() -> int:
+    """Two client threads where there are two cores to run them on, else one (see
+    docs/performance.md, "Client threads")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
 
 
 def aimock_cli() -> tuple[Path | None, str]:
@@ -263,6 +277,10 @@ class Tally:
     seconds: float = 0.0
     server_cpu: float = 0.0
     client_cpu: float = 0.0
+    busiest_cpu: float = 0.0
+    """The CPU of the client's busiest thread in each run, summed (the busiest of each run,
+    whichever thread it was: never less than any one thread's share)."""
+    busiest_wall: float = 0.0
     ttfb_p50: list[float] = field(default_factory=list)
     ttfb_p99: list[float] = field(default_factory=list)
 
@@ -282,7 +300,13 @@ class Tally:
 
     @property
     def client_share(self) -> float:
+        """The whole client process's CPU / wall (above 1 with more than one thread busy)."""
         return self.client_cpu / self.seconds if self.seconds else 0.0
+
+    @property
+    def thread_share(self) -> float:
+        """The busiest client thread's CPU / wall: what says whether the client kept up."""
+        return self.busiest_cpu / self.busiest_wall if self.busiest_wall else 0.0
 
 
 def start_limit(body: bytes) -> tuple[subprocess.Popen[str], int]:
@@ -342,12 +366,13 @@ def start_aimock(cli: Path, fixtures: Path, chunk_size: int) -> tuple[subprocess
     raise SystemExit("aimock did not listen within 30 s")
 
 
-def run_level(exe: Path, c: Contender, conns: int, seconds: float, close: bool, tmp: Path) -> dict[str, float]:
+def run_level(exe: Path, c: Contender, conns: int, seconds: float, close: bool, tmp: Path,
+              threads: int) -> dict[str, float]:
     req = tmp / f"req-{abs(hash((c.name, close)))}.http"
     req.write_bytes(request_bytes(c.path, c.fields, c.text, close=close))
     before = cpu_seconds(c.proc.pid)
     done = subprocess.run([str(exe), str(c.port), str(req), str(conns), str(seconds), "0" if close else "1",
-                           str(c.expect)], capture_output=True, text=True, check=True)
+                           str(c.expect), str(threads)], capture_output=True, text=True, check=True)
     out: dict[str, float] = json.loads(done.stdout)
     out["server_cpu"] = cpu_seconds(c.proc.pid) - before
     return out
@@ -378,11 +403,16 @@ def main() -> None:
                     help=f"also run aimock ({AIMOCK}, installed with npm into build/bench/peers)")
     ap.add_argument("--modes", default="ka,close", help="ka (keep-alive), close (a connection per request)")
     ap.add_argument("--levels", default="1,64,512", help="concurrent streams")
+    ap.add_argument("--client-threads", type=int, default=default_client_threads(), metavar="N",
+                    help="load generator threads, each an epoll loop over its share of the connections "
+                         "(default: 2 on a machine with 2 cores or more, else 1)")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     levels = [int(x) for x in args.levels.split(",") if x]
     if not set(modes) <= {"ka", "close"}:
         ap.error("--modes takes ka and/or close")
+    if args.client_threads < 1:
+        ap.error("--client-threads takes 1 or more")
 
     exe = loadgen()
     path, fields = SURFACES[args.surface]
@@ -440,14 +470,14 @@ def main() -> None:
                 print(n)
             print(f"{gen.expect} events per stream, {len(body)} bytes; {args.rounds} rounds of {args.seconds:g} s "
                   f"per contender, mode and level; surface {args.surface}; cpus={os.cpu_count()}; "
-                  f"client {exe.name}")
+                  f"client {exe.name} with {args.client_threads} thread(s)")
             print("  events per stream: " + ", ".join(f"{c.name} {c.expect}" for c in contenders))
             tallies = {(c.name, m, n): Tally(per_stream=c.expect) for c in contenders for m in modes for n in levels}
             for _ in range(args.rounds):
                 for m in modes:
                     for n in levels:
                         for c in contenders:
-                            r = run_level(exe, c, n, args.seconds, m == "close", tmp)
+                            r = run_level(exe, c, n, args.seconds, m == "close", tmp, args.client_threads)
                             t = tallies[c.name, m, n]
                             t.events += int(r["events"])
                             t.responses += int(r["responses"])
@@ -455,6 +485,8 @@ def main() -> None:
                             t.seconds += r["wall"]
                             t.server_cpu += r["server_cpu"]
                             t.client_cpu += r["cpu"]
+                            t.busiest_cpu += r["busiest_cpu"]
+                            t.busiest_wall += r["busiest_wall"]
                             t.ttfb_p50.append(r["ttfb_p50_ms"])
                             t.ttfb_p99.append(r["ttfb_p99_ms"])
                             c.peak_mb = max(c.peak_mb, rss_mb(c.proc.pid, "VmHWM"))
@@ -464,15 +496,17 @@ def main() -> None:
                 c.proc.wait()
 
     out: dict[str, object] = {}
-    client_max = 0.0
+    client_max = thread_max = 0.0
     for m in modes:
         for n in levels:
             for c in contenders:
                 t = tallies[c.name, m, n]
                 client_max = max(client_max, t.client_share)
+                thread_max = max(thread_max, t.thread_share)
                 print(f"  {m:>5} c={n:<4} {c.name:>15} {t.rate:>11,.0f} events/s {t.us_per_stream:>8.0f} µs CPU/stream"
                       f"  TTFB p50 {sorted(t.ttfb_p50)[len(t.ttfb_p50) // 2]:7.2f} ms p99 {max(t.ttfb_p99):7.2f} ms"
-                      f"  client CPU {t.client_share:4.0%}" + (f"  ERRORS {t.errors}" if t.errors else ""))
+                      f"  client CPU {t.client_share:4.0%} (busiest thread {t.thread_share:4.0%})"
+                      + (f"  ERRORS {t.errors}" if t.errors else ""))
     print("  peak RSS MB (growth under load, in MB and in response bodies): " + "   ".join(
         f"{c.name} {c.peak_mb:.1f} (+{c.peak_mb - c.start_mb:.1f}, {(c.peak_mb - c.start_mb) * 2**20 / len(body):.1f}x)"
         for c in contenders))
@@ -527,6 +561,8 @@ def main() -> None:
     out["rss_growth_mb"] = {name: round(g, 1) for name, g in growth.items()}
     out["rss_growth_streams"] = {name: round(g * 2**20 / len(body), 2) for name, g in growth.items()}
     out["client_cpu_max"] = round(client_max, 3)
+    out["client_thread_cpu_max"] = round(thread_max, 3)
+    out["client_threads"] = args.client_threads
     out["errors"] = sum(t.errors for t in tallies.values())
     out["surface"] = args.surface
     out["mode"] = main_mode
@@ -534,7 +570,8 @@ def main() -> None:
         out["notes"] = notes
     n = 64 if 64 in levels else levels[-1]
     at = f"{n} streams, {'one request per connection' if main_mode == 'close' else 'keep-alive'}, server CPU per stream"
-    goals = [goal("the load generator never saturates a core (its CPU / wall, every run)", client_max, 0.9, at_most=True)]
+    goals = [goal("the load generator never saturates a core (its busiest thread's CPU / wall, every run)",
+                  thread_max, 0.9, at_most=True)]
     if args.surface == "chat":
         goals.append(goal(f"chat >= 0.35 of the honest limit ({at})", cpu_ratio("mock generated", "limit", main_mode, n), 0.35))
     else:
