@@ -117,9 +117,21 @@ def split_text(text: str, plan: SplitPlan, rng: random.Random | None = None) -> 
     return out
 
 
+#: The printable ASCII characters: what `isprintable` is true of in an ASCII text, deleted by
+#: `bytes.translate` (a table lookup per byte, where `str.isprintable` asks the Unicode database).
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+
+
+def _printable(text: str) -> bool:
+    """`text.isprintable()`, for less CPU on an ASCII text."""
+    if text.isascii():
+        return not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
+    return text.isprintable()
+
+
 def _joined_tokens(text: str) -> str:
     """`SEP.join(split_text(text, SplitPlan()))` for a text without SEP, for less CPU."""
-    if text.isprintable() and "  " not in text:
+    if _printable(text) and "  " not in text:
         # Spaces inside a run of words start tokens; every other space starts a match, so it
         # follows a SEP once the matches are joined: marked twice, it is marked once again.
         joined = SEP.join(_RUN_RE.findall(text)).replace(" ", SEP + " ").replace(SEP + SEP, SEP)
@@ -202,6 +214,10 @@ class JoinedPieces:
     completion_tokens: int
 
 
+#: The plan a reply without one is cut by (frozen, so made once).
+_TOKEN_PLAN = FragmentPlan.all(SplitPlan())
+
+
 def _run(fragments: list[str]) -> Run:
     return SEP.join(fragments), len(fragments)
 
@@ -220,7 +236,7 @@ def cut_joined(
     strings = [reply.reasoning, reply.content, *(c.arguments for c in reply.tool_calls)]
     if any(SEP in s for s in strings):
         return None
-    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
+    plan = split if isinstance(split, FragmentPlan) else _TOKEN_PLAN if split is None else FragmentPlan.all(split)
     if plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens":
         if not thinking:
             strings[0] = ""
