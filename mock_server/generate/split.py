@@ -39,11 +39,13 @@ _TOKEN_RE = re.compile(
     r" ?[A-Za-z0-9_]+| ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-\x7f]+|[^\x00-\x7f]|\s+", re.DOTALL
 )
 # The same tokens where a text is printable and never has two spaces in a row (so its only
-# whitespace is single spaces): then a run of words with a space between each is a run of
-# ` ?word` tokens, found in one match (a loop over one character class) and cut at its spaces.
-# Its punctuation and non-ASCII classes are spelled as in _TOKEN_RE, for the same reason.
+# whitespace is single spaces), read after a SEP was put before every space: a run of words
+# with a space between each is a run of ` ?word` tokens, found in one match (a loop over one
+# character class) with its SEPs in place; between two matches the SEP before a space matches
+# nothing, so findall leaves it out and the join by SEP puts it back. Its punctuation and
+# non-ASCII classes are spelled as in _TOKEN_RE, for the same reason, and without DEL (SEP).
 _RUN_RE = re.compile(
-    r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-\x7f]+|[^\x00-\x7f]|\s+", re.DOTALL
+    r" ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-~]+|[A-Za-z0-9_ ](?:[A-Za-z0-9_\x7f ]*[A-Za-z0-9_])?|[^\x00-\x7f]", re.DOTALL
 )
 
 #: What the fast renderers join a string's fragments with: DEL, a character JSON escaping
@@ -132,10 +134,7 @@ def _printable(text: str) -> bool:
 def _joined_tokens(text: str) -> str:
     """`SEP.join(split_text(text, SplitPlan()))` for a text without SEP, for less CPU."""
     if _printable(text) and "  " not in text:
-        # Spaces inside a run of words start tokens; every other space starts a match, so it
-        # follows a SEP once the matches are joined: marked twice, it is marked once again.
-        joined = SEP.join(_RUN_RE.findall(text)).replace(" ", SEP + " ").replace(SEP + SEP, SEP)
-        return joined[1:] if joined.startswith(SEP) else joined
+        return SEP.join(_RUN_RE.findall(text.replace(" ", SEP + " ")))
     return SEP.join(_TOKEN_RE.findall(text))
 
 
