@@ -232,11 +232,23 @@ def cut_joined(
     """:func:`cut_reply`'s fragments, each string's joined by :data:`SEP`; None when a string
     holds SEP. Token cuts (the default) are found in bulk; other plans and a reply that
     `max_tokens` cuts short are cut by :func:`cut_reply` and joined."""
+    plan = split if isinstance(split, FragmentPlan) else _TOKEN_PLAN if split is None else FragmentPlan.all(split)
+    bulk = plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens"
+    if bulk and not reply.tool_calls:
+        # The usual reply (text, maybe reasoning): what the code below does, without the lists
+        # made for a reply's calls (a new reply's rendering is cut here, on every request).
+        reasoning, content = reply.reasoning, reply.content
+        if SEP in reasoning or SEP in content:
+            return None
+        r = _joined_tokens(reasoning) if thinking and reasoning else ""
+        c = _joined_tokens(content) if content else ""
+        tokens = (rn := r.count(SEP) + 1 if r else 0) + (cn := c.count(SEP) + 1 if c else 0)
+        if max_tokens is None or tokens <= max_tokens:
+            return JoinedPieces((r, rn), (c, cn), [], reply.finish_reason or "stop", tokens)
     strings = [reply.reasoning, reply.content, *(c.arguments for c in reply.tool_calls)]
     if any(SEP in s for s in strings):
         return None
-    plan = split if isinstance(split, FragmentPlan) else _TOKEN_PLAN if split is None else FragmentPlan.all(split)
-    if plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens":
+    if bulk:
         if not thinking:
             strings[0] = ""
         joined = [_joined_tokens(s) if s else "" for s in strings]
