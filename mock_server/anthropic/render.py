@@ -11,16 +11,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dshkit.mock_server.defaults import apply_stop
-from dshkit.mock_server.generate.encode import Framing
+from dshkit.mock_server.generate.encode import Framing, _escape
 from dshkit.mock_server.generate.encode import _encode as _compact
 from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
 from dshkit.mock_server.generate.reply import Reply, seeded_uuid
 from dshkit.mock_server.generate.split import (
+    SEP,
     FragmentPlan,
     JoinedPieces,
     ReplyPieces,
@@ -369,6 +372,48 @@ def _fast_events(
     anthropic = "anthropic_ids" in q
     msg_id = ids[0] if ids else _cached_message_id(seed, anthropic, repeat)
     usage = _pieces_usage(reply, pieces, prompt_tokens)
+    reasoning, content = pieces.reasoning, pieces.content
+    signed = bool(reasoning[1]) and (pieces.finish_reason != "length" or bool(content[1]) or bool(pieces.calls))
+    sig = (ids[1] if ids else signature(msg_id, seed, anthropic, repeat)) if signed else None
+    eol = b"\r\n" if framing == "crlf" else b"\n"
+    if reply.usage is None and not pieces.calls:
+        # A reply's own usage may hold anything; a computed one is four integers, and a stream
+        # without tool calls has no per-reply string outside its fragments, so its frame is
+        # made once per shape and filled in.
+        frame = _frame_for(model, q, framing, done, bool(reasoning[1]), signed, bool(content[1]),
+                           pieces.finish_reason, matched)
+        if frame is not None:
+            joined = frame.fill(msg_id, sig, usage, reasoning, content)
+            if joined is not None:
+                return JoinedEvents(joined, terminator=eol + eol)
+    joined = _write_events(pieces, q, model=model, framing=framing, done=done, matched=matched,
+                           msg_id=msg_id, sig=sig, usage=usage)
+    return None if joined is None else JoinedEvents(joined, terminator=eol + eol)
+
+
+def _delta_frame(q: frozenset[str], framing: Framing, index: int, kind: str) -> tuple[bytes, bytes]:
+    """The bytes before and after each fragment of block `index`'s deltas."""
+    eol = b"\r\n" if framing == "crlf" else b"\n"
+    head = b"" if "data_only" in q else b"event: content_block_delta" + eol
+    tail = (b" " * 7 if "padded_data" in q else b"") + eol + eol
+    pre = head + b'data: {"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
+    return pre, b"}}" + tail
+
+
+def _write_events(
+    pieces: JoinedPieces,
+    q: frozenset[str],
+    *,
+    model: str,
+    framing: Framing,
+    done: bool,
+    matched: str | None,
+    msg_id: str,
+    sig: str | None,
+    usage: dict[str, Any],
+) -> bytes | None:
+    """The stream's bytes, every piece written in turn; None when a piece written as it is
+    holds the fragments' joiner."""
     data_only = "data_only" in q
     pad = " " * 7 if "padded_data" in q else ""
     eol = b"\r\n" if framing == "crlf" else b"\n"
@@ -382,7 +427,6 @@ def _fast_events(
         return _frame(str(obj["type"]), _compact(obj), framing, data_only=data_only, pad=pad)
 
     ping = _frame("ping", '{"type": "ping"}' if pad else '{"type":"ping"}', framing, data_only=data_only)
-    delta_head = head(b"content_block_delta")
     stop_head = head(b"content_block_stop")
     start_usage = {k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens") if k in usage}
     out = BodyWriter()
@@ -399,25 +443,24 @@ def _fast_events(
         start: dict[str, Any] = {"type": "thinking", "thinking": ""}
         if "thinking_start_signature" in q:
             start["signature"] = ""
-        signed = pieces.finish_reason != "length" or bool(pieces.content[1]) or bool(pieces.calls)
-        blocks.append((start, "thinking", pieces.reasoning, (ids[1] if ids else signature(msg_id, seed, anthropic, repeat)) if signed else None))
+        blocks.append((start, "thinking", pieces.reasoning, sig))
     if pieces.content[1]:
         blocks.append(({"type": "text", "text": ""}, "text", pieces.content, None))
     for call_id, name, frags in pieces.calls:
         # AN56: a call without arguments still gets one empty fragment.
         blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, "tool_use", frags if frags[1] else ("", 1), None))
     many = "many_pings" in q
-    for index, (block, kind, frags, sig) in enumerate(blocks):
+    for index, (block, kind, frags, block_sig) in enumerate(blocks):
         if many:
             out.add(ping)
         out.add(emit({"type": "content_block_start", "index": index, "content_block": block}))
         if index == 0 and not q & {"no_pings", "many_pings"}:
             out.add(ping)
-        pre = delta_head + b'{"type":"content_block_delta","index":%d,"delta":{"type":' % index + _DELTA_KEYS[kind]
-        out.run(pre, frags, b"}}" + tail)
-        if sig is not None:
+        pre, post = _delta_frame(q, framing, index, kind)
+        out.run(pre, frags, post)
+        if block_sig is not None:
             out.add(emit({"type": "content_block_delta", "index": index,
-                             "delta": {"type": "signature_delta", "signature": sig}}))
+                             "delta": {"type": "signature_delta", "signature": block_sig}}))
         last = index == len(blocks) - 1
         if not (last and pieces.finish_reason == "length" and "open_block_after_max_tokens" in q):
             out.add(stop_head + b'{"type":"content_block_stop","index":%d}' % index + tail)
@@ -435,8 +478,102 @@ def _fast_events(
             out.add(head(b"message_stop") + b'{"type":"message_stop"}' + tail)
     else:
         out.add(error_event("overloaded_error", "Overloaded", framing, data_only=data_only))
-    joined = out.joined()
-    return None if joined is None else JoinedEvents(joined, terminator=eol + eol)
+    return out.joined()
+
+
+_SEP_UTF8 = SEP.encode()
+#: What the frame of a stream is written with where this response's own values go: strings no
+#: other value of the frame can spell (JSON escapes control characters), and integers far past
+#: any usage, `_USAGE_SLOT + 1_000_000 * k + offset` for the k-th usage value plus an offset
+#: (a quirk's `+ 18`).
+_ID_SLOT, _SIG_SLOT, _RUN_SLOTS = "\x01id\x01", "\x01signature\x01", ("\x01reasoning\x01", "\x01content\x01")
+_USAGE_SLOT = 9_000_000_000_000
+_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_SLOT_RE = re.compile(
+    b"|".join(re.escape(_escape(s).encode()) for s in (_ID_SLOT, _SIG_SLOT, *_RUN_SLOTS)) + rb"|(?<!\d)9000\d{9}(?!\d)"
+)
+
+
+class _Frame:
+    """Every byte of a stream but this response's own values (its id, signature, usage and
+    fragments), as one bytes format with a slot for each: the stream of a new reply is then one
+    escape per string, one format and one replace. Made once per shape of stream
+    (:func:`_frame_for`)."""
+
+    __slots__ = ("between", "fmt", "pick", "usage")
+
+    def __init__(self, fmt: bytes, slots: list[str | tuple[str, int]], between: tuple[bytes, bytes]) -> None:
+        self.fmt = fmt
+        self.usage = tuple(dict.fromkeys(s for s in slots if isinstance(s, tuple)))
+        """The usage values the slots hold, each as (key, offset)."""
+        # A slot is an index into the values `fill` lists: id, signature, the two runs, then `usage`.
+        order: dict[str | tuple[str, int], int] = {"id": 0, "sig": 1, "reasoning": 2, "content": 3}
+        order.update((u, 4 + i) for i, u in enumerate(self.usage))
+        self.pick = operator.itemgetter(*(order[s] for s in slots))
+        self.between = between
+        """What separates two fragments of the reasoning and of the text."""
+
+    def fill(self, msg_id: str, sig: str | None, usage: Mapping[str, Any], reasoning: Run, content: Run) -> bytes | None:
+        """The stream for these values; None when the id or signature holds the joiner."""
+        if SEP in msg_id or (sig is not None and SEP in sig):
+            return None
+        # The longer string's joiners are replaced in the whole stream, the other's in its own bytes.
+        runs = [_escape(reasoning[0]).encode() if reasoning[1] else b"", _escape(content[0]).encode() if content[1] else b""]
+        longest = 0 if reasoning[1] > content[1] else 1
+        other = 1 - longest
+        if (reasoning, content)[other][1] > 1:
+            runs[other] = runs[other].replace(_SEP_UTF8, self.between[other])
+        values = [_escape(msg_id).encode(), _escape(sig).encode() if sig is not None else b"", *runs,
+                  *(int(usage[k]) + offset for k, offset in self.usage)]
+        body: bytes = self.fmt % self.pick(values)
+        return body.replace(_SEP_UTF8, self.between[longest]) if (reasoning, content)[longest][1] > 1 else body
+
+
+@functools.lru_cache(maxsize=256)
+def _frame_for(
+    model: str, q: frozenset[str], framing: Framing, done: bool, reasoning: bool, signed: bool, content: bool,
+    finish_reason: str, matched: str | None,
+) -> _Frame | None:
+    """The frame of every stream of this shape without tool calls and with a computed usage,
+    written by :func:`_write_events` itself with the slots as values; None where it cannot be
+    (a piece holds the joiner) or does not give :func:`_write_events`'s bytes for other values."""
+    pieces = JoinedPieces((_RUN_SLOTS[0], 1) if reasoning else ("", 0), (_RUN_SLOTS[1], 1) if content else ("", 0),
+                          [], finish_reason, 0)
+    usage = {k: _USAGE_SLOT + 1_000_000 * i for i, k in enumerate(_USAGE_KEYS)}
+    written = _write_events(pieces, q, model=model, framing=framing, done=done, matched=matched,
+                            msg_id=_ID_SLOT, sig=_SIG_SLOT if signed else None, usage=usage)
+    if written is None or _SEP_UTF8 in written:
+        return None
+    slots: list[str | tuple[str, int]] = []
+    names = {_escape(s).encode(): name for s, name in zip((_ID_SLOT, _SIG_SLOT, *_RUN_SLOTS),
+                                                           ("id", "sig", "reasoning", "content"), strict=True)}
+
+    def slot(m: re.Match[bytes]) -> bytes:
+        text = m.group()
+        if text in names:
+            slots.append(names[text])
+            return b"%b"
+        n = int(text) - _USAGE_SLOT
+        slots.append((_USAGE_KEYS[n // 1_000_000], n % 1_000_000))
+        return b"%d"
+
+    fmt = _SLOT_RE.sub(slot, written.replace(b"%", b"%%"))
+    if len(slots) < 2:  # an itemgetter of one index gives no tuple (never here: message_start holds four)
+        return None
+    (pre0, post0), (pre1, post1) = _delta_frame(q, framing, 0, "thinking"), _delta_frame(q, framing, int(reasoning), "text")
+    frame = _Frame(fmt, slots, (b'"' + post0 + pre0 + b'"', b'"' + post1 + pre1 + b'"'))
+    # The proof, as the stream cache proves a template: other values, with fragments joined (the
+    # text's the longer, then the reasoning's), filled in and written in full give the same bytes.
+    sig = "sig-proof" if signed else None
+    for n, (think, text) in enumerate([("th" + SEP + "ink", "a" + SEP + "b" + SEP + "c"), ("a" + SEP + "b" + SEP + "c", "t" + SEP + "x")]):
+        proof = JoinedPieces((think, think.count(SEP) + 1) if reasoning else ("", 0),
+                             (text, text.count(SEP) + 1) if content else ("", 0), [], finish_reason, 0)
+        proof_usage = {k: 100 + 7 * i + n for i, k in enumerate(_USAGE_KEYS)}
+        expected = _write_events(proof, q, model=model, framing=framing, done=done, matched=matched,
+                                 msg_id=f"msg-proof-{n}", sig=sig, usage=proof_usage)
+        if expected is None or frame.fill(f"msg-proof-{n}", sig, proof_usage, proof.reasoning, proof.content) != expected:
+            return None
+    return frame
 
 
 def _delta_usage(usage: dict[str, Any], q: Any) -> dict[str, Any]:

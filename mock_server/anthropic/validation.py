@@ -366,7 +366,8 @@ def validate_messages(
     forced = _forced_tool(body, tools, thinking)
     if thinking and history.passback_missing:
         raise Rejection(400, PASSBACK_MESSAGE)  # AN27, corpus ds01
-    prompt_tokens = max(1, history.chars // 4 + 4 * len(messages) + len(json.dumps(tools)) // 8)
+    # `[]` (two characters) without an encoder built for it: most requests bring no tools.
+    prompt_tokens = max(1, history.chars // 4 + 4 * len(messages) + (len(json.dumps(tools)) if tools else 2) // 8)
     if prompt_tokens + max_tokens > _CONTEXT:
         raise Rejection(
             400,

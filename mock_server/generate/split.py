@@ -39,11 +39,13 @@ _TOKEN_RE = re.compile(
     r" ?[A-Za-z0-9_]+| ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-\x7f]+|[^\x00-\x7f]|\s+", re.DOTALL
 )
 # The same tokens where a text is printable and never has two spaces in a row (so its only
-# whitespace is single spaces): then a run of words with a space between each is a run of
-# ` ?word` tokens, found in one match (a loop over one character class) and cut at its spaces.
-# Its punctuation and non-ASCII classes are spelled as in _TOKEN_RE, for the same reason.
+# whitespace is single spaces), read after a SEP was put before every space: a run of words
+# with a space between each is a run of ` ?word` tokens, found in one match (a loop over one
+# character class) with its SEPs in place; between two matches the SEP before a space matches
+# nothing, so findall leaves it out and the join by SEP puts it back. Its punctuation and
+# non-ASCII classes are spelled as in _TOKEN_RE, for the same reason, and without DEL (SEP).
 _RUN_RE = re.compile(
-    r"[A-Za-z0-9_ ]*[A-Za-z0-9_]| ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-\x7f]+|[^\x00-\x7f]|\s+", re.DOTALL
+    r" ?[\x00-\x08\x0e-\x1b!-/:-@\[-^`{-~]+|[A-Za-z0-9_ ](?:[A-Za-z0-9_\x7f ]*[A-Za-z0-9_])?|[^\x00-\x7f]", re.DOTALL
 )
 
 #: What the fast renderers join a string's fragments with: DEL, a character JSON escaping
@@ -117,13 +119,22 @@ def split_text(text: str, plan: SplitPlan, rng: random.Random | None = None) -> 
     return out
 
 
+#: The printable ASCII characters: what `isprintable` is true of in an ASCII text, deleted by
+#: `bytes.translate` (a table lookup per byte, where `str.isprintable` asks the Unicode database).
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+
+
+def _printable(text: str) -> bool:
+    """`text.isprintable()`, for less CPU on an ASCII text."""
+    if text.isascii():
+        return not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
+    return text.isprintable()
+
+
 def _joined_tokens(text: str) -> str:
     """`SEP.join(split_text(text, SplitPlan()))` for a text without SEP, for less CPU."""
-    if text.isprintable() and "  " not in text:
-        # Spaces inside a run of words start tokens; every other space starts a match, so it
-        # follows a SEP once the matches are joined: marked twice, it is marked once again.
-        joined = SEP.join(_RUN_RE.findall(text)).replace(" ", SEP + " ").replace(SEP + SEP, SEP)
-        return joined[1:] if joined.startswith(SEP) else joined
+    if _printable(text) and "  " not in text:
+        return SEP.join(_RUN_RE.findall(text.replace(" ", SEP + " ")))
     return SEP.join(_TOKEN_RE.findall(text))
 
 
@@ -202,6 +213,10 @@ class JoinedPieces:
     completion_tokens: int
 
 
+#: The plan a reply without one is cut by (frozen, so made once).
+_TOKEN_PLAN = FragmentPlan.all(SplitPlan())
+
+
 def _run(fragments: list[str]) -> Run:
     return SEP.join(fragments), len(fragments)
 
@@ -217,11 +232,23 @@ def cut_joined(
     """:func:`cut_reply`'s fragments, each string's joined by :data:`SEP`; None when a string
     holds SEP. Token cuts (the default) are found in bulk; other plans and a reply that
     `max_tokens` cuts short are cut by :func:`cut_reply` and joined."""
+    plan = split if isinstance(split, FragmentPlan) else _TOKEN_PLAN if split is None else FragmentPlan.all(split)
+    bulk = plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens"
+    if bulk and not reply.tool_calls:
+        # The usual reply (text, maybe reasoning): what the code below does, without the lists
+        # made for a reply's calls (a new reply's rendering is cut here, on every request).
+        reasoning, content = reply.reasoning, reply.content
+        if SEP in reasoning or SEP in content:
+            return None
+        r = _joined_tokens(reasoning) if thinking and reasoning else ""
+        c = _joined_tokens(content) if content else ""
+        tokens = (rn := r.count(SEP) + 1 if r else 0) + (cn := c.count(SEP) + 1 if c else 0)
+        if max_tokens is None or tokens <= max_tokens:
+            return JoinedPieces((r, rn), (c, cn), [], reply.finish_reason or "stop", tokens)
     strings = [reply.reasoning, reply.content, *(c.arguments for c in reply.tool_calls)]
     if any(SEP in s for s in strings):
         return None
-    plan = split if isinstance(split, FragmentPlan) else FragmentPlan.all(split or SplitPlan())
-    if plan.reasoning.mode == plan.text.mode == plan.arguments.mode == "tokens":
+    if bulk:
         if not thinking:
             strings[0] = ""
         joined = [_joined_tokens(s) if s else "" for s in strings]

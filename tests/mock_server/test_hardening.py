@@ -280,3 +280,65 @@ def test_any_body_is_accepted_or_a_4xx_never_a_crash(payload: dict[str, Any]) ->
         return
     default_reply(chat)
     json_line(chat.redacted)
+
+
+# -- the body parser: a fast read, and the standard parser for what it refuses --------------------
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                  st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6))
+_value = st.recursive(_leaf, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+                      max_leaves=10)
+#: Spellings each reader may take differently: the forms parse_json exists to refuse, the limits of
+#: number sizes (the int-string limit is 4300 digits, with or without a sign), a float's edges,
+#: encodings, escapes and bytes at the edges of UTF-8.
+_TRICKY = [b"NaN", b"-Infinity", b"1e400", b"-1e400", b"1.5e-400", b"-0", b"-0.0", b"1E5", b"9" * 4300, b"-" + b"9" * 4300,
+           b"9" * 4301, b"18446744073709551616", b"-9223372036854775809", b"2.2250738585072011e-308", b"01", b"1.",
+           b'"\\ud800"', b'"\\udc00\\ud800"', b'"\\ud83c\\udf89"', b'"\xed\xa0\x80"', b'"\xf0\x9f\x8e\x89"', b'"\xc0\x80"',
+           b'"\xff"', b'"a\x01b"', b'"\x7f"', b'"\\u0000"', b'"\\/"', b'"\\x"', b"[" * 300 + b"]" * 300,
+           b"[" * 1500 + b"]" * 1500, b"[1,]", b"{}x", b"\x0c1", b"true", b"True"]
+
+
+def _parsed(parse: Any, raw: bytes) -> tuple[Any, ...]:
+    from dshkit.mock_server.validation import Rejection
+
+    try:
+        return ("parsed", repr(parse(raw)))  # repr tells 1 from 1.0 and 0.0 from -0.0
+    except Rejection as e:
+        return ("rejected", e.status, e.message)
+
+
+def _spelled(value: Any, spelling: str, extra: bytes | None = None) -> bytes:
+    text = json.dumps({"v": value}, ensure_ascii=spelling == "ascii", indent=1 if spelling == "spaced" else None)
+    raw = text.encode("utf-8", "surrogatepass")
+    if extra is not None:  # one more member, spelled as given
+        raw = raw[:-1] + b',"t":' + extra + b"}"
+    if spelling == "utf-16":
+        try:
+            return raw.decode("utf-8", "surrogatepass").encode("utf-16", "surrogatepass")
+        except UnicodeDecodeError:  # bytes that are not UTF-8 have no UTF-16 spelling
+            return raw
+    return (b"\xef\xbb\xbf" if spelling == "bom" else b"") + raw
+
+
+_SPELLINGS = ["utf-8", "ascii", "bom", "utf-16", "spaced"]
+
+
+@pytest.mark.parametrize("extra", _TRICKY, ids=lambda t: repr(t[:24]))
+def test_the_fast_body_read_gives_the_standard_parsers_value_or_error_for_each_edge(extra: bytes) -> None:
+    """`parse_json` reads with msgspec first: for every form it may take differently from the
+    standard library's parser (`_parse_plain`, with its checks), it gives what that parser gives,
+    the same value or the same 400."""
+    from dshkit.mock_server.validation import _parse_plain, parse_json
+
+    for spelling in _SPELLINGS:
+        raw = _spelled([1, 2.5, "é", {"b": None}], spelling, extra)
+        assert _parsed(parse_json, raw) == _parsed(_parse_plain, raw), (spelling, raw[:80])
+
+
+@given(value=_value, spelling=st.sampled_from(_SPELLINGS))
+def test_the_fast_body_read_gives_the_standard_parsers_value_for_any_body(value: Any, spelling: str) -> None:
+    """The same for any JSON value, in any of the spellings a client sends."""
+    from dshkit.mock_server.validation import _parse_plain, parse_json
+
+    raw = _spelled(value, spelling)
+    assert _parsed(parse_json, raw) == _parsed(_parse_plain, raw)

@@ -154,22 +154,26 @@ _texts = st.text(st.sampled_from(list('ab c"\\\n\té中🎉{}\x00\u2028\x7f')), 
        framing=st.sampled_from(["lf", "crlf"]), thinking=st.booleans(), done=st.booleans(),
        seed=st.integers(0, 2**32 - 1), max_tokens=st.sampled_from([None, 1, 3, 50]),
        stop=st.sampled_from([(), ("c",), ("b", "中")]),
-       split=st.sampled_from([None, "fixed", "random", "whole"]), repeat=st.sampled_from([0, 1, 7]))
+       split=st.sampled_from([None, "fixed", "random", "whole"]), repeat=st.sampled_from([0, 1, 7]),
+       model=st.sampled_from(["deepseek-v4-pro", "m%d%b%%", "m\x7f", "\x01id\x01", "9000000000000"]),
+       prompt_tokens=st.sampled_from([1, 40, 9000]))
 def test_the_anthropic_fast_renderer_writes_the_plain_renderers_bytes(
     content: str, reasoning: str, calls: list[tuple[str, str]], finish: str | None, quirks: list[str],
     framing: str, thinking: bool, done: bool, seed: int, max_tokens: int | None, stop: tuple[str, ...],
-    split: str | None, repeat: int,
+    split: str | None, repeat: int, model: str, prompt_tokens: int,
 ) -> None:
     """`encode_events_fast` (the fast path's renderer) against `encode_events` (the plain
-    path's): the same events, byte for byte, for any reply, quirk set, framing and cut."""
+    path's): the same events, byte for byte, for any reply, quirk set, framing and cut, and
+    for model names that spell a format's `%`, the fragments' joiner or the values a stream's
+    frame is written with where a response's own values go."""
     from dshkit.mock_server.scripts import StreamSpec
 
     spec = StreamSpec.model_validate({} if split is None else {
         "split": {"mode": split, "size": 2, "min_size": 1, "max_size": 3}})
     reply = Reply(content=content, reasoning=reasoning, finish_reason=finish,
                   tool_calls=tuple(ToolCall(name=n, arguments=a) for n, a in calls))
-    args: dict[str, Any] = {"model": "deepseek-v4-pro", "thinking": thinking, "split": spec.fragment_plan(),
-                            "seed": seed, "prompt_tokens": 40, "max_tokens": max_tokens, "stop": stop,
+    args: dict[str, Any] = {"model": model, "thinking": thinking, "split": spec.fragment_plan(),
+                            "seed": seed, "prompt_tokens": prompt_tokens, "max_tokens": max_tokens, "stop": stop,
                             "quirks": tuple(quirks), "framing": framing, "done": done, "repeat": repeat}
     assert encode_events_fast(reply, **args) == encode_events(reply, **args)
 
