@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EVENTS = 7
 """`data: ` lines in every response the server sends."""
 BODY = b"".join(b'data: {"n": %d}\n\n' % i for i in range(EVENTS - 1)) + b"data: [DONE]\n\n"
-RUN_SECONDS = (0.3, 1.0, 3.0, 10.0)
+RUN_SECONDS = (0.05, 0.3, 1.0, 3.0, 10.0)
 """How long a run lasts: the next, longer one only where some thread finished no response
 (a machine too busy to serve one in time), so the checks never rest on how fast it is."""
 
