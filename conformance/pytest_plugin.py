@@ -53,12 +53,23 @@ def _enabled(config: pytest.Config) -> bool:
     return bool(config.getoption(_OPTION, default=None))
 
 
+_CATALOGUE_KEY = pytest.StashKey["list[Scenario]"]()
+
+
+def _catalogue(config: pytest.Config) -> list[Scenario]:
+    """The bundled catalogue, read once a session: its tags become markers at configure time and
+    its scenarios tests at collection, and each read parses every YAML file of it again."""
+    if _CATALOGUE_KEY not in config.stash:
+        from .scenario import load_catalogue
+
+        config.stash[_CATALOGUE_KEY] = load_catalogue()
+    return config.stash[_CATALOGUE_KEY]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not _enabled(config):
         return
-    from .scenario import load_catalogue
-
-    tags = {t for s in load_catalogue() for t in s.tags}
+    tags = {t for s in _catalogue(config) for t in s.tags}
     for tag in sorted(tags):
         config.addinivalue_line("markers", f"{marker_name(tag)}: dshkit conformance tag {tag}")
 
@@ -72,10 +83,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def _selected(config: pytest.Config) -> list[Scenario]:
     from .cli import select
     from .runner import for_protocol
-    from .scenario import load_catalogue
 
     try:
-        scenarios = for_protocol(load_catalogue(), config.getoption("--dshkit-protocol"))
+        scenarios = for_protocol(_catalogue(config), config.getoption("--dshkit-protocol"))
         return select(scenarios, config.getoption("--dshkit-only"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -127,20 +127,41 @@ _HEAVY = [*COMMANDS.values(), "dshkit.harness", "dshkit.mock_server", "dshkit.co
           "aiohttp", "httpx", "pydantic", "jsonschema"]
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["nosuchcommand"], []])
-def test_top_level_help_imports_no_subcommand(argv: list[str]) -> None:
-    code = (
-        "import json, sys\nfrom dshkit.cli import main\n"
-        f"try:\n    main({argv!r})\nexcept SystemExit as e:\n    code = e.code\n"
-        "print(json.dumps([code, sorted(sys.modules)]))"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    exit_code, modules = json.loads(r.stdout.splitlines()[-1])
+TOP_LEVEL_ARGVS = [["--help"], ["--version"], ["nosuchcommand"], []]
+
+EACH_TOP_LEVEL = """
+import contextlib, io, json, sys
+from dshkit.cli import main
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+    print(json.dumps([code, out.getvalue(), sorted(sys.modules)]), flush=True)
+"""
+"""`main` on each argv of a JSON list, one after the other in one fresh interpreter: a line
+`[exit code, stdout, sys.modules so far]` for each. The modules so far hold those of the argvs
+before, so none being heavy after all of them is none being heavy after each alone."""
+
+
+@pytest.fixture(scope="module")
+def top_level_runs() -> list[tuple[int, str, list[str]]]:
+    r = subprocess.run([sys.executable, "-c", EACH_TOP_LEVEL, json.dumps(TOP_LEVEL_ARGVS)],
+                       capture_output=True, text=True, timeout=60, check=True)
+    return [tuple(json.loads(line)) for line in r.stdout.splitlines()[-len(TOP_LEVEL_ARGVS):]]  # type: ignore[misc]
+
+
+@pytest.mark.xdist_group("cli-top-level-runs")
+@pytest.mark.parametrize("argv", TOP_LEVEL_ARGVS)
+def test_top_level_help_imports_no_subcommand(argv: list[str], top_level_runs: list[tuple[int, str, list[str]]]) -> None:
+    exit_code, stdout, modules = top_level_runs[TOP_LEVEL_ARGVS.index(argv)]
     assert exit_code == (0 if argv in (["--help"], ["--version"]) else 2)
     loaded = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
     assert loaded == []
     if argv == ["--help"]:
-        assert all(name in r.stdout for name in COMMANDS)
+        assert all(name in stdout for name in COMMANDS)
 
 
 def test_the_summaries_are_what_each_command_registers() -> None:

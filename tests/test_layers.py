@@ -3,9 +3,11 @@
 imports only the module of the subcommand it runs, and a cold `dshkit run` sends its first request
 without loading modules it does not need yet (jsonschema, pydantic, the mock server).
 
-The import facts are checked in fresh interpreters (a subprocess each, but two that share one:
-the walk of every harness module, then of every module, in one interpreter; the modules and the
-CA certificates of one plain `dshkit serve` at its ready line), since this test process has
+The import facts are checked in fresh interpreters (a subprocess each, but some facts share one:
+the walk of every harness module, then `import dshkit.mock_server`, then the walk of every module,
+in one interpreter; `import dshkit.run` and what a `dshkit run --base-url` loads by its first
+connection in another; the modules and the CA certificates of one plain `dshkit serve` at its
+ready line and its collector at its first request in a third), since this test process has
 long since imported everything; the static check also catches imports inside functions,
 which no import of the package would run.
 """
@@ -105,6 +107,10 @@ def test_no_source_imports_a_repository_folder_by_its_bare_name() -> None:
 class Walks:
     harness: set[str]
     """`sys.modules` of a fresh interpreter once it has imported every harness module."""
+    mock_server: set[str]
+    """The same interpreter's, once it has gone on to `import dshkit.mock_server` and look up its
+    `MockServer`: what that import alone loads, and what every harness module loads (none of
+    which is the mock server's, nor pytest: see the tests below)."""
     everything: set[str]
     """The same interpreter's, once it has gone on to import every module of the package (the
     harness's among them, so the set is the one a walk of everything alone would leave)."""
@@ -112,16 +118,17 @@ class Walks:
 
 @pytest.fixture(scope="module")
 def walks() -> Walks:
-    harness, everything = _modules_after_each(
+    harness, mock_server, everything = _modules_after_each(
         "import importlib, pkgutil, dshkit.harness\n"
         "for info in pkgutil.walk_packages(dshkit.harness.__path__, 'dshkit.harness.'):\n"
         "    importlib.import_module(info.name)",
+        "import dshkit.mock_server\ndshkit.mock_server.MockServer",
         "import importlib, pkgutil, dshkit\n"
         "for info in pkgutil.walk_packages(dshkit.__path__, 'dshkit.'):\n"
         "    if not info.name.endswith('__main__') and '.pytest_plugin' not in info.name:\n"
         "        importlib.import_module(info.name)",
     )
-    return Walks(harness, everything)
+    return Walks(harness, mock_server, everything)
 
 
 SHARES_WALKS = pytest.mark.xdist_group("layers-walks")
@@ -143,8 +150,10 @@ def test_importing_every_harness_module_loads_no_other_package(walks: Walks) -> 
     assert sorted(m for m in modules if _top(m) in FORBIDDEN_IN_HARNESS) == []
 
 
-def test_import_mock_server_imports_no_pytest() -> None:
-    modules = _modules_after("import dshkit.mock_server\ndshkit.mock_server.MockServer")
+@SHARES_WALKS
+def test_import_mock_server_imports_no_pytest(walks: Walks) -> None:
+    assert "dshkit.mock_server.server" not in walks.harness  # so the mock server's import loaded it
+    modules = walks.mock_server
     assert "dshkit.mock_server.server" in modules
     assert sorted(m for m in modules if _top(m) in ("pytest", "_pytest", "pytest_asyncio", "syrupy")) == []
 
@@ -190,12 +199,24 @@ def stop(event, args):
         os._exit(0)
 
 sys.addaudithook(stop)
+import dshkit.run  # what importing it alone loads (the run imports it anyway, before connecting)
+with open(os.environ["DSHKIT_MODULES_OUT"] + ".import", "w") as out:
+    json.dump(sorted(sys.modules), out)
 from dshkit.cli import main
 main(sys.argv[1:])
 """
 
 
-def _modules_at_first_connection(tmp_path: Path, *argv: str) -> set[str]:
+@dataclass(frozen=True)
+class FirstConnection:
+    modules: set[str]
+    """What a fresh `dshkit run` has imported when it opens its first connection."""
+    import_run: set[str]
+    """What the same interpreter had imported just after `import dshkit.run`, first thing: what
+    that import alone loads (the run itself imports it as well, so its own set is unchanged)."""
+
+
+def _modules_at_first_connection(tmp_path: Path, *argv: str) -> FirstConnection:
     """The modules a fresh `dshkit run` has imported when it opens its first connection (an
     audit hook on `socket.connect` records them and ends the process there)."""
     out = tmp_path / "modules.json"
@@ -206,7 +227,9 @@ def _modules_at_first_connection(tmp_path: Path, *argv: str) -> set[str]:
     result = subprocess.run([sys.executable, "-c", UNTIL_FIRST_CONNECTION, *args], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120, check=False)
     assert out.exists(), f"dshkit run never connected (exit {result.returncode}): {result.stderr[-2000:]}"
-    return set(json.loads(out.read_text(encoding="utf-8")))
+    first = Path(f"{out}.import")
+    return FirstConnection(set(json.loads(out.read_text(encoding="utf-8"))),
+                           set(json.loads(first.read_text(encoding="utf-8"))))
 
 
 def _closed_port() -> int:
@@ -215,21 +238,35 @@ def _closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_import_dshkit_run_loads_no_heavy_module() -> None:
-    modules = _modules_after("import dshkit.run")
+@pytest.fixture(scope="module")
+def base_url_run(tmp_path_factory: pytest.TempPathFactory) -> FirstConnection:
+    """One fresh `dshkit run --base-url` to its first connection, for both what it imported by
+    then and what its `import dshkit.run` alone did."""
+    return _modules_at_first_connection(tmp_path_factory.mktemp("first-connection"),
+                                        "--base-url", f"http://127.0.0.1:{_closed_port()}")
+
+
+SHARES_BASE_URL_RUN = pytest.mark.xdist_group("layers-base-url-run")
+"""On the tests of `base_url_run`: one worker runs them (`--dist loadgroup`), so one process starts."""
+
+
+@SHARES_BASE_URL_RUN
+def test_import_dshkit_run_loads_no_heavy_module(base_url_run: FirstConnection) -> None:
+    modules = base_url_run.import_run
     assert "dshkit.harness.loop" in modules and "httpx" in modules
     assert sorted(m for m in modules if _top(m) in HEAVY_BEFORE_FIRST_REQUEST) == []
 
 
-def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(tmp_path: Path) -> None:
-    modules = _modules_at_first_connection(tmp_path, "--base-url", f"http://127.0.0.1:{_closed_port()}")
+@SHARES_BASE_URL_RUN
+def test_dshkit_run_with_base_url_sends_its_first_request_without_heavy_modules(base_url_run: FirstConnection) -> None:
+    modules = base_url_run.modules
     assert "dshkit.harness.tools.builtin" in modules and "dshkit.harness.providers.deepseek.adapter" in modules
     assert sorted({_top(m) for m in modules} & set(HEAVY_BEFORE_FIRST_REQUEST)) == []
     assert "dshkit.harness.replay" not in modules  # replaying logs: loaded on first use
 
 
 def test_embedded_dshkit_run_loads_the_mock_server_but_not_jsonschema(tmp_path: Path) -> None:
-    modules = _modules_at_first_connection(tmp_path)
+    modules = _modules_at_first_connection(tmp_path).modules
     assert "dshkit.mock_server.server" in modules and "aiohttp" in modules
     assert sorted({_top(m) for m in modules} & {"jsonschema", "dshkit.conformance", "dshkit.view"}) == []
 
@@ -240,6 +277,7 @@ import json, os, runpy, sys
 class _StopAtReady:
     def __init__(self, out):
         self.out = out
+        self.ready = None
 
     def write(self, text):
         if '"type": "ready"' in text:  # `dshkit serve` is ready: what has it imported?
@@ -248,11 +286,28 @@ class _StopAtReady:
             cas = ssl.create_default_context().cert_store_stats()["x509_ca"]
             # aiohttp's own default client context (a private name: -1 if aiohttp renames it)
             own = getattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", None)
-            with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
-                json.dump({"modules": sorted(sys.modules), "ca_certificates": cas,
-                           "aiohttp_ca_certificates": own.cert_store_stats()["x509_ca"] if own else -1}, f)
-            os._exit(0)
+            self.ready = {"modules": sorted(sys.modules), "ca_certificates": cas,
+                          "aiohttp_ca_certificates": own.cert_store_stats()["x509_ca"] if own else -1}
+            if not os.environ.get("DSHKIT_THEN_REQUEST"):
+                self.stop()
+            # ask something, from a thread: the server's loop runs here (imported only now, so
+            # that the modules above are the server's alone)
+            import threading, urllib.request
+            ready = json.loads(text.splitlines()[0])
+            body = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
+            request = urllib.request.Request(ready["base_url"] + "/chat/completions", body.encode(),
+                                             {"Content-Type": "application/json"})
+            threading.Thread(target=urllib.request.urlopen, args=(request,), daemon=True).start()
+        elif self.ready is not None and ('"type": "request"' in text or '"type": "result"' in text):
+            import gc  # serving: is the collector on?
+            self.ready.update(collector_on=gc.isenabled(), frozen=gc.get_freeze_count())
+            self.stop()
         return self.out.write(text)
+
+    def stop(self):
+        with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+            json.dump(self.ready, f)
+        os._exit(0)
 
     def __getattr__(self, name):
         return getattr(self.out, name)
@@ -275,9 +330,12 @@ files), pydantic's plugin lookup (it runs when a model's validator is first buil
 def _when_serve_is_ready(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """What a fresh `dshkit serve` (or with `DSHKIT_ENTRY=module` in `env`, `python -m
     dshkit.mock_server serve`) has imported by its ready line, and how many CA certificates a
-    TLS context made then loads, and aiohttp's own client context holds."""
+    TLS context made then loads, and aiohttp's own client context holds; with
+    `DSHKIT_THEN_REQUEST=1` in `env`, also whether its collector is on once it serves a first
+    request (`collector_on`) and how many objects are frozen out of it then (`frozen`)."""
     out = tmp_path / "modules.json"
     env = {**os.environ, **(env or {}), "DSHKIT_MODULES_OUT": str(out)}
+    env.pop("DSHKIT_MOCK_API_KEY", None)
     result = subprocess.run([sys.executable, "-c", UNTIL_READY, "serve", "--port", "0", *argv], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=120, check=False)
     assert out.exists(), f"dshkit serve never got ready (exit {result.returncode}): {result.stderr[-2000:]}"
@@ -294,12 +352,13 @@ def _ca_bundle() -> str | None:
 
 @pytest.fixture(scope="module")
 def plain_serve_ready(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One fresh `dshkit serve` (no script) at its ready line, for both the modules it loaded and
-    the CA certificates a TLS context made then holds: run as on a user's machine, with
-    $SSL_CERT_FILE naming the system's bundle (the suite's conftest empties it), when there is one."""
+    """One fresh `dshkit serve` (no script) at its ready line, for the modules it loaded and the
+    CA certificates a TLS context made then holds, and then at its first request, for its
+    collector: run as on a user's machine, with $SSL_CERT_FILE naming the system's bundle (the
+    suite's conftest empties it), when there is one."""
     bundle = _ca_bundle()
     return _when_serve_is_ready(tmp_path_factory.mktemp("serve-ready"),
-                                env={"SSL_CERT_FILE": bundle} if bundle else None)
+                                env={"DSHKIT_THEN_REQUEST": "1", **({"SSL_CERT_FILE": bundle} if bundle else {})})
 
 
 SHARES_SERVE_READY = pytest.mark.xdist_group("layers-serve-ready")
@@ -346,48 +405,13 @@ def test_tls_contexts_made_in_dshkit_serve_still_load_the_ca_certificates(
     assert ready["aiohttp_ca_certificates"] == 0
 
 
-UNTIL_FIRST_REQUEST = """\
-import gc, json, os, sys, threading, urllib.request
-
-class _StopAtFirstRequest:
-    def __init__(self, out):
-        self.out = out
-
-    def write(self, text):
-        if '"type": "ready"' in text:  # ask something, from a thread: the server's loop runs here
-            ready = json.loads(text.splitlines()[0])
-            body = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
-            request = urllib.request.Request(ready["base_url"] + "/chat/completions", body.encode(),
-                                             {"Content-Type": "application/json"})
-            threading.Thread(target=urllib.request.urlopen, args=(request,), daemon=True).start()
-        elif '"type": "request"' in text or '"type": "result"' in text:  # serving: is the collector on?
-            with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
-                json.dump({"collector_on": gc.isenabled(), "frozen": gc.get_freeze_count()}, f)
-            os._exit(0)
-        return self.out.write(text)
-
-    def __getattr__(self, name):
-        return getattr(self.out, name)
-
-sys.stdout = _StopAtFirstRequest(sys.stdout)
-from dshkit.cli import main
-main(sys.argv[1:])
-"""
-
-
-def test_dshkit_serve_collects_garbage_once_it_serves(tmp_path: Path) -> None:
+@SHARES_SERVE_READY
+def test_dshkit_serve_collects_garbage_once_it_serves(plain_serve_ready: dict[str, Any]) -> None:
     """`dshkit serve` starts with the cyclic collector off (nothing it builds to start is
     garbage); by its first request the collector is on again, with the start-up heap frozen out
     of its walks, so a long run still frees its cycles."""
-    out = tmp_path / "gc.json"
-    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out)}
-    env.pop("DSHKIT_MOCK_API_KEY", None)
-    result = subprocess.run([sys.executable, "-c", UNTIL_FIRST_REQUEST, "serve", "--port", "0"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert out.exists(), f"dshkit serve never served a request (exit {result.returncode}): {result.stderr[-2000:]}"
-    state = json.loads(out.read_text(encoding="utf-8"))
-    assert state["collector_on"] is True
-    assert state["frozen"] > 10_000
+    assert plain_serve_ready["collector_on"] is True
+    assert plain_serve_ready["frozen"] > 10_000
 
 
 NOT_LOADED_BY_THE_PLUGINS = ("dshkit.conformance.runner", "dshkit.conformance.checks", "dshkit.mock_server.server",

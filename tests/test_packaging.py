@@ -267,36 +267,35 @@ def test_the_wheel_beside_a_user_project_with_the_same_folder_names(installed: P
 HELP_PATH = re.compile(r"\b((?:recordings|examples)/[\w.-]+)")
 
 
-HELPS = """
-import contextlib, io, json, sys
+HELPS_AND_EXAMPLES = """
+import contextlib, io, json, re, sys
+from pathlib import Path
+from dshkit.bundled import bundled_path
 from dshkit.cli import COMMANDS, main
-texts = []
+help_path, repo, examples = re.compile(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+helps = []
 for argv in [["--help"], *([c, "--help"] for c in COMMANDS)]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
         main(argv)
-    texts.append(out.getvalue())
-print(json.dumps(texts))
-"""
-"""Every help text as the installed `dshkit` prints it (`main` is what its console script runs),
-in one process rather than one each."""
-
-EXAMPLES = """
-import contextlib, io, json, sys
-from dshkit.bundled import bundled_path
-from dshkit.cli import main
-argvs, shipped = json.loads(sys.argv[1])
+    helps.append(out.getvalue())
+# what the help texts name of the repository's own files (not the NAME placeholders, nor the
+# files a `dshkit record --out` example would write)
+named = {m for text in helps for m in help_path.findall(text)}
+shipped = sorted(n for n in named if (repo / n).exists() or (repo / f"{n}.cassette.jsonl").exists())
 ran = []
-for argv in argvs:
+for argv in examples:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(argv)
     ran.append([code, out.getvalue()])
-print(json.dumps({"ran": ran, "bundled": {name: str(bundled_path(name)) for name in shipped}}))
+print(json.dumps({"helps": helps, "shipped": shipped, "ran": ran,
+                  "bundled": {name: str(bundled_path(name)) for name in shipped}}))
 """
-"""The help texts' example commands, each through `main` (what the installed `dshkit` console
-script runs; the script itself is run for `--help`), and where the package holds each file the
-help texts name: one process rather than one each."""
+"""Every help text as the installed `dshkit` prints it (`main` is what its console script runs;
+the script itself is run for `--help`), the repository files they name, the help texts' example
+commands, each through `main`, and where the package holds each file named: all in one process
+of the installed wheel (the repository is only looked at, never on its sys.path)."""
 
 
 def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
@@ -305,23 +304,18 @@ def test_the_help_texts_examples_work_from_the_installed_wheel(installed: Path, 
     dshkit = installed.parent / "dshkit"
     listed = _run(dshkit, "--help", cwd=tmp_path)
     assert listed.returncode == 0 and all(command in listed.stdout for command in COMMANDS), listed
-    printed = _run(installed, "-c", HELPS, cwd=tmp_path)
-    assert printed.returncode == 0, printed.stderr
-    helps = json.loads(printed.stdout)
-    assert helps[0] == listed.stdout and all(f"usage: dshkit {c}" in h for c, h in zip(COMMANDS, helps[1:], strict=True))
-    named = {m for text in helps for m in HELP_PATH.findall(text)}
-    # what the help texts name of the repository's own files (not the NAME placeholders, nor
-    # the files a `dshkit record --out` example would write)
-    shipped = sorted(n for n in named if (REPO / n).exists() or (REPO / f"{n}.cassette.jsonl").exists())
-    assert {"examples/seed-walk.sse", "recordings/readme-walk"} <= set(shipped)
-    assert not any((tmp_path / n.split("/")[0]).exists() for n in shipped)  # nothing of the repo here
     examples = [["decode", "examples/seed-walk.sse"],
                 ["view", "recordings/readme-walk.cassette.jsonl", "-o", "walk.html"],
                 ["run", "Summarise", "--replay", "recordings/readme-walk", "--workspace", ".",
                  "--session", "s.jsonl", "--json"]]
-    found = _run(installed, "-c", EXAMPLES, json.dumps([examples, shipped]), cwd=tmp_path)
+    found = _run(installed, "-c", HELPS_AND_EXAMPLES, HELP_PATH.pattern, str(REPO), json.dumps(examples), cwd=tmp_path)
     assert found.returncode == 0, found.stderr
     report = json.loads(found.stdout.splitlines()[-1])
+    helps, shipped = report["helps"], report["shipped"]
+    assert helps[0] == listed.stdout and all(f"usage: dshkit {c}" in h for c, h in zip(COMMANDS, helps[1:], strict=True))
+    assert {"examples/seed-walk.sse", "recordings/readme-walk"} <= set(shipped)
+    # nothing of the repository was in the examples' folder (before they ran, nor after)
+    assert not any((tmp_path / n.split("/")[0]).exists() for n in shipped)
     (decode, decoded), (view, _), (run, ran) = report["ran"]
     assert decode == 0 and '"chunks"' in decoded, found.stderr
     assert view == 0 and (tmp_path / "walk.html").stat().st_size > 0, found.stderr

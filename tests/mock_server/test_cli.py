@@ -31,24 +31,41 @@ def serve() -> object:
         p.kill()
 
 
-def test_ready_then_request_and_result_lines(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_ready_then_request_and_result_lines_then_a_summary_at_sigint(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """One process for the lines a run prints (ready, then request and result per request, a
+    rejected one included), the journal it keeps, and the summary SIGINT makes it print: of the
+    steps it played, the ones it never reached and the requests it refused."""
     journal = tmp_path / "j.jsonl"
-    p = serve("--sequence", "success,rate_limit", "--seed", "42", "--journal", str(journal), "--api-key", "sk-cli")
+    p = serve("--sequence", "success,rate_limit,success,rate_limit", "--seed", "42", "--journal", str(journal),
+              "--api-key", "sk-cli")
     assert p.ready["type"] == "ready" and p.ready["seed"] == 42
     assert p.ready["base_url"] == f"http://127.0.0.1:{p.ready['port']}"
     headers = {"Authorization": "Bearer sk-cli", "X-Mock-Session": "cli"}
     with httpx.Client(base_url=p.base_url, timeout=2, headers=headers) as c:
         assert c.post("/v1/chat/completions", json=chat()).status_code == 200
         assert c.post("/chat/completions", json=chat()).status_code == 429
-    lines = [p.next_line() for _ in range(4)]
+        bad = c.post("/chat/completions", json={"model": "deepseek-chat"})  # no messages
+        assert bad.status_code == 400
+    lines = [p.next_line() for _ in range(6)]
     assert [(x["type"], x["behavior"], x["session"], x["step"]) for x in lines] == [
         ("request", "success", "cli", 0), ("result", "success", "cli", 0),
-        ("request", "rate_limit", "cli", 1), ("result", "rate_limit", "cli", 1)]
+        ("request", "rate_limit", "cli", 1), ("result", "rate_limit", "cli", 1),
+        ("request", "rejected", "cli", None), ("result", "rejected", "cli", None)]
     assert lines[1]["outcome"] == "completed" and lines[3]["status"] == 429
+    assert lines[5]["outcome"] == "rejected" and lines[5]["status"] == 400
     code, rest = p.stop(signal.SIGINT)
     assert code == 130
     text = journal.read_text()
-    assert len(text.splitlines()) == 2 and "sk-cli" not in text and "sk-cli" not in rest
+    assert len(text.splitlines()) == 3 and "sk-cli" not in text and "sk-cli" not in rest + p.stderr
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["requests"] == 3
+    assert summary["outcomes"] == {"completed": 2, "rejected": 1}
+    assert [u.split(" of session")[0] for u in summary["unused_steps"]] == ["sequence[2] (success)", "sequence[3] (rate_limit)"]
+    (rejection,) = summary["rejections"]
+    assert rejection["status"] == 400 and "messages" in rejection["reason"]
+    err = p.stderr
+    assert "dshkit serve: 3 request(s) (2 completed, 1 rejected)" in err
+    assert "unused scripted steps: 2" in err and "rejected #3 /chat/completions → 400" in err
 
 
 def test_sigterm_closes_a_stalled_stream(serve) -> None:  # type: ignore[no-untyped-def]
@@ -105,27 +122,6 @@ def test_connection_refused_phase(serve) -> None:  # type: ignore[no-untyped-def
     ready = p.next_line(timeout=10)
     assert ready["type"] == "ready" and ready["port"] == port
     assert httpx.post(ready["base_url"] + "/chat/completions", json=chat(), timeout=2).status_code == 200
-
-
-def test_stopping_prints_a_summary_of_the_run(serve) -> None:  # type: ignore[no-untyped-def]
-    p = serve("--sequence", "success,success,rate_limit")
-    with httpx.Client(base_url=p.base_url, timeout=2, headers={"X-Mock-Session": "s"}) as c:
-        assert c.post("/chat/completions", json=chat()).status_code == 200
-        bad = c.post("/chat/completions", json={"model": "deepseek-chat"})  # no messages
-        assert bad.status_code == 400
-    for _ in range(4):
-        p.next_line()
-    code, rest = p.stop(signal.SIGINT)
-    assert code == 130
-    summary = json.loads(rest.splitlines()[-1])
-    assert summary["type"] == "summary" and summary["requests"] == 2
-    assert summary["outcomes"] == {"completed": 1, "rejected": 1}
-    assert [u.split(" of session")[0] for u in summary["unused_steps"]] == ["sequence[1] (success)", "sequence[2] (rate_limit)"]
-    (rejection,) = summary["rejections"]
-    assert rejection["status"] == 400 and "messages" in rejection["reason"]
-    err = p.stderr
-    assert "dshkit serve: 2 request(s) (1 completed, 1 rejected)" in err
-    assert "unused scripted steps: 2" in err and "rejected #2 /chat/completions → 400" in err
 
 
 def test_serve_help_lists_every_fault_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
