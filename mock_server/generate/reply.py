@@ -115,8 +115,11 @@ def seeded_uuid(text: str) -> str:
     Mersenne Twister seeded with it draws (seeding it took 5 to 7 µs, the largest piece of a
     cached reply's own work). The ids a seed gives changed with that, not how they behave.
     """
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return _uuid4(int.from_bytes(digest, "big"))
+    bits = bytearray(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    bits[6] = bits[6] & 0x0F | 0x40  # version 4
+    bits[8] = bits[8] & 0x3F | 0x80  # the RFC 4122 variant
+    h = bits.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _uuid4(bits: int) -> str:
