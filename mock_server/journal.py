@@ -90,6 +90,14 @@ class Write:
     data: bytes
 
 
+def _size_of(writes: list[Write]) -> int:
+    """The bytes of `writes`; most exchanges are one write (a whole response), read without a
+    generator (this runs for every request, twice)."""
+    if len(writes) == 1:
+        return len(writes[0].data)
+    return sum(len(w.data) for w in writes)
+
+
 @dataclass(slots=True)
 class JournalEntry:
     """One request and everything the server did about it."""
@@ -147,7 +155,7 @@ class JournalEntry:
 
     @property
     def bytes_sent(self) -> int:
-        return self._sent if self.trimmed else sum(len(w.data) for w in self.writes)
+        return self._sent if self.trimmed else _size_of(self.writes)
 
     @property
     def write_count(self) -> int:
@@ -182,7 +190,7 @@ class JournalEntry:
             return
         writes = self.writes
         self._count = len(writes)
-        self._sent = sum(len(w.data) for w in writes)
+        self._sent = _size_of(writes)
         if writes:
             self.first_write_t, self.last_write_t = writes[0].t, writes[-1].t
         self.writes = []
@@ -285,7 +293,7 @@ class Journal:
         keep, budget = self.keep, self.keep_bytes
         if keep is None and budget is None:
             return
-        held = entry.request_bytes + sum(len(w.data) for w in entry.writes)
+        held = entry.request_bytes + _size_of(entry.writes)
         with self._lock:
             entry._held = held
             self._finished.append(entry)

@@ -44,6 +44,10 @@ DURATION_BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
                                        5.0, 10.0, 30.0, 60.0, 300.0)
 
 
+#: The text of each HTTP status seen, as the `status` label spells it.
+_STATUS_TEXT: dict[int, str] = {}
+
+
 class _Histogram:
     __slots__ = ("bounds", "counts", "sum")
 
@@ -68,6 +72,8 @@ class Metrics:
         self.bytes: Counter[str] = Counter()
         self.ttfb: dict[str, _Histogram] = {}
         self.duration: dict[str, _Histogram] = {}
+        self._hists: dict[str, tuple[_Histogram, _Histogram]] = {}
+        """Each surface's (ttfb, duration) pair, looked up once per request."""
 
     def arrived(self, surface: str) -> None:
         self.requests[surface] += 1
@@ -76,23 +82,41 @@ class Metrics:
         self.steps[script] += 1
 
     def finished(self, surface: str, entry: JournalEntry) -> None:
-        """Count a finished exchange (its journal entry, trimmed or not)."""
-        status = str(entry.status) if entry.status is not None else "none"
-        self.responses[(surface, status, entry.behavior or "none", entry.outcome or "none")] += 1
+        """Count a finished exchange (its journal entry, trimmed or not).
+
+        Runs once per request: the status's text and each surface's histograms are looked up
+        in small dicts rather than made again, and an untrimmed entry's one write (a whole
+        response) is read without a generator.
+        """
+        status = entry.status
+        if status is None:
+            text = "none"
+        else:
+            text = _STATUS_TEXT.get(status) or _STATUS_TEXT.setdefault(status, str(status))
+        self.responses[(surface, text, entry.behavior or "none", entry.outcome or "none")] += 1
         if entry.trimmed:
             sent, first, last = entry.bytes_sent, entry.first_write_t, entry.last_write_t
-        elif entry.writes:
-            writes = entry.writes
-            sent, first, last = sum(len(w.data) for w in writes), writes[0].t, writes[-1].t
         else:
-            sent, first, last = 0, None, None
+            writes = entry.writes
+            if not writes:
+                return
+            if len(writes) == 1:
+                w = writes[0]
+                sent, first, last = len(w.data), w.t, w.t
+            else:
+                sent, first, last = sum(len(w.data) for w in writes), writes[0].t, writes[-1].t
         if sent:
             self.bytes[surface] += sent
         if first is not None and last is not None:
-            h = self.ttfb.get(surface) or self.ttfb.setdefault(surface, _Histogram(TTFB_BUCKETS))
-            h.observe(max(0.0, first - entry.t))
-            d = self.duration.get(surface) or self.duration.setdefault(surface, _Histogram(DURATION_BUCKETS))
-            d.observe(max(0.0, last - entry.t))
+            hists = self._hists.get(surface)
+            if hists is None:
+                hists = self._hists[surface] = (
+                    self.ttfb.setdefault(surface, _Histogram(TTFB_BUCKETS)),
+                    self.duration.setdefault(surface, _Histogram(DURATION_BUCKETS)),
+                )
+            t = entry.t
+            hists[0].observe(first - t if first > t else 0.0)
+            hists[1].observe(last - t if last > t else 0.0)
 
     def counts(self) -> dict[str, Any]:
         """Every count as JSON-ready data (what workers send the state owner to add up)."""

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from dshkit.mock_server import cli
 from dshkit.mock_server.__main__ import main
+from dshkit.mock_server.journal import json_line
 
 from .cli_process import SHARES_PLAIN_SERVE, ServeProcess
 from .wire import chat
@@ -138,3 +142,22 @@ def test_serve_help_lists_every_fault_and_examples(capsys: pytest.CaptureFixture
 def test_a_misspelt_fault_name_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--sequence", "rate_limt"]) == 2
     assert "unknown fault `rate_limt` (did you mean `rate_limit`?)" in capsys.readouterr().err
+
+
+_TEXT = st.one_of(st.none(), st.text(), st.sampled_from(["default", "reply", "completed", "s\ud800", "a\"b\\\n\x00é"]))
+_NUMBER = st.one_of(st.none(), st.integers(-(2**70), 2**70), st.booleans(), st.floats(allow_nan=True))
+
+
+@given(st.one_of(
+    st.fixed_dictionaries({"type": st.just("result"), "seq": _NUMBER, "session": _TEXT, "script": _TEXT,
+                           "step": _NUMBER, "behavior": _TEXT, "status": _NUMBER, "outcome": _TEXT,
+                           "writes": _NUMBER, "bytes": _NUMBER}),
+    st.fixed_dictionaries({"type": st.just("request"), "seq": _NUMBER, "path": _TEXT, "session": _TEXT,
+                           "script": _TEXT, "step": _NUMBER, "script_behavior": _TEXT, "behavior": _TEXT}),
+    st.dictionaries(st.text(max_size=8), st.one_of(_TEXT, _NUMBER), max_size=4),
+))
+def test_telemetry_lines_are_json_line_of_the_event(event: dict[str, object]) -> None:
+    """The per-request lines spelled from a template are the very text `json_line` gives the
+    event, whatever its values (lone surrogates, quotes, bools, NaN, a worker's extra key)."""
+    assert cli._event_line(event) == json_line(event)
+    assert cli._event_line({**event, "worker": 2}) == json_line({**event, "worker": 2})
