@@ -7,7 +7,8 @@ request on a connection it reads the head itself and takes the request only when
 a model call:
 
 * `POST` to one of the surfaces' paths (no query string), `HTTP/1.1`;
-* a head of printable ASCII, every field `name: value` with a token name;
+* a head of printable ASCII within 8190 bytes, every field `name: value` with a token name,
+  a `Host` field, and no field twice that aiohttp allows once;
 * a single `Content-Length`, within the body limit, and the whole body already received;
 * no `Transfer-Encoding`, `Expect` or `Upgrade`, and `Connection` (if any) `close` or
   `keep-alive`.
@@ -19,7 +20,7 @@ handlers.model_answer`: the journal, routing, faults and rendering are shared), 
 which `tests/mock_server/test_front.py` holds it to request by request.
 
 The first request that is anything else (another path or method, HTTP/1.0, chunked or partial
-bodies, odd or non-ASCII headers, a head larger than 16 KiB) hands the connection over to
+bodies, odd or non-ASCII headers, a head longer than 8190 bytes) hands the connection over to
 aiohttp for good: a new aiohttp protocol takes the transport (`transport.set_protocol`) and is
 fed the bytes read so far, so aiohttp's own answers, limits and timeouts apply unchanged. A
 connection is handed over only between responses.
@@ -52,13 +53,19 @@ __all__ = ["Front", "FrontExchange"]
 
 log = logging.getLogger("dshkit.mock_server")
 
-#: A head larger than this (without its end) is aiohttp's to answer (it allows 8 KiB a line).
-MAX_HEAD = 16 * 1024
+#: A head longer than this is aiohttp's to answer (its limit for one line, so a shorter head
+#: never meets aiohttp's limits).
+MAX_HEAD = 8190
 #: Unread request bytes a busy connection buffers before it stops reading from the socket.
 MAX_BUFFER = 1 << 20
 _FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ ]*((?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?)")
 #: Fields after which aiohttp, not the front, must read the request.
-_HAND_OFF_FIELDS = frozenset({"transfer-encoding", "expect", "upgrade"})
+_HAND_OFF_FIELDS = frozenset({"transfer-encoding", "expect", "upgrade", "sec-websocket-key1"})
+#: Fields aiohttp's parser refuses to see twice (it answers 400).
+_SINGLETONS = frozenset({"content-length", "content-location", "content-range", "content-type", "etag",
+                         "host", "max-forwards", "server", "transfer-encoding", "user-agent"})
+#: More fields than aiohttp's parser reads: aiohttp answers.
+_MAX_FIELDS = 100
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 _TERMINATOR = b"0\r\n\r\n"
 
@@ -146,7 +153,10 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
     answer_path = parts[1]
     if answer_path not in front.answers:
         return None
+    if len(lines) > _MAX_FIELDS:
+        return None
     fields: list[tuple[str, str]] = []
+    seen: set[str] = set()
     length: int | None = None
     keep_alive = True
     for line in lines[1:]:
@@ -156,6 +166,10 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
         name = m[1].decode("ascii")
         value = m[2].decode("ascii")
         lower = name.lower()
+        if lower in _SINGLETONS:
+            if lower in seen:
+                return None
+            seen.add(lower)
         if lower == "content-length":
             if length is not None or not value.isdigit():
                 return None
@@ -169,7 +183,7 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
         elif lower in _HAND_OFF_FIELDS:
             return None
         fields.append((name, value))
-    if length is None or length > front.runtime.config.max_body_bytes:
+    if length is None or length > front.runtime.config.max_body_bytes or "host" not in seen:
         return None
     start = end + 4
     if len(buf) < start + length:
@@ -234,8 +248,8 @@ class _Connection(asyncio.Protocol):
         buf = self.buf
         if not buf:
             return
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
+        end = buf.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
+        if end < 0 or end > MAX_HEAD:
             if len(buf) > MAX_HEAD:
                 self._hand_off()
             return  # the head is still arriving (the idle timer is armed)

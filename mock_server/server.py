@@ -172,6 +172,9 @@ class MockServer:
             whole bodies in one response, coalesced writes; the default), or False for the
             plain reference path (rendered afresh, one write per event). A client receives the
             same bytes either way; only the journal's write boundaries and the cost differ.
+        front: on the fast path, answer plain model calls below aiohttp (the default; see
+            :mod:`~dshkit.mock_server.front`): the same bytes for about a fifth less CPU per
+            request. False serves every request through aiohttp (as `fast_path=False` does).
         surfaces: the wires the server speaks (default :data:`~dshkit.mock_server.app.SURFACES`:
             Chat Completions and the Anthropic Messages surface); see docs/mock_server.md,
             "Adding a wire".
@@ -208,6 +211,7 @@ class MockServer:
         journal_keep: int | None = DEFAULT_KEEP,
         journal_bytes: int | None = DEFAULT_KEEP_BYTES,
         fast_path: bool = True,
+        front: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
         router: Router | None = None,
         admin: bool = False,
@@ -250,10 +254,11 @@ class MockServer:
             fast_path=fast_path,
         )
         self.surfaces = tuple(surfaces)
+        self.front = front and fast_path
         self.admin = admin
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
-        self._front: Front | None = None
+        self._fast_front: Front | None = None
         self._runtime: Runtime | None = None
         self._port: int | None = None
         self._closed = False
@@ -332,10 +337,10 @@ class MockServer:
         aiohttp_protocol = runner.server
         assert aiohttp_protocol is not None  # made by setup()
         factory: Callable[[], asyncio.BaseProtocol] = aiohttp_protocol
-        if self.config.fast_path:
+        if self.front:
             answers = {path: model_answer(s) for s in self.surfaces for path in s.paths}
-            self._front = Front(self._runtime, self.router, answers, aiohttp_protocol)
-            factory = self._front
+            self._fast_front = Front(self._runtime, self.router, answers, aiohttp_protocol)
+            factory = self._fast_front
         # backlog: aiohttp's default (128) drops SYNs when a few hundred clients connect at once.
         self._listener = await asyncio.get_running_loop().create_server(
             factory, self.host, self._requested_port, reuse_address=True, backlog=self.backlog,
@@ -359,8 +364,8 @@ class MockServer:
             await asyncio.sleep(0)  # let waiting handlers see the flag and reset their sockets
             for x in list(runtime.active):
                 x.reset()
-        if self._front is not None:
-            await self._front.close(_SHUTDOWN_TIMEOUT)
+        if self._fast_front is not None:
+            await self._fast_front.close(_SHUTDOWN_TIMEOUT)
         if runner is not None:
             await runner.cleanup()
         if listener is not None:
