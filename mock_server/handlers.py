@@ -58,10 +58,10 @@ from dshkit.mock_server.validation import (
 __all__ = [
     "BEHAVIOR_HEADER",
     "ROUTER_KEY",
-    "Answer",
-    "Incoming",
     "RUNTIME_KEY",
     "SURFACES_KEY",
+    "Answer",
+    "Incoming",
     "balance",
     "decode_body",
     "list_models",
