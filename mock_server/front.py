@@ -281,8 +281,11 @@ class _Connection(asyncio.Protocol):
         incoming = Incoming("POST", request.path, request.headers, request.read_body, front.router)
         try:
             await front.answers[request.path.encode("ascii")](rt, incoming, open_x)
-            if x is not None and x.started and not x.ended and not self._gone():
-                x.finish()  # a handler that returns before its end: aiohttp writes the terminator
+            if not self._gone():
+                if x is None or not x.started:  # every answer starts a response; never hang a client
+                    raise RuntimeError("the handler returned without a response")
+                if not x.ended:
+                    x.finish()  # a handler that returns before its end: aiohttp writes the terminator
         except asyncio.CancelledError:
             return  # the client hung up (or the server closes): nothing more to write
         except Exception:
