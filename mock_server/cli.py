@@ -194,8 +194,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    "(older pages)")
     p.add_argument("--plain-path", action="store_true",
                    help="serve generated streams through the plain reference path (rendered "
-                   "afresh, one write per event) instead of the fast path; clients get the same "
-                   "bytes either way")
+                   "afresh, one write per event, every request read by aiohttp) instead of the "
+                   "fast path; clients get the same bytes either way")
     p.add_argument("--max-body-bytes", type=byte_limit, default=16 * 1024 * 1024,
                    help="larger request bodies get 413 (at least 1; default 16 MiB)")
     p.add_argument("--listen-delay-ms", type=non_negative_int, default=None,

@@ -1,11 +1,17 @@
 """One request/response exchange: the only place the mock server writes to a socket.
 
-An :class:`Exchange` wraps the aiohttp request and its journal entry and moves bytes, nothing
-else: it sends a status line and headers, writes (each write journaled with a monotonic
+An :class:`Exchange` holds a request's journal entry and its connection and moves bytes,
+nothing else: it sends a status line and headers, writes (each write journaled with a monotonic
 timestamp), sends a whole response at once, waits in ways that end early when the server
 closes, holds a stream open, and resets a connection with a TCP RST. What to send is decided
 before (:mod:`~dshkit.mock_server.respond`, by the request's surface); every response also
 carries the headers the exchange was opened with (the surface's trace id).
+
+Two kinds write: :class:`AiohttpExchange` through aiohttp's response objects (the plain path,
+and every request the front does not take), and
+:class:`~dshkit.mock_server.front.FrontExchange` straight onto the transport for the requests
+the fast front serves (:mod:`~dshkit.mock_server.front`). A client cannot tell them apart: the
+front writes the bytes aiohttp would, which a differential test holds it to.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from aiohttp import HttpVersion11, web
 
 from dshkit.mock_server.journal import JournalEntry, Write
 
-__all__ = ["JSON_HEADERS", "SSE_HEADERS", "Exchange"]
+__all__ = ["JSON_HEADERS", "SSE_HEADERS", "AiohttpExchange", "Exchange"]
 
 SSE_HEADERS: Mapping[str, str] = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -32,7 +38,72 @@ JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 
 
 class Exchange:
-    """The write side of one request."""
+    """The write side of one request (what both kinds share: waits, holds, resets)."""
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        """The request's connection (None once it is gone)."""
+        raise NotImplementedError
+
+    def __init__(self, entry: JournalEntry, closing: asyncio.Event, headers: Mapping[str, str]) -> None:
+        self.entry = entry
+        self.closing = closing
+        """Set when the server closes: every wait and hold ends then."""
+        self.headers = headers
+        """Sent with every response of this exchange (they win over a response's own)."""
+
+    @property
+    def started(self) -> bool:
+        """Whether a status line went out (then no other response can be sent)."""
+        raise NotImplementedError
+
+    async def start(self, status: int, headers: Mapping[str, str]) -> None:
+        """Send the status line and headers now; the body follows in writes."""
+        raise NotImplementedError
+
+    async def write(self, data: bytes) -> None:
+        """One network write of `data`: one HTTP chunk (an empty write sends nothing)."""
+        raise NotImplementedError
+
+    async def send(self, status: int, headers: Mapping[str, str], body: bytes) -> str:
+        """A whole response at once: headers, body and (chunked) terminator in one `send()`."""
+        raise NotImplementedError
+
+    async def end(self) -> str:
+        """Finish the body cleanly (the chunked terminator; then the connection may close)."""
+        raise NotImplementedError
+
+    async def wait(self, seconds: float) -> bool:
+        """Sleep, but wake early when the server closes; True if the full time passed."""
+        if seconds <= 0:
+            return not self.closing.is_set()
+        try:
+            await asyncio.wait_for(self.closing.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    async def hold(self) -> str:
+        """Keep the connection open, sending nothing, until the client leaves or the server closes."""
+        self.entry.outcome = "stalled"
+        await self.closing.wait()
+        self.reset()
+        return "closed"
+
+    def reset(self) -> str:
+        """Drop the connection with a TCP RST (SO_LINGER 0), headers sent or not."""
+        transport = self.transport
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        return "reset"
+
+
+class AiohttpExchange(Exchange):
+    """An exchange written through aiohttp's response objects."""
 
     def __init__(
         self,
@@ -41,15 +112,19 @@ class Exchange:
         closing: asyncio.Event,
         headers: Mapping[str, str],
     ) -> None:
+        super().__init__(entry, closing, headers)
         self.request = request
-        self.entry = entry
-        self.closing = closing
-        """Set when the server closes: every wait and hold ends then."""
-        self.headers = headers
-        """Sent with every response of this exchange (they win over a response's own)."""
         self.resp: web.StreamResponse | None = None
         """The response once started; None while nothing was sent."""
         self._direct: asyncio.Transport | None = None
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        return self.request.transport
+
+    @property
+    def started(self) -> bool:
+        return self.resp is not None
 
     def _adopt(self, resp: web.StreamResponse) -> web.StreamResponse:
         """Make `resp` this exchange's response, with the exchange's headers."""
@@ -116,31 +191,3 @@ class Exchange:
         assert self.resp is not None
         await self.resp.write_eof()
         return "completed"
-
-    async def wait(self, seconds: float) -> bool:
-        """Sleep, but wake early when the server closes; True if the full time passed."""
-        if seconds <= 0:
-            return not self.closing.is_set()
-        try:
-            await asyncio.wait_for(self.closing.wait(), seconds)
-        except TimeoutError:
-            return True
-        return False
-
-    async def hold(self) -> str:
-        """Keep the connection open, sending nothing, until the client leaves or the server closes."""
-        self.entry.outcome = "stalled"
-        await self.closing.wait()
-        self.reset()
-        return "closed"
-
-    def reset(self) -> str:
-        """Drop the connection with a TCP RST (SO_LINGER 0), headers sent or not."""
-        transport = self.request.transport
-        if transport is not None:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            transport.abort()
-        return "reset"

@@ -23,13 +23,14 @@ import logging
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from dshkit.mock_server.chat import ChatSurface
 from dshkit.mock_server.defaults import default_reply
-from dshkit.mock_server.exchange import Exchange
+from dshkit.mock_server.exchange import AiohttpExchange, Exchange
 from dshkit.mock_server.faults import FAULTS, pick_random
 from dshkit.mock_server.journal import JournalEntry, NestingTooDeep, redact_body
 from dshkit.mock_server.respond import Responder
@@ -59,13 +60,17 @@ __all__ = [
     "ROUTER_KEY",
     "RUNTIME_KEY",
     "SURFACES_KEY",
+    "Answer",
+    "Incoming",
     "balance",
     "decode_body",
     "list_models",
     "metrics_page",
+    "model_answer",
     "model_call",
     "not_found",
     "step_seed",
+    "too_large",
 ]
 
 log = logging.getLogger("dshkit.mock_server")
@@ -84,6 +89,33 @@ _ROUTING_CODES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What the handlers read of a request, whoever parsed it: aiohttp, or the fast front
+    (:mod:`~dshkit.mock_server.front`), which hands over only requests it read whole."""
+
+    method: str
+    path: str
+    """The path without its query string."""
+    headers: Mapping[str, str]
+    """Case-insensitive (a `CIMultiDictProxy`), values as aiohttp decodes them."""
+    read_body: Callable[[int, float], Awaitable[bytes]]
+    """The body, decoded, within (limit bytes, timeout seconds); else a :class:`Rejection`."""
+    router: Router
+
+
+#: Opens the exchange a request is answered on, given its journal entry and the headers every
+#: response of it carries.
+OpenExchange = Callable[[JournalEntry, Mapping[str, str]], Exchange]
+#: Answers one request: (runtime, request, where to write) → the exchange it was answered on.
+Answer = Callable[[Runtime, Incoming, OpenExchange], Awaitable[Exchange]]
+
+
+def _incoming(request: web.Request) -> Incoming:
+    return Incoming(request.method, request.path, request.headers,
+                    functools.partial(_read_body, request), request.app[ROUTER_KEY])
+
+
 async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     """The request body, decompressed, within `limit` bytes and `timeout` seconds.
 
@@ -93,21 +125,21 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     """
     declared = request.content_length  # parsed from the header on every read
     if declared is not None and declared > limit:
-        raise _too_large(declared, limit)
+        raise too_large(declared, limit)
     content = request.content
     try:
         if content.is_eof():
             # The whole body came with the head (the usual case): take it as it is, without a timer.
             whole = content.read_nowait()
             if len(whole) > limit:
-                raise _too_large(len(whole), limit)
+                raise too_large(len(whole), limit)
         else:
             data = bytearray()
             async with asyncio.timeout(timeout):
                 async for chunk in content.iter_chunked(1 << 16):
                     data += chunk
                     if len(data) > limit:
-                        raise _too_large(len(data), limit)
+                        raise too_large(len(data), limit)
             whole = bytes(data)
     except web.RequestPayloadError as e:  # broken chunked framing and the like
         # Nothing more will be read; marking the end stops aiohttp's lingering read from
@@ -146,7 +178,7 @@ def decode_body(data: bytes, encoding: str | None, limit: int) -> bytes:
             400, f"the body is not valid {name} data although Content-Encoding says {name} "
             f"({e}); compress it that way or drop the header") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise _too_large(len(out), limit, " after decompression")
+        raise too_large(len(out), limit, " after decompression")
     if not inflater.eof:
         raise Rejection(400, f"the {name} body is truncated (its compressed stream does not end)")
     return out
@@ -168,7 +200,7 @@ def _parsed_or_none(raw: bytes) -> Any:
         return None
 
 
-def _too_large(size: int, limit: int, how: str = "") -> Rejection:
+def too_large(size: int, limit: int, how: str = "") -> Rejection:
     return Rejection(
         413,
         f"Request body too large{how}: {size}+ bytes, the mock server accepts at most {limit} "
@@ -217,7 +249,7 @@ def _emit_result(rt: Runtime, e: JournalEntry) -> None:
     )
 
 
-def _validate(rt: Runtime, surface: Surface, raw: bytes, request: web.Request, entry: JournalEntry) -> ChatRequest:
+def _validate(rt: Runtime, surface: Surface, raw: bytes, request: Incoming, entry: JournalEntry) -> ChatRequest:
     """`surface.validate` for the request; on the fast path through the runtime's cache (which
     takes the headers the journal entry redacted already)."""
     path, headers = request.path, request.headers
@@ -238,7 +270,7 @@ def step_seed(server_seed: int, session: str, step: int | None) -> int:
     return zlib.crc32(f"{server_seed}:{session}:{step}".encode("utf-8", "surrogateescape"))
 
 
-_Serve = Callable[[Runtime, JournalEntry, Responder], Awaitable[str]]
+_Serve = Callable[[Runtime, Incoming, JournalEntry, Responder], Awaitable[str]]
 
 
 @functools.cache
@@ -248,20 +280,19 @@ def _default_knobs() -> tuple[StreamSpec, Timing]:
     return StreamSpec(), Timing()
 
 
-async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
+async def _guarded(rt: Runtime, request: Incoming, surface: Surface, serve: _Serve, open_x: OpenExchange) -> Exchange:
     """Run `serve` for the request as it arrived; record the outcome whatever happens, journal, emit."""
-    rt = request.app[RUNTIME_KEY]
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
     )
     rt.metrics.arrived(surface.name)
     trace = f"{rt.trace_prefix}{entry.seq:024x}"  # 32 hex digits, like DeepSeek's
     call = Call(surface=surface, config=rt.config, seq=entry.seq, trace_id=trace)
-    x = Exchange(request, entry, rt.closing, surface.response_headers(trace))
+    x = open_x(entry, surface.response_headers(trace))
     r = Responder(call, rt.output, x)
     rt.active.add(x)
     try:
-        entry.outcome = await serve(rt, entry, r)
+        entry.outcome = await serve(rt, request, entry, r)
     except asyncio.CancelledError:
         # With handler cancellation on, a client that hangs up cancels this task.
         entry.outcome = "closed" if rt.closing.is_set() else "client_closed"
@@ -271,7 +302,7 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
     except Exception:
         log.exception("mock server handler failed on %s %s", request.method, request.path)
         entry.outcome = "server_error"
-        if x.resp is None:
+        if not x.started:
             await r.error(500, "mock server internal error (see its log)", "server_error",
                           "mock_internal_error")
     finally:
@@ -282,10 +313,19 @@ async def _guarded(request: web.Request, surface: Surface, serve: _Serve) -> web
             log.error("mock server could not write journal entry %d: %s", entry.seq, e)
         rt.metrics.finished(surface.name, entry)
         _emit_result(rt, entry)
-    if x.resp is None:
+    return x
+
+
+async def _guarded_aiohttp(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
+    """:func:`_guarded` for a request aiohttp parsed, answered through aiohttp's responses."""
+    rt = request.app[RUNTIME_KEY]
+    x = await _guarded(rt, _incoming(request), surface, serve,
+                       lambda entry, headers: AiohttpExchange(request, entry, rt.closing, headers))
+    resp = x.resp  # type: ignore[attr-defined]
+    if resp is None:
         # The connection was reset before any header: nothing can be sent any more.
         return web.Response(status=499)
-    return x.resp
+    return resp  # type: ignore[no-any-return]
 
 
 async def _reject(rt: Runtime, entry: JournalEntry, r: Responder, rejection: Rejection) -> str:
@@ -294,15 +334,17 @@ async def _reject(rt: Runtime, entry: JournalEntry, r: Responder, rejection: Rej
     return "rejected"
 
 
-def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """The handler of one wire's model calls: validate, route, plan, write.
+def _model_serve(surface: Surface) -> _Serve:
+    """How one wire's model calls are answered: validate, route, plan, write.
 
     Only the surface's own parts differ between wires (auth, validation, and later everything
-    it renders); the order, the journal and the routing are shared.
+    it renders); the order, the journal and the routing are shared. :func:`model_call` runs it
+    for a request aiohttp parsed, :func:`model_answer` for one the fast front
+    (:mod:`~dshkit.mock_server.front`) read itself.
     """
 
-    async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
-        request, cfg = r.x.request, rt.config
+    async def serve(rt: Runtime, request: Incoming, entry: JournalEntry, r: Responder) -> str:
+        cfg = rt.config
         # The session is known from the headers alone: record it before validation so rejected
         # requests are attributed too (journal.for_session sees every request of a session).
         session = session_of(request.headers)
@@ -311,7 +353,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         try:
             check_headers(request.headers)
             surface.authorize(request.headers, cfg.api_key)
-            raw = await _read_body(request, cfg.max_body_bytes, cfg.idle_timeout)
+            raw = await request.read_body(cfg.max_body_bytes, cfg.idle_timeout)
         except Rejection as rejection:
             return await _reject(rt, entry, r, rejection)
         entry.request_bytes = len(raw)
@@ -319,7 +361,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         try:
             chat = _validate(rt, surface, raw, request, entry)
         except Rejection as rejection:
-            if override is not None or not request.app[ROUTER_KEY].serves_recorded(session):
+            if override is not None or not request.router.serves_recorded(session):
                 entry.body = _parsed_or_none(raw)
                 return await _reject(rt, entry, r, rejection)
             # A replayed cassette answers: the upstream it was recorded against accepted this
@@ -335,7 +377,7 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
                     f"{', '.join(sorted(FAULTS))}", code="mock_unknown_fault"))
             decision = Decision(kind="step", session=session, step=FaultStep(fault=override))  # type: ignore[arg-type]
         else:
-            decision = await request.app[ROUTER_KEY].decide(session, chat.view)
+            decision = await request.router.decide(session, chat.view)
         entry.script = decision.script.name if decision.script else None
         if decision.kind in _ROUTING_CODES:
             _begin(rt, entry, decision.kind)
@@ -385,8 +427,25 @@ def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.Stream
         _begin(rt, entry, name, script_behavior=step.fault)
         return await FAULTS[name].run(answer, step)
 
+    return serve
+
+
+def model_answer(surface: Surface) -> Answer:
+    """One wire's model calls answered for any parser: the fast front's entry point."""
+    serve = _model_serve(surface)
+
+    async def answer(rt: Runtime, request: Incoming, open_x: OpenExchange) -> Exchange:
+        return await _guarded(rt, request, surface, serve, open_x)
+
+    return answer
+
+
+def model_call(surface: Surface) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The aiohttp handler of one wire's model calls."""
+    serve = _model_serve(surface)
+
     async def handler(request: web.Request) -> web.StreamResponse:
-        return await _guarded(request, surface, serve)
+        return await _guarded_aiohttp(request, surface, serve)
 
     handler.__name__ = f"{surface.name}_model_call"
     return handler
@@ -396,7 +455,7 @@ def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Reques
     """A handler that checks auth, then answers `body` (a fixed JSON document) with 200."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
+        async def serve(rt: Runtime, request: Incoming, entry: JournalEntry, r: Responder) -> str:
             try:
                 check_headers(request.headers)
                 CHAT.authorize(request.headers, rt.config.api_key)
@@ -405,7 +464,7 @@ def _static_json(behavior: str, body: Mapping[str, Any]) -> Callable[[web.Reques
             _begin(rt, entry, behavior)
             return await r.json(200, body)
 
-        return await _guarded(request, CHAT, serve)
+        return await _guarded_aiohttp(request, CHAT, serve)
 
     handler.__name__ = behavior
     return handler
@@ -444,7 +503,7 @@ async def metrics_page(request: web.Request) -> web.StreamResponse:
 async def not_found(request: web.Request) -> web.StreamResponse:
     """Any other path: 404 with the error envelope, naming the paths that exist."""
 
-    async def serve(rt: Runtime, entry: JournalEntry, r: Responder) -> str:
+    async def serve(rt: Runtime, incoming: Incoming, entry: JournalEntry, r: Responder) -> str:
         _begin(rt, entry, "not_found")
         paths = ", ".join(p for surface in request.app[SURFACES_KEY] for p in surface.paths)
         await r.error(
@@ -455,4 +514,4 @@ async def not_found(request: web.Request) -> web.StreamResponse:
         )
         return "rejected"
 
-    return await _guarded(request, CHAT, serve)
+    return await _guarded_aiohttp(request, CHAT, serve)
