@@ -319,13 +319,18 @@ async def _guarded(rt: Runtime, request: Incoming, surface: Surface, serve: _Ser
 async def _guarded_aiohttp(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
     """:func:`_guarded` for a request aiohttp parsed, answered through aiohttp's responses."""
     rt = request.app[RUNTIME_KEY]
-    x = await _guarded(rt, _incoming(request), surface, serve,
-                       lambda entry, headers: AiohttpExchange(request, entry, rt.closing, headers))
-    resp = x.resp  # type: ignore[attr-defined]
+    opened: list[AiohttpExchange] = []
+
+    def open_x(entry: JournalEntry, headers: Mapping[str, str]) -> Exchange:
+        opened.append(AiohttpExchange(request, entry, rt.closing, headers))
+        return opened[0]
+
+    await _guarded(rt, _incoming(request), surface, serve, open_x)
+    resp = opened[0].resp
     if resp is None:
         # The connection was reset before any header: nothing can be sent any more.
         return web.Response(status=499)
-    return resp  # type: ignore[no-any-return]
+    return resp
 
 
 async def _reject(rt: Runtime, entry: JournalEntry, r: Responder, rejection: Rejection) -> str:
