@@ -459,8 +459,8 @@ class FrontExchange(Exchange):
         transport = self._live()
         head = self._head(status, headers)
         self.entry.writes.append(Write(time.monotonic(), body))
-        if body:  # one copy of the body: head, chunk and terminator go in one send()
-            transport.write(b"".join((head, b"%x\r\n" % len(body), body, b"\r\n0\r\n\r\n")))
+        if body:  # head, chunk and terminator in one send() (sendmsg, no copy, from Python 3.12)
+            transport.writelines((head + b"%x\r\n" % len(body), body, b"\r\n0\r\n\r\n"))
         else:
             transport.write(head + _TERMINATOR)
         self.ended = True
