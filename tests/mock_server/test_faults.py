@@ -1,11 +1,16 @@
 """Every fault gives the client-visible behaviour the catalogue documents, seen by httpx and aiohttp.
 
 Stall faults are observed through the client's own read timeout (0.25 s); nothing here sleeps.
+The faults that wait on timers by design (`WAITING`) are played all at once, on a loop of their
+own, the first time one of their tests runs (`waited`); each test then judges its own exchange.
+One after another, their quarter-seconds of silence idled the worker for about 4 s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -26,6 +31,13 @@ PATIENT_READ_TIMEOUT = 30.0
 """The read timeout for every other fault: they end on their own, and a loaded machine may hold
 the server past READ_TIMEOUT (slow_headers waits 200 ms by design) without it being a timeout."""
 SILENT_FAULTS = {"stall", "stall_after", "reasoning_stall", "hold_after_finish"}
+WAITING = SILENT_FAULTS | {"slow_headers", "slow_drip", "slow_success"}
+"""The faults whose exchange mostly waits on a timer (the client's read timeout, or the pacing the
+fault asks of the server): their streamed exchanges, and the non-streamed stall, are played
+together (`waited`); they are mostly asleep, so playing them side by side crowds no loop."""
+GROUP = "fault_waits"
+"""The xdist group of the tests that judge the exchanges `waited` plays, so that one worker plays
+them once."""
 
 
 @dataclass
@@ -325,12 +337,82 @@ def test_every_fault_has_an_expectation() -> None:
     assert set(EXPECT) == set(FAULTS)
 
 
-@pytest.mark.parametrize("client", sorted(CLIENTS))
-@pytest.mark.parametrize("name", sorted(FAULTS))
-async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, name: str, client: str) -> None:
-    server = await dshkit_mock_server(sequence=[name], seed=11, weights={"success": 1, "rate_limit": 1})
-    timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
-    seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), timeout)
+STREAMED: dict[str, Any] = {"sequence": None, "seed": 11, "weights": {"success": 1, "rate_limit": 1}}
+"""The mock's arguments for `test_fault_as_seen_by_client` (`sequence` is the fault's)."""
+Played = dict[tuple[str, str, bool], tuple[Seen, MockServer]]
+"""(fault, client, streamed) -> what the client saw, and the (closed) server that played it."""
+
+
+def _waiting_exchanges() -> list[tuple[str, str, bool]]:
+    return [*((n, c, True) for n in sorted(WAITING) for c in sorted(CLIENTS)), ("stall", "httpx", False)]
+
+
+def _play_waiting() -> Played:
+    """Every waiting exchange at once, each with a mock server of its own, on a loop in a thread
+    of its own (the test's loop stays untouched); the servers are closed, their journals kept."""
+    played: Played = {}
+    failure: list[BaseException] = []
+
+    async def one(name: str, client: str, streamed: bool) -> None:
+        options = {**STREAMED, "sequence": [name]} if streamed else {"sequence": [name]}
+        async with MockServer(**options) as server:
+            timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
+            body = chat("hi", model="deepseek-chat") if streamed else chat(stream=False)
+            played[name, client, streamed] = (await CLIENTS[client](server.url, body, timeout), server)
+
+    async def every() -> None:
+        await asyncio.gather(*(one(*key) for key in _waiting_exchanges()))
+
+    def in_thread() -> None:
+        try:
+            asyncio.run(every())
+        except BaseException as exc:  # handed to the test, which fails with it
+            failure.append(exc)
+
+    thread = threading.Thread(target=in_thread, name="fault-waits")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return played
+
+
+@pytest.fixture(scope="module")
+def waited() -> Played:
+    """The waiting exchanges (`WAITING`), played once for the module's tests that judge them."""
+    return _play_waiting()
+
+
+def _judged(played: Played, key: tuple[str, str, bool]) -> tuple[Seen, MockServer]:
+    """One exchange `waited` played, after the checks the plugin's fixture makes after a test:
+    the mock answered no request with its 418 (nothing scripted), and played its whole script."""
+    seen, server = played[key]
+    assert [e.status for e in server.journal.entries if e.status == 418] == [], "the mock rejected a request"
+    server.assert_consumed()
+    return seen, server
+
+
+def _fault_params() -> list[Any]:
+    """(fault, client) pairs; the waiting ones carry `GROUP`, the others run anywhere."""
+    return [pytest.param(n, c, id=f"{n}-{c}", marks=[pytest.mark.xdist_group(GROUP)] if n in WAITING else [])
+            for n in sorted(FAULTS) for c in sorted(CLIENTS)]
+
+
+def test_the_waiting_exchanges_are_the_waiting_faults() -> None:
+    # Every waiting fault is played by `waited` on both clients; a fault added to WAITING or to
+    # the catalogue can not fall between the two paths of test_fault_as_seen_by_client.
+    assert set(FAULTS) >= WAITING
+    assert {(n, c) for n, c, streamed in _waiting_exchanges() if streamed} == {(n, c) for n in WAITING for c in CLIENTS}
+
+
+@pytest.mark.parametrize(("name", "client"), _fault_params())
+async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, request: pytest.FixtureRequest,
+                                       name: str, client: str) -> None:
+    if name in WAITING:
+        seen, server = _judged(request.getfixturevalue("waited"), (name, client, True))
+    else:
+        server = await dshkit_mock_server(sequence=[name], seed=11, weights={"success": 1, "rate_limit": 1})
+        seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), PATIENT_READ_TIMEOUT)
     EXPECT[name](seen, server)
     server.assert_consumed()
 
@@ -347,7 +429,7 @@ async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerF
     ("name", "check"),
     [
         ("connection_reset", lambda s: s.error == "reset" and s.status is None),
-        ("stall", lambda s: s.status == 200 and s.error == "timeout"),
+        pytest.param("stall", lambda s: s.status == 200 and s.error == "timeout", marks=pytest.mark.xdist_group(GROUP)),
         ("partial_disconnect", lambda s: s.error == "reset" and len(s.body) > 0),
         ("partial_eof", lambda s: s.error is None and not _parses(s.body)),
         ("rate_limit", lambda s: s.status == 429),
@@ -356,9 +438,13 @@ async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerF
         ("keep_alive", lambda s: s.body.startswith(b"\n\n\n{") and json.loads(s.body)["object"] == "chat.completion"),
     ],
 )
-async def test_faults_on_non_streaming_requests(dshkit_mock_server: MockServerFactory, name: str, check: Any) -> None:
-    server = await dshkit_mock_server(sequence=[name])
-    seen = await via_httpx(server.url, chat(stream=False))
+async def test_faults_on_non_streaming_requests(dshkit_mock_server: MockServerFactory, request: pytest.FixtureRequest,
+                                               name: str, check: Any) -> None:
+    if name in WAITING:
+        seen, _ = _judged(request.getfixturevalue("waited"), (name, "httpx", False))
+    else:
+        server = await dshkit_mock_server(sequence=[name])
+        seen = await via_httpx(server.url, chat(stream=False))
     assert check(seen), seen
 
 
