@@ -1,16 +1,15 @@
 """Every fault gives the client-visible behaviour the catalogue documents, seen by httpx and aiohttp.
 
 Stall faults are observed through the client's own read timeout (0.25 s); nothing here sleeps.
-The faults that wait on timers by design (`WAITING`) are played all at once, on a loop of their
-own, the first time one of their tests runs (`waited`); each test then judges its own exchange.
+The faults that wait on timers by design (`WAITING`) are played all at once the first time one of
+their tests runs (`waited`, `tests/together.py`); each test then judges its own exchange.
 One after another, their quarter-seconds of silence idled the worker for about 4 s.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -23,6 +22,7 @@ import pytest
 from dshkit.mock_server import FAULTS, MockServer, MockServerFactory
 from dshkit.mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
 
+from ..together import Played, play_together
 from .wire import chat, parse_sse, reassemble
 
 READ_TIMEOUT = 0.25
@@ -337,53 +337,31 @@ def test_every_fault_has_an_expectation() -> None:
     assert set(EXPECT) == set(FAULTS)
 
 
-STREAMED: dict[str, Any] = {"sequence": None, "seed": 11, "weights": {"success": 1, "rate_limit": 1}}
-"""The mock's arguments for `test_fault_as_seen_by_client` (`sequence` is the fault's)."""
-Played = dict[tuple[str, str, bool], tuple[Seen, MockServer]]
-"""(fault, client, streamed) -> what the client saw, and the (closed) server that played it."""
+STREAMED: dict[str, Any] = {"seed": 11, "weights": {"success": 1, "rate_limit": 1}}
+"""The mock's arguments for `test_fault_as_seen_by_client`, besides `sequence=[the fault]`."""
+Key = tuple[str, str, bool]
+"""(fault, client, streamed)."""
 
 
-def _waiting_exchanges() -> list[tuple[str, str, bool]]:
+def _waiting_exchanges() -> list[Key]:
     return [*((n, c, True) for n in sorted(WAITING) for c in sorted(CLIENTS)), ("stall", "httpx", False)]
 
 
-def _play_waiting() -> Played:
-    """Every waiting exchange at once, each with a mock server of its own, on a loop in a thread
-    of its own (the test's loop stays untouched); the servers are closed, their journals kept."""
-    played: Played = {}
-    failure: list[BaseException] = []
-
-    async def one(name: str, client: str, streamed: bool) -> None:
-        options = {**STREAMED, "sequence": [name]} if streamed else {"sequence": [name]}
-        async with MockServer(**options) as server:
-            timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
-            body = chat("hi", model="deepseek-chat") if streamed else chat(stream=False)
-            played[name, client, streamed] = (await CLIENTS[client](server.url, body, timeout), server)
-
-    async def every() -> None:
-        await asyncio.gather(*(one(*key) for key in _waiting_exchanges()))
-
-    def in_thread() -> None:
-        try:
-            asyncio.run(every())
-        except BaseException as exc:  # handed to the test, which fails with it
-            failure.append(exc)
-
-    thread = threading.Thread(target=in_thread, name="fault-waits")
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return played
+async def _exchange(name: str, client: str, streamed: bool) -> tuple[Seen, MockServer]:
+    """What the client saw of the fault, and the (closed) server that played it, journal kept."""
+    async with MockServer(sequence=[name], **(STREAMED if streamed else {})) as server:
+        timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
+        body = chat("hi", model="deepseek-chat") if streamed else chat(stream=False)
+        return await CLIENTS[client](server.url, body, timeout), server
 
 
 @pytest.fixture(scope="module")
-def waited() -> Played:
-    """The waiting exchanges (`WAITING`), played once for the module's tests that judge them."""
-    return _play_waiting()
+def waited() -> Played[Key, tuple[Seen, MockServer]]:
+    """The waiting exchanges (`WAITING`), played together once for the tests that judge them."""
+    return play_together({key: functools.partial(_exchange, *key) for key in _waiting_exchanges()})
 
 
-def _judged(played: Played, key: tuple[str, str, bool]) -> tuple[Seen, MockServer]:
+def _judged(played: Played[Key, tuple[Seen, MockServer]], key: Key) -> tuple[Seen, MockServer]:
     """One exchange `waited` played, after the checks the plugin's fixture makes after a test:
     the mock answered no request with its 418 (nothing scripted), and played its whole script."""
     seen, server = played[key]
@@ -411,7 +389,7 @@ async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, re
     if name in WAITING:
         seen, server = _judged(request.getfixturevalue("waited"), (name, client, True))
     else:
-        server = await dshkit_mock_server(sequence=[name], seed=11, weights={"success": 1, "rate_limit": 1})
+        server = await dshkit_mock_server(sequence=[name], **STREAMED)
         seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), PATIENT_READ_TIMEOUT)
     EXPECT[name](seen, server)
     server.assert_consumed()
