@@ -80,13 +80,15 @@ def per_adapter(adapters: Sequence[type]) -> int:
     return max(1, IN_FLIGHT // len(adapters))
 CHAT_ADAPTERS: tuple[type, ...] = (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN)
 ANTHROPIC_ADAPTERS: tuple[type, ...] = (AnthropicAdapter, AnthropicSDKAdapter, *BROKEN_ANTHROPIC)
-BROKEN_SHARDS = 3
-"""The broken chat adapters are played in this many shards (about 5 adapters each)."""
 CHAT_SHARDS: dict[str, tuple[type, ...]] = {
-    "catalogue_runs": (DeepSeekAdapter, OpenAICompatAdapter),
-    **{f"catalogue_runs_broken{i}": tuple(BROKEN[i::BROKEN_SHARDS]) for i in range(BROKEN_SHARDS)},
+    "catalogue_runs": (DeepSeekAdapter, OpenAICompatAdapter, *BROKEN[0::3]),
+    "catalogue_runs_broken": (*BROKEN[1::3], *BROKEN[2::3]),
 }
-"""The chat-protocol shards by xdist group: the two real adapters, then the broken ones."""
+"""The chat-protocol shards by xdist group: the two real adapters with a third of the broken ones,
+then the other two thirds (a real adapter costs about twice a broken one's CPU, so the two shards
+cost about the same). Two, not more: every shard lasts at least as long as its keep-alive scenario
+(`net-keepalives-feed-watchdog`, 4 s of keep-alives), and four shards of 2-3 s of CPU each idled
+their worker for 2-3 s apiece; two shards of twice the CPU fill that wait."""
 GROUP = "catalogue_runs"
 """The group (and shard) of the two real chat-protocol adapters."""
 ANTHROPIC_GROUP = "catalogue_runs_anthropic"

@@ -7,7 +7,8 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Coroutine
+import tempfile
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,7 +16,9 @@ import pytest
 
 from dshkit.conformance import load_catalogue, run_catalogue
 from dshkit.conformance.cli import select
+from dshkit.conformance.runner import ScenarioResult
 
+from ..together import Played, play_together
 from .broken import HangingCloseAdapter, SwallowsCancelAdapter, release_holds
 
 T = TypeVar("T")
@@ -37,23 +40,60 @@ async def _within(coro: Coroutine[Any, Any, T], seconds: float) -> T:
     return task.result()
 
 
-@pytest.fixture(autouse=True)
-async def _release() -> AsyncIterator[None]:
-    # Async, so its teardown runs inside the test's loop, before the loop waits for its tasks.
-    yield
-    release_holds()  # free the tasks the broken adapters hold, so the test loop closes cleanly
-
-
 #: A budget shorter than the catalogue's default (15 s): the hanging `aclose()` uses all of it,
 #: so the test waits about this long. Streaming these two one-step scenarios takes milliseconds
 #: (a hundred times less than this even on a loaded host); the close must be what runs out.
 SHORT_BUDGET_S = 2.0
 
 
-async def test_hanging_aclose_fails_within_the_budget_and_the_run_ends() -> None:
+# The three runs below each wait on purpose (a budget, a grace, a CLI process that waits out its
+# own): played together once (`tests/together.py`), each judged by its own test. None of their
+# verdicts depends on how fast the machine runs: what they wait for never ends.
+
+
+async def _hanging_close() -> list[ScenarioResult]:
     scenarios = [s.model_copy(update={"budget_s": SHORT_BUDGET_S})
                  for s in select(load_catalogue(), ["finish-repeated", "end-eof-before-finish"])]
-    results = await _within(run_catalogue(scenarios, HangingCloseAdapter), SAFETY_S)
+    return await _within(run_catalogue(scenarios, HangingCloseAdapter), SAFETY_S)
+
+
+async def _swallowed_cancel() -> list[ScenarioResult]:
+    # With the runner's cancel grace shortened to HANG_GRACE_S (`runs`; the other run has no
+    # cancel step, so the shortened grace changes nothing for it).
+    (scenario,) = select(load_catalogue(), ["net-cancel-propagates"])
+    return await _within(run_catalogue([scenario], SwallowsCancelAdapter), SAFETY_S)
+
+
+async def _cli_with_leftover_tasks() -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "r.json"
+        code = (
+            "import sys; from dshkit.cli import main; import dshkit.conformance.runner as r, dshkit.conformance.cli as c; "
+            f"r.CANCEL_GRACE_S = c._LEFTOVER_GRACE_S = {HANG_GRACE_S}; "
+            "sys.exit(main(['conformance', '--adapter', 'tests.conformance.broken:SwallowsCancelAdapter', "
+            f"'--only', 'net-cancel-propagates', '--json', {str(report)!r}]))"
+        )
+        done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], cwd=ROOT,
+                                       capture_output=True, text=True, timeout=SAFETY_S)
+        return done, json.loads(report.read_text()) if report.exists() else {}
+
+
+runs_group = pytest.mark.xdist_group("runner_budget")
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[Played[str, Any]]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("dshkit.conformance.runner.CANCEL_GRACE_S", HANG_GRACE_S)
+        # release_holds, on the plays' loop once they end: frees the tasks the broken adapters
+        # hold, so that loop closes cleanly.
+        yield play_together({"hanging close": _hanging_close, "swallowed cancel": _swallowed_cancel,
+                             "cli": _cli_with_leftover_tasks}, after=release_holds)
+
+
+@runs_group
+def test_hanging_aclose_fails_within_the_budget_and_the_run_ends(runs: Played[str, Any]) -> None:
+    results = runs["hanging close"]
     assert [r.status for r in results] == ["fail", "fail"]
     for r in results:
         assert r.reason == "failed: close", r.reason
@@ -61,24 +101,17 @@ async def test_hanging_aclose_fails_within_the_budget_and_the_run_ends() -> None
         assert f"within the {SHORT_BUDGET_S:g} s budget" in r.diff  # the scenario's own budget
 
 
-async def test_a_stream_that_swallows_cancellation_fails_its_cancel_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("dshkit.conformance.runner.CANCEL_GRACE_S", HANG_GRACE_S)
-    (scenario,) = select(load_catalogue(), ["net-cancel-propagates"])
-    (result,) = await _within(run_catalogue([scenario], SwallowsCancelAdapter), SAFETY_S)
+@runs_group
+def test_a_stream_that_swallows_cancellation_fails_its_cancel_check(runs: Played[str, Any]) -> None:
+    (result,) = runs["swallowed cancel"]
     assert result.status == "fail"
     assert "step0.cancel" in result.reason and "timeout" not in result.reason, result.reason
     assert "CancelledError swallowed" in result.diff
 
 
-def test_the_cli_exits_despite_tasks_that_ignore_cancellation(tmp_path: Path) -> None:
-    report = tmp_path / "r.json"
-    code = (
-        "import sys; from dshkit.cli import main; import dshkit.conformance.runner as r, dshkit.conformance.cli as c; "
-        f"r.CANCEL_GRACE_S = c._LEFTOVER_GRACE_S = {HANG_GRACE_S}; "
-        "sys.exit(main(['conformance', '--adapter', 'tests.conformance.broken:SwallowsCancelAdapter', "
-        f"'--only', 'net-cancel-propagates', '--json', {str(report)!r}]))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=SAFETY_S)
+@runs_group
+def test_the_cli_exits_despite_tasks_that_ignore_cancellation(runs: Played[str, Any]) -> None:
+    done, report = runs["cli"]
     assert done.returncode == 1, done.stderr
-    assert json.loads(report.read_text())["summary"]["fail"] == 1
+    assert report["summary"]["fail"] == 1
     assert "Traceback" not in done.stderr, done.stderr

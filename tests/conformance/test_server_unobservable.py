@@ -10,7 +10,11 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
+from dshkit.conformance.runner import ScenarioResult
 from dshkit.conformance.server_checks import run_server_checks
+
+from ..together import Played, play_together
+from .black_hole import black_hole
 
 #: Checks whose verdict used to come from an empty list when the answer was missing.
 VACUOUS = ["S17", "S21", "S21b", "S24", "S25", "S34"]
@@ -44,10 +48,34 @@ async def test_nothing_passes_against_an_always_500_server(always_500: str) -> N
         assert by_id[item].reason == f"could not observe a {'JSON' if item == 'S17' else 'streamed'} answer: HTTP 500"
 
 
-async def test_nothing_passes_against_a_black_hole_and_the_run_ends(black_hole: str) -> None:
+# The two runs against a black hole wait out their timeouts and budgets: played together once
+# (`tests/together.py`), each test judges its own.
+
+
+async def _against_the_black_hole() -> list[ScenarioResult]:
     # A black hole never answers, so how soon each request gives up changes no verdict (a check
     # that outlives its budget instead says so with the same "could not observe"): 0.1 s each.
-    results = await asyncio.wait_for(run_server_checks(black_hole, "sk-unobservable", timeout_s=0.1), 120)
+    async with black_hole() as url:
+        return await asyncio.wait_for(run_server_checks(url, "sk-unobservable", timeout_s=0.1), 120)
+
+
+async def _outliving_its_budget() -> list[ScenarioResult]:
+    # A generous per-read timeout, a tight budget: the budget ends the check.
+    async with black_hole() as url:
+        return await run_server_checks(url, "sk-unobservable", ids=["S21"], timeout_s=30, budget_s=0.3)
+
+
+black_holes = pytest.mark.xdist_group("black_holes")
+
+
+@pytest.fixture(scope="module")
+def black_hole_runs() -> Played[str, list[ScenarioResult]]:
+    return play_together({"whole run": _against_the_black_hole, "budget": _outliving_its_budget})
+
+
+@black_holes
+def test_nothing_passes_against_a_black_hole_and_the_run_ends(black_hole_runs: Played[str, list[ScenarioResult]]) -> None:
+    results = black_hole_runs["whole run"]
     assert not [r.id for r in results if r.status == "pass"]
     by_id = {r.id: r for r in results}
     for item in VACUOUS:
@@ -57,9 +85,9 @@ async def test_nothing_passes_against_a_black_hole_and_the_run_ends(black_hole: 
         assert reason.startswith("could not observe") or "ReadTimeout" in reason, (item, reason)
 
 
-async def test_a_check_that_outlives_its_budget_fails(black_hole: str) -> None:
-    # A generous per-read timeout, a tight budget: the budget ends the check.
-    (result,) = await run_server_checks(black_hole, "sk-unobservable", ids=["S21"], timeout_s=30, budget_s=0.3)
+@black_holes
+def test_a_check_that_outlives_its_budget_fails(black_hole_runs: Played[str, list[ScenarioResult]]) -> None:
+    (result,) = black_hole_runs["budget"]
     assert result.status == "fail"
     assert result.reason == "could not observe an answer: the check took longer than its 0.3 s budget"
 

@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
 
 from dshkit.cli import main
 from dshkit.conformance.anthropic_checks import run_anthropic_checks
+from dshkit.conformance.runner import ScenarioResult
 from dshkit.conformance.server_checks import run_server_checks
 from dshkit.mock_server import MockServer
+
+from ..together import Played, play_together
+from .black_hole import black_hole
 
 #: Every check the brief names as passing against a 200 with an empty body.
 EMPTY_200_CHAT = ["S1", "S8", "S10", "S12", "S17", "S18", "S39"]
@@ -84,42 +91,68 @@ async def test_an_empty_200_is_reported_as_unobserved() -> None:
         assert "empty body" in r.reason, (r.id, r.reason)
 
 
-async def test_anthropic_checks_end_against_a_black_hole(black_hole: str) -> None:
-    results = await asyncio.wait_for(run_anthropic_checks(black_hole + "/anthropic", "k", timeout_s=0.3), 60)
+# The three runs against servers that never answer wait out their timeouts and budgets: played
+# together once (`tests/together.py`), each test judges its own.
+
+
+async def _anthropic_against_a_black_hole() -> list[ScenarioResult]:
+    async with black_hole() as url:
+        return await asyncio.wait_for(run_anthropic_checks(url + "/anthropic", "k", timeout_s=0.3), 60)
+
+
+async def _anthropic_outliving_its_budget() -> list[ScenarioResult]:
+    async with black_hole() as url:
+        return await run_anthropic_checks(url + "/anthropic", "k", ids=["AN48"], timeout_s=30, budget_s=0.3)
+
+
+async def _cli_against_a_full_backlog() -> tuple[list[int], bool, list[dict[str, Any]]]:
+    """The CLI's exit codes, whether it still runs after the hang guard, and its report's scenarios.
+
+    --timeout 0.2: every request gives up after 0.2 s, every check after 0.8 s; before the fix
+    the probe waited 60 s per request and the SDK 600 s. The CLI runs in this process (its own
+    event loop, in a daemon thread so that a regression fails its test instead of hanging the
+    worker); the 90 s is that hang guard only. The server is a listening socket nobody accepts
+    from: connections queue in the backlog, no byte comes back."""
+    with socket.socket() as s, tempfile.TemporaryDirectory() as tmp:
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)
+        report = Path(tmp) / "r.json"
+        argv = ["conformance", "--server", f"http://127.0.0.1:{s.getsockname()[1]}/anthropic",
+                "--protocol", "anthropic", "--timeout", "0.2", "--json", str(report)]
+        codes: list[int] = []
+        run = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+        run.start()
+        await asyncio.to_thread(run.join, 90)
+        results = json.loads(report.read_text())["scenarios"] if codes else []
+        return codes, run.is_alive(), results
+
+
+black_holes = pytest.mark.xdist_group("black_holes_more")
+
+
+@pytest.fixture(scope="module")
+def silent_runs() -> Played[str, Any]:
+    return play_together({"black hole": _anthropic_against_a_black_hole,
+                          "budget": _anthropic_outliving_its_budget, "cli": _cli_against_a_full_backlog})
+
+
+@black_holes
+def test_anthropic_checks_end_against_a_black_hole(silent_runs: Played[str, Any]) -> None:
+    results = silent_runs["black hole"]
     assert results and not [r.id for r in results if r.status == "pass"]
 
 
-async def test_anthropic_check_budget(black_hole: str) -> None:
-    (result,) = await run_anthropic_checks(black_hole + "/anthropic", "k", ids=["AN48"], timeout_s=30, budget_s=0.3)
+@black_holes
+def test_anthropic_check_budget(silent_runs: Played[str, Any]) -> None:
+    (result,) = silent_runs["budget"]
     assert result.status == "fail"
     assert result.reason == "could not observe an answer: the check took longer than its 0.3 s budget"
 
 
-@pytest.fixture
-def black_hole_port() -> Iterator[int]:
-    """A listening socket nobody accepts from: connections queue in the backlog, no byte comes back."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(64)
-        yield int(s.getsockname()[1])
-
-
-def test_cli_timeout_bounds_the_anthropic_run(black_hole_port: int, tmp_path: Path) -> None:
-    # --timeout 0.2: every request gives up after 0.2 s, every check after 0.8 s; before the fix
-    # the probe waited 60 s per request and the SDK 600 s. The CLI runs in this process (its own
-    # event loop, in a thread so that a regression fails here instead of hanging the worker); the
-    # 90 s is that hang guard only.
-    report = tmp_path / "r.json"
-    argv = ["conformance", "--server", f"http://127.0.0.1:{black_hole_port}/anthropic",
-            "--protocol", "anthropic", "--timeout", "0.2", "--json", str(report)]
-    codes: list[int] = []
-    run = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
-    run.start()
-    run.join(90)
-    assert codes == [1], "the run did not end" if run.is_alive() else codes
-    results = json.loads(report.read_text())["scenarios"]
+@black_holes
+def test_cli_timeout_bounds_the_anthropic_run(silent_runs: Played[str, Any]) -> None:
+    codes, still_running, results = silent_runs["cli"]
+    assert codes == [1], "the run did not end" if still_running else codes
     assert results and all(r["status"] != "pass" for r in results), results
 
 

@@ -8,8 +8,14 @@ import json
 import selectors
 import socket
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
 
 from dshkit.mock_server import MockServer, Script
+
+from ..together import Played, play_together
 
 CLIENTS = 400
 BODY = json.dumps({"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -66,43 +72,44 @@ async def read_until_closed(reader: asyncio.StreamReader, limit: float = 10) -> 
         return await reader.read()
 
 
-async def test_slowloris_partial_header_is_closed_after_the_timeout() -> None:
+# The four exchanges below each wait out the server's idle timeout (or a scripted delay longer
+# than it): played together once (`tests/together.py`), each test judges its own.
+
+
+async def _slowloris() -> tuple[bytes, bytes, int]:
     async with MockServer(idle_timeout=0.3) as server:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: app")
-        assert await read_until_closed(reader) == b""
+        partial = await read_until_closed(reader)
         writer.close()
         # A connection that never sends a byte is closed the same way.
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        assert await read_until_closed(reader) == b""
+        silent = await read_until_closed(reader)
         writer.close()
-        assert len(server.journal) == 0  # no request was ever complete
+        return partial, silent, len(server.journal)
 
 
-async def test_idle_keep_alive_connection_is_closed_after_its_response() -> None:
+async def _idle_keep_alive() -> bytes:
     async with MockServer(idle_timeout=0.3) as server:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b"
                      % (len(BODY), BODY))
         data = await read_until_closed(reader)
         writer.close()
-    assert data.startswith(b"HTTP/1.1 200") and b'"You said: \\"hi\\""' in data
+    return data
 
 
-async def test_slow_body_gets_408() -> None:
+async def _slow_body() -> tuple[bytes, str | None]:
     async with MockServer(idle_timeout=0.3) as server:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b"
                      % (len(BODY), BODY[:10]))
         data = await read_until_closed(reader)
         writer.close()
-    head, _, rest = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 408") and b"did not arrive within 0.3 s" in rest
-    assert server.journal.last.outcome == "rejected"
+    return data, server.journal.last.outcome
 
 
-async def test_a_slow_response_is_not_cut_by_the_idle_timeout() -> None:
-    """The timeout guards request heads and bodies, never the server's own (scripted) delays."""
+async def _slow_response() -> bytes:
     script = Script.of({"reply": {"content": "late"}, "timing": {"headers_delay_ms": 900}})
     async with MockServer(script, idle_timeout=0.3) as server:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -112,4 +119,45 @@ async def test_a_slow_response_is_not_cut_by_the_idle_timeout() -> None:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+    return data
+
+
+TIMED: dict[str, Callable[[], Awaitable[Any]]] = {
+    "slowloris": _slowloris, "idle keep-alive": _idle_keep_alive, "slow body": _slow_body,
+    "slow response": _slow_response,
+}
+timed_group = pytest.mark.xdist_group("connection_timeouts")
+
+
+@pytest.fixture(scope="module")
+def timed() -> Played[str, Any]:
+    return play_together(TIMED)
+
+
+@timed_group
+def test_slowloris_partial_header_is_closed_after_the_timeout(timed: Played[str, Any]) -> None:
+    partial, silent, requests = timed["slowloris"]
+    assert partial == b""
+    assert silent == b""  # a connection that never sent a byte
+    assert requests == 0  # no request was ever complete
+
+
+@timed_group
+def test_idle_keep_alive_connection_is_closed_after_its_response(timed: Played[str, Any]) -> None:
+    data = timed["idle keep-alive"]
+    assert data.startswith(b"HTTP/1.1 200") and b'"You said: \\"hi\\""' in data
+
+
+@timed_group
+def test_slow_body_gets_408(timed: Played[str, Any]) -> None:
+    data, outcome = timed["slow body"]
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408") and b"did not arrive within 0.3 s" in rest
+    assert outcome == "rejected"
+
+
+@timed_group
+def test_a_slow_response_is_not_cut_by_the_idle_timeout(timed: Played[str, Any]) -> None:
+    """The timeout guards request heads and bodies, never the server's own (scripted) delays."""
+    data = timed["slow response"]
     assert data.startswith(b"HTTP/1.1 200") and b"late" in data

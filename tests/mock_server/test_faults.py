@@ -1,10 +1,14 @@
 """Every fault gives the client-visible behaviour the catalogue documents, seen by httpx and aiohttp.
 
 Stall faults are observed through the client's own read timeout (0.25 s); nothing here sleeps.
+The faults that wait on timers by design (`WAITING`) are played all at once the first time one of
+their tests runs (`waited`, `tests/together.py`); each test then judges its own exchange.
+One after another, their quarter-seconds of silence idled the worker for about 4 s.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,6 +22,7 @@ import pytest
 from dshkit.mock_server import FAULTS, MockServer, MockServerFactory
 from dshkit.mock_server.faults import DEFAULT_TEXT, PARTIAL_TEXT, SPLIT_TEXT
 
+from ..together import Played, play_together
 from .wire import chat, parse_sse, reassemble
 
 READ_TIMEOUT = 0.25
@@ -26,6 +31,13 @@ PATIENT_READ_TIMEOUT = 30.0
 """The read timeout for every other fault: they end on their own, and a loaded machine may hold
 the server past READ_TIMEOUT (slow_headers waits 200 ms by design) without it being a timeout."""
 SILENT_FAULTS = {"stall", "stall_after", "reasoning_stall", "hold_after_finish"}
+WAITING = SILENT_FAULTS | {"slow_headers", "slow_drip", "slow_success"}
+"""The faults whose exchange mostly waits on a timer (the client's read timeout, or the pacing the
+fault asks of the server): their streamed exchanges, and the non-streamed stall, are played
+together (`waited`); they are mostly asleep, so playing them side by side crowds no loop."""
+GROUP = "fault_waits"
+"""The xdist group of the tests that judge the exchanges `waited` plays, so that one worker plays
+them once."""
 
 
 @dataclass
@@ -325,12 +337,60 @@ def test_every_fault_has_an_expectation() -> None:
     assert set(EXPECT) == set(FAULTS)
 
 
-@pytest.mark.parametrize("client", sorted(CLIENTS))
-@pytest.mark.parametrize("name", sorted(FAULTS))
-async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, name: str, client: str) -> None:
-    server = await dshkit_mock_server(sequence=[name], seed=11, weights={"success": 1, "rate_limit": 1})
-    timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
-    seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), timeout)
+STREAMED: dict[str, Any] = {"seed": 11, "weights": {"success": 1, "rate_limit": 1}}
+"""The mock's arguments for `test_fault_as_seen_by_client`, besides `sequence=[the fault]`."""
+Key = tuple[str, str, bool]
+"""(fault, client, streamed)."""
+
+
+def _waiting_exchanges() -> list[Key]:
+    return [*((n, c, True) for n in sorted(WAITING) for c in sorted(CLIENTS)), ("stall", "httpx", False)]
+
+
+async def _exchange(name: str, client: str, streamed: bool) -> tuple[Seen, MockServer]:
+    """What the client saw of the fault, and the (closed) server that played it, journal kept."""
+    async with MockServer(sequence=[name], **(STREAMED if streamed else {})) as server:
+        timeout = READ_TIMEOUT if name in SILENT_FAULTS else PATIENT_READ_TIMEOUT
+        body = chat("hi", model="deepseek-chat") if streamed else chat(stream=False)
+        return await CLIENTS[client](server.url, body, timeout), server
+
+
+@pytest.fixture(scope="module")
+def waited() -> Played[Key, tuple[Seen, MockServer]]:
+    """The waiting exchanges (`WAITING`), played together once for the tests that judge them."""
+    return play_together({key: functools.partial(_exchange, *key) for key in _waiting_exchanges()})
+
+
+def _judged(played: Played[Key, tuple[Seen, MockServer]], key: Key) -> tuple[Seen, MockServer]:
+    """One exchange `waited` played, after the checks the plugin's fixture makes after a test:
+    the mock answered no request with its 418 (nothing scripted), and played its whole script."""
+    seen, server = played[key]
+    assert [e.status for e in server.journal.entries if e.status == 418] == [], "the mock rejected a request"
+    server.assert_consumed()
+    return seen, server
+
+
+def _fault_params() -> list[Any]:
+    """(fault, client) pairs; the waiting ones carry `GROUP`, the others run anywhere."""
+    return [pytest.param(n, c, id=f"{n}-{c}", marks=[pytest.mark.xdist_group(GROUP)] if n in WAITING else [])
+            for n in sorted(FAULTS) for c in sorted(CLIENTS)]
+
+
+def test_the_waiting_exchanges_are_the_waiting_faults() -> None:
+    # Every waiting fault is played by `waited` on both clients; a fault added to WAITING or to
+    # the catalogue can not fall between the two paths of test_fault_as_seen_by_client.
+    assert set(FAULTS) >= WAITING
+    assert {(n, c) for n, c, streamed in _waiting_exchanges() if streamed} == {(n, c) for n in WAITING for c in CLIENTS}
+
+
+@pytest.mark.parametrize(("name", "client"), _fault_params())
+async def test_fault_as_seen_by_client(dshkit_mock_server: MockServerFactory, request: pytest.FixtureRequest,
+                                       name: str, client: str) -> None:
+    if name in WAITING:
+        seen, server = _judged(request.getfixturevalue("waited"), (name, client, True))
+    else:
+        server = await dshkit_mock_server(sequence=[name], **STREAMED)
+        seen = await CLIENTS[client](server.url, chat("hi", model="deepseek-chat"), PATIENT_READ_TIMEOUT)
     EXPECT[name](seen, server)
     server.assert_consumed()
 
@@ -347,7 +407,7 @@ async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerF
     ("name", "check"),
     [
         ("connection_reset", lambda s: s.error == "reset" and s.status is None),
-        ("stall", lambda s: s.status == 200 and s.error == "timeout"),
+        pytest.param("stall", lambda s: s.status == 200 and s.error == "timeout", marks=pytest.mark.xdist_group(GROUP)),
         ("partial_disconnect", lambda s: s.error == "reset" and len(s.body) > 0),
         ("partial_eof", lambda s: s.error is None and not _parses(s.body)),
         ("rate_limit", lambda s: s.status == 429),
@@ -356,9 +416,13 @@ async def test_rate_limit_headers_and_request_id(dshkit_mock_server: MockServerF
         ("keep_alive", lambda s: s.body.startswith(b"\n\n\n{") and json.loads(s.body)["object"] == "chat.completion"),
     ],
 )
-async def test_faults_on_non_streaming_requests(dshkit_mock_server: MockServerFactory, name: str, check: Any) -> None:
-    server = await dshkit_mock_server(sequence=[name])
-    seen = await via_httpx(server.url, chat(stream=False))
+async def test_faults_on_non_streaming_requests(dshkit_mock_server: MockServerFactory, request: pytest.FixtureRequest,
+                                               name: str, check: Any) -> None:
+    if name in WAITING:
+        seen, _ = _judged(request.getfixturevalue("waited"), (name, "httpx", False))
+    else:
+        server = await dshkit_mock_server(sequence=[name])
+        seen = await via_httpx(server.url, chat(stream=False))
     assert check(seen), seen
 
 
