@@ -85,7 +85,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     source = tmp / "src"
     shutil.copytree(REPO, source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", ".dshkit",
-                                                  "__pycache__", ".hypothesis", ".clients*", ".e2e-dsh"))
+                                                  "__pycache__", ".hypothesis", ".clients*", ".e2e-dsh",
+                                                  ".mypy_cache", ".ruff_cache", ".pytest_cache"))
     result = subprocess.run([sys.executable, "-c", BUILD_WHEEL, str(tmp / "dist")], cwd=source, capture_output=True,
                             text=True, timeout=600, env=_env(), check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
