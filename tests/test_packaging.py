@@ -3,9 +3,11 @@ package, and installed into a fresh venv next to a user project it disturbs noth
 
 The wheel is built once per worker (from a copy of the repository: setuptools builds in the
 source tree, and a stale build/ from an older layout would end up in the wheel), with the
-setuptools of this venv (the `test` extra holds the `[build-system]` requirement, so pip need not
-install one into a throwaway build env every run); the tests that install it share that build
-and the group keeps them on one xdist worker. One fresh venv serves both installs, in this
+setuptools of this venv (the `test` extra holds the `[build-system]` requirement, so no
+throwaway build env need be filled every run): one Python calls the `build_wheel` hook of the
+backend pyproject.toml names, as a PEP 517 frontend's hook process does (`pip wheel` would start
+one more Python, its own, around it); the tests that install it share that build and the group
+keeps them on one xdist worker. One fresh venv serves both installs, in this
 file's order: the wheel with pytest alone (the plugin without pytest-asyncio), then the wheel
 with its extras added, as a user would add them. It is made without pip of its own (`python -m
 venv --without-pip`) and filled by this interpreter's pip (`pip --python`), from pip's
@@ -29,8 +31,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# pip's own notes about this machine's package indexes are not the package's warnings
-_NOT_OURS = re.compile(r"Location '.*' is ignored|byte-compiling is disabled", re.I)
+# setuptools' note that it skips byte-compiling (bytecode writing off) is not about the package
+_NOT_OURS = re.compile(r"byte-compiling is disabled", re.I)
 _NO_INDEX = re.compile(r"No matching distribution|Could not find a version|Failed to establish|"
                        r"Network is unreachable|Temporary failure in name resolution", re.I)
 
@@ -41,7 +43,23 @@ pytestmark = pytest.mark.xdist_group("wheel")
 class Built:
     wheel: Path
     output: str
-    """pip's verbose build output."""
+    """What the build backend printed (stdout and stderr)."""
+
+
+BUILD_WHEEL = """
+import importlib, os, sys, tomllib
+with open("pyproject.toml", "rb") as f:
+    system = tomllib.load(f)["build-system"]
+sys.path[:0] = [os.path.abspath(p) for p in system.get("backend-path", [])]
+module, _, attr = system["build-backend"].partition(":")
+backend = importlib.import_module(module)
+for name in filter(None, attr.split(".")):
+    backend = getattr(backend, name)
+os.makedirs(sys.argv[1], exist_ok=True)
+print(backend.build_wheel(sys.argv[1]))
+"""
+"""The PEP 517 `build_wheel` hook of the backend `[build-system]` names, run in the source
+tree (the current directory) into the folder argv[1]; prints the wheel's file name."""
 
 
 def _env() -> dict[str, str]:
@@ -67,9 +85,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     source = tmp / "src"
     shutil.copytree(REPO, source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", ".dshkit",
-                                                  "__pycache__", ".hypothesis", ".clients*", ".e2e-dsh"))
-    result = _pip("wheel", "-v", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(source))
+                                                  "__pycache__", ".hypothesis", ".clients*", ".e2e-dsh",
+                                                  ".mypy_cache", ".ruff_cache", ".pytest_cache"))
+    result = subprocess.run([sys.executable, "-c", BUILD_WHEEL, str(tmp / "dist")], cwd=source, capture_output=True,
+                            text=True, timeout=600, env=_env(), check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     (wheel,) = (tmp / "dist").glob("dshkit-*.whl")
+    assert result.stdout.splitlines()[-1] == wheel.name  # the hook's answer: the file it wrote
     return Built(wheel, result.stdout + result.stderr)
 
 

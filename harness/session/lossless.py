@@ -78,8 +78,48 @@ def freeze_json(value: Any, path: str = "data") -> JsonValue:
 
     Raises `LosslessJsonError` naming the first offending path. Already-frozen containers are
     returned as they are (they were checked when they were made).
+
+    Almost every value is good, so the first walk spells no paths and tracks no cycles; only a
+    value it refuses (or one so deep, or cyclic, that it runs out of stack) is walked again, the
+    slow way, to name the offending path.
     """
-    return _freeze(value, path, set())
+    try:
+        return _freeze_good(value)
+    except (_Refused, RecursionError):
+        return _freeze(value, path, set())
+
+
+class _Refused(Exception):
+    """Raised by the quick walk: the value is not lossless JSON somewhere (the slow walk says where)."""
+
+
+def _freeze_good(value: Any) -> JsonValue:
+    """`_freeze` for a good value, without paths or a cycle check: a cycle recurses until
+    RecursionError, which sends `freeze_json` to the slow walk as well."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Refused
+            out[key] = _freeze_good(item)
+        return FrozenDict(out)
+    if kind is list:
+        return FrozenList([_freeze_good(item) for item in value])
+    if kind is float:
+        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+            raise _Refused
+        return value
+    if kind is FrozenDict or kind is FrozenList:
+        return value
+    # Enum members of str/int (e.g. ErrorCode) carry a plain JSON value; keep only that value.
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    raise _Refused
 
 
 def _freeze(value: Any, path: str, active: set[int]) -> JsonValue:

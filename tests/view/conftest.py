@@ -168,13 +168,6 @@ async def walk(tmp_path: Path) -> Walk:
     return await make_walk(tmp_path)
 
 
-@pytest.fixture
-def walk_in_thread(tmp_path: Path) -> Walk:
-    """`walk` for browser tests: Playwright's sync API owns this thread's event loop, so the walk
-    runs on a loop of its own in another thread."""
-    return in_thread(make_walk, tmp_path)  # type: ignore[no-any-return]
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless Chromium (Debian's, at /usr/bin/chromium) under Playwright, one per module."""
