@@ -20,7 +20,7 @@ from typing import Any
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing, _escape
 from dshkit.mock_server.generate.encode import _encode as _compact
-from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents, json_string
 from dshkit.mock_server.generate.reply import Reply, seeded_uuid
 from dshkit.mock_server.generate.split import (
     SEP,
@@ -518,12 +518,12 @@ class _Frame:
         if SEP in msg_id or (sig is not None and SEP in sig):
             return None
         # The longer string's joiners are replaced in the whole stream, the other's in its own bytes.
-        runs = [_escape(reasoning[0]).encode() if reasoning[1] else b"", _escape(content[0]).encode() if content[1] else b""]
+        runs = [json_string(reasoning[0]) if reasoning[1] else b"", json_string(content[0]) if content[1] else b""]
         longest = 0 if reasoning[1] > content[1] else 1
         other = 1 - longest
         if (reasoning, content)[other][1] > 1:
             runs[other] = runs[other].replace(_SEP_UTF8, self.between[other])
-        values = [_escape(msg_id).encode(), _escape(sig).encode() if sig is not None else b"", *runs,
+        values = [json_string(msg_id), json_string(sig) if sig is not None else b"", *runs,
                   *(int(usage[k]) + offset for k, offset in self.usage)]
         body: bytes = self.fmt % self.pick(values)
         return body.replace(_SEP_UTF8, self.between[longest]) if (reasoning, content)[longest][1] > 1 else body
