@@ -148,6 +148,13 @@ def _input_object(arguments: str) -> Any:
 def _pieces_usage(reply: Reply, pieces: ReplyPieces | JoinedPieces, prompt_tokens: int) -> dict[str, Any]:
     if reply.usage is not None:
         return anthropic_usage(reply.usage)
+    completion = pieces.completion_tokens
+    if type(prompt_tokens) is int and type(completion) is int:
+        # `anthropic_usage(reply_usage(...))` of integers, spelled at once (a new reply's stream
+        # computes it on every request): compute_usage's cache hit, the rest of the prompt.
+        hit = min(prompt_tokens, prompt_tokens // 128 * 64) // 64 * 64
+        return {"input_tokens": prompt_tokens - hit, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": hit, "output_tokens": completion}
     return anthropic_usage(reply_usage(reply, pieces, prompt_tokens))
 
 
