@@ -65,13 +65,15 @@ class BodyWriter:
         pieces = list(self._pieces)
         if not self._runs:  # no fragment was joined to another: nothing to replace
             return b"".join(pieces)
-        *others, (count, _, between) = sorted(self._runs)
+        *others, (_, longest, between) = sorted(self._runs)
         for _, i, b in others:
             pieces[i] = pieces[i].replace(_SEP_UTF8, b)
-        body = b"".join(pieces)
-        if body.count(_SEP_UTF8) != count - 1:
+        # The longest run holds its fragments' SEPs and no other (a Run's fragments hold none, and
+        # JSON escaping writes none); any other SEP would be replaced too: then no stream. Each
+        # piece is searched (memchr) rather than the whole body counted.
+        if any(_SEP_UTF8 in piece for i, piece in enumerate(pieces) if i != longest):
             return None
-        return body.replace(_SEP_UTF8, between)
+        return b"".join(pieces).replace(_SEP_UTF8, between)
 
 
 class JoinedEvents(Sequence[bytes]):
