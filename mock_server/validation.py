@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import NestingTooDeep, redact_body, redact_headers
 from dshkit.mock_server.routing import RequestView
@@ -265,6 +266,9 @@ class ChatRequest:
     """The content of a trailing `prefix: true` assistant message (S39)."""
     prompt_tokens: int
     view: RequestView
+
+
+fast_init(ChatRequest)
 
 
 def _kind(v: Any) -> str:

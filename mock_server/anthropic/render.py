@@ -20,7 +20,7 @@ from typing import Any
 from dshkit.mock_server.defaults import apply_stop
 from dshkit.mock_server.generate.encode import Framing, _escape
 from dshkit.mock_server.generate.encode import _encode as _compact
-from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents
+from dshkit.mock_server.generate.events import BodyWriter, JoinedEvents, json_string
 from dshkit.mock_server.generate.reply import Reply, seeded_uuid
 from dshkit.mock_server.generate.split import (
     SEP,
@@ -148,6 +148,13 @@ def _input_object(arguments: str) -> Any:
 def _pieces_usage(reply: Reply, pieces: ReplyPieces | JoinedPieces, prompt_tokens: int) -> dict[str, Any]:
     if reply.usage is not None:
         return anthropic_usage(reply.usage)
+    completion = pieces.completion_tokens
+    if type(prompt_tokens) is int and type(completion) is int:
+        # `anthropic_usage(reply_usage(...))` of integers, spelled at once (a new reply's stream
+        # computes it on every request): compute_usage's cache hit, the rest of the prompt.
+        hit = min(prompt_tokens, prompt_tokens // 128 * 64) // 64 * 64
+        return {"input_tokens": prompt_tokens - hit, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": hit, "output_tokens": completion}
     return anthropic_usage(reply_usage(reply, pieces, prompt_tokens))
 
 
@@ -496,14 +503,16 @@ _SLOT_RE = re.compile(
 
 class _Frame:
     """Every byte of a stream but this response's own values (its id, signature, usage and
-    fragments), as one bytes format with a slot for each: the stream of a new reply is then one
-    escape per string, one format and one replace. Made once per shape of stream
+    fragments), as the literal pieces between a slot for each: the stream of a new reply is then
+    one escape per string, one join and one replace. Made once per shape of stream
     (:func:`_frame_for`)."""
 
-    __slots__ = ("between", "fmt", "pick", "usage")
+    __slots__ = ("between", "parts", "pick", "usage")
 
-    def __init__(self, fmt: bytes, slots: list[str | tuple[str, int]], between: tuple[bytes, bytes]) -> None:
-        self.fmt = fmt
+    def __init__(self, parts: list[bytes], slots: list[str | tuple[str, int]], between: tuple[bytes, bytes]) -> None:
+        self.parts: list[bytes | None] = [None] * (2 * len(parts) - 1)
+        """The literal pieces, with a None between each two where a value goes."""
+        self.parts[::2] = parts
         self.usage = tuple(dict.fromkeys(s for s in slots if isinstance(s, tuple)))
         """The usage values the slots hold, each as (key, offset)."""
         # A slot is an index into the values `fill` lists: id, signature, the two runs, then `usage`.
@@ -518,14 +527,16 @@ class _Frame:
         if SEP in msg_id or (sig is not None and SEP in sig):
             return None
         # The longer string's joiners are replaced in the whole stream, the other's in its own bytes.
-        runs = [_escape(reasoning[0]).encode() if reasoning[1] else b"", _escape(content[0]).encode() if content[1] else b""]
+        runs = [json_string(reasoning[0]) if reasoning[1] else b"", json_string(content[0]) if content[1] else b""]
         longest = 0 if reasoning[1] > content[1] else 1
         other = 1 - longest
         if (reasoning, content)[other][1] > 1:
             runs[other] = runs[other].replace(_SEP_UTF8, self.between[other])
-        values = [_escape(msg_id).encode(), _escape(sig).encode() if sig is not None else b"", *runs,
-                  *(int(usage[k]) + offset for k, offset in self.usage)]
-        body: bytes = self.fmt % self.pick(values)
+        values = [json_string(msg_id), json_string(sig) if sig is not None else b"", *runs,
+                  *[b"%d" % (int(usage[k]) + offset) for k, offset in self.usage]]
+        pieces = self.parts.copy()
+        pieces[1::2] = self.pick(values)
+        body = b"".join(pieces)  # type: ignore[arg-type]  # every None slot was just filled
         return body.replace(_SEP_UTF8, self.between[longest]) if (reasoning, content)[longest][1] > 1 else body
 
 
@@ -548,20 +559,18 @@ def _frame_for(
     names = {_escape(s).encode(): name for s, name in zip((_ID_SLOT, _SIG_SLOT, *_RUN_SLOTS),
                                                            ("id", "sig", "reasoning", "content"), strict=True)}
 
-    def slot(m: re.Match[bytes]) -> bytes:
-        text = m.group()
-        if text in names:
-            slots.append(names[text])
-            return b"%b"
-        n = int(text) - _USAGE_SLOT
-        slots.append((_USAGE_KEYS[n // 1_000_000], n % 1_000_000))
-        return b"%d"
-
-    fmt = _SLOT_RE.sub(slot, written.replace(b"%", b"%%"))
+    for m in _SLOT_RE.finditer(written):
+        spelled = m.group()
+        if spelled in names:
+            slots.append(names[spelled])
+        else:
+            n = int(spelled) - _USAGE_SLOT
+            slots.append((_USAGE_KEYS[n // 1_000_000], n % 1_000_000))
+    parts = _SLOT_RE.split(written)  # the bytes around the slots, in their order
     if len(slots) < 2:  # an itemgetter of one index gives no tuple (never here: message_start holds four)
         return None
     (pre0, post0), (pre1, post1) = _delta_frame(q, framing, 0, "thinking"), _delta_frame(q, framing, int(reasoning), "text")
-    frame = _Frame(fmt, slots, (b'"' + post0 + pre0 + b'"', b'"' + post1 + pre1 + b'"'))
+    frame = _Frame(parts, slots, (b'"' + post0 + pre0 + b'"', b'"' + post1 + pre1 + b'"'))
     # The proof, as the stream cache proves a template: other values, with fragments joined (the
     # text's the longer, then the reasoning's), filled in and written in full give the same bytes.
     sig = "sig-proof" if signed else None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dshkit.mock_server import cli
@@ -146,6 +146,32 @@ def test_a_misspelt_fault_name_gets_a_suggestion(capsys: pytest.CaptureFixture[s
 
 _TEXT = st.one_of(st.none(), st.text(), st.sampled_from(["default", "reply", "completed", "s\ud800", "a\"b\\\n\x00é"]))
 _NUMBER = st.one_of(st.none(), st.integers(-(2**70), 2**70), st.booleans(), st.floats(allow_nan=True))
+
+
+#: The values the handlers put in their events, so the template spells every line.
+_PLAIN_TEXT = st.one_of(st.none(), st.just("s\ud800"), st.sampled_from(["default", "reply", "a\"b\\\n\x00é"]), st.text())
+_PLAIN_INT = st.integers(0, 10**12)
+_OPTIONAL_INT = st.one_of(st.none(), _PLAIN_INT)
+
+
+@given(st.one_of(
+    st.fixed_dictionaries({"type": st.just("result"), "seq": _PLAIN_INT, "session": _PLAIN_TEXT, "script": _PLAIN_TEXT,
+                           "step": _OPTIONAL_INT, "behavior": _PLAIN_TEXT, "status": _OPTIONAL_INT,
+                           "outcome": _PLAIN_TEXT, "writes": _PLAIN_INT, "bytes": _PLAIN_INT}),
+    st.fixed_dictionaries({"type": st.just("request"), "seq": _PLAIN_INT, "path": _PLAIN_TEXT, "session": _PLAIN_TEXT,
+                           "script": _PLAIN_TEXT, "step": _OPTIONAL_INT, "script_behavior": _PLAIN_TEXT,
+                           "behavior": _PLAIN_TEXT}),
+))
+@example({"type": "result", "seq": 7, "session": "s\udc80", "script": None, "step": None, "behavior": "reply",
+          "status": None, "outcome": "completed", "writes": 1, "bytes": 900})
+@example({"type": "request", "seq": 3, "path": "/chat/completions", "session": "s", "script": None, "step": True,
+          "script_behavior": "default", "behavior": "default"})  # a bool spells `true`, not 1
+@example({"type": "result", "seq": True, "session": "s", "script": None, "step": None, "behavior": "reply",
+          "status": 200, "outcome": "completed", "writes": 1, "bytes": 900})
+def test_the_handlers_telemetry_lines_are_json_line_of_the_event(event: dict[str, object]) -> None:
+    """The events as the handlers make them (ints, strings and None, a lone surrogate now and
+    then), which the template spells: the very line `json_line` gives."""
+    assert cli._event_line(event) == json_line(event)
 
 
 @given(st.one_of(

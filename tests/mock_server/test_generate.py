@@ -381,7 +381,11 @@ _tricky = st.text(st.sampled_from(list("ab_09 ,.\"\\:{}\t\n\r\x0b\x1c\x00\u00a0\
 _printable = st.text(st.sampled_from(list("ab_09 ,.\"\\:{}~`中é🎉")), max_size=60)
 
 
-@given(text=st.one_of(_tricky, _printable))
+#: ASCII prose: runs of words with single spaces, and now and then punctuation.
+_prose = st.lists(st.sampled_from(["w1", "ab", "_", " ", " ", " ", ",", '"', ":", "x.y", "{", "~"]), max_size=120).map("".join)
+
+
+@given(text=st.one_of(_tricky, _printable, _prose))
 def test_token_cuts_found_in_bulk_are_the_token_splits(text: str) -> None:
     """`cut_joined` finds a text's token cuts by runs of words; split at the joiner they are
     the fragments `split_text` gives (or, for a text holding the joiner, it declines)."""

@@ -178,6 +178,38 @@ def test_the_anthropic_fast_renderer_writes_the_plain_renderers_bytes(
     assert encode_events_fast(reply, **args) == encode_events(reply, **args)
 
 
+@settings(max_examples=400)
+@given(text=st.one_of(st.text(), _texts, st.text(st.characters(min_codepoint=0, max_codepoint=0x3000))))
+def test_json_string_spells_what_the_standard_encoder_spells(text: str) -> None:
+    """The fast renderers escape every fragment run with `json_string` (msgspec): the very
+    bytes `json.encoder.encode_basestring(...).encode()` gives, and a lone surrogate (which
+    `st.text()` draws) is refused with the same UnicodeEncodeError, so the renderer falls back
+    to the plain one alike."""
+    from dshkit.mock_server.generate.events import json_string
+
+    try:
+        expected: bytes | None = json.encoder.encode_basestring(text).encode("utf-8")  # type: ignore[attr-defined]
+    except UnicodeEncodeError:
+        expected = None
+    if expected is None:
+        with pytest.raises(UnicodeEncodeError):
+            json_string(text)
+    else:
+        assert json_string(text) == expected
+
+
+@given(prompt=st.integers(-300, 10**7), completion=st.integers(0, 10**6), reasoning=st.integers(0, 50))
+def test_a_computed_anthropic_usage_is_the_chat_usage_translated(prompt: int, completion: int, reasoning: int) -> None:
+    """The Anthropic streams spell a computed usage at once: what `anthropic_usage` makes of
+    the Chat Completions usage `reply_usage` computes for the same pieces."""
+    from dshkit.mock_server.anthropic.render import _pieces_usage, anthropic_usage
+    from dshkit.mock_server.generate.split import JoinedPieces, reply_usage
+
+    reply = Reply(content="x")
+    pieces = JoinedPieces(("r", reasoning), ("x", 1), [], "stop", completion)
+    assert _pieces_usage(reply, pieces, prompt) == anthropic_usage(reply_usage(reply, pieces, prompt))
+
+
 # -- the cache on its own ------------------------------------------------------------------------
 
 _fields = st.tuples(st.text(st.sampled_from("0123456789abcdef-"), min_size=1, max_size=40),
