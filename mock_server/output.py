@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Generic, Protocol, TypeVar
 
-from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.generate.events import JoinedEvents
 
 __all__ = ["BATCH_BYTES", "FastOutput", "JoinedEvents", "Output", "PlainOutput", "Rendering", "StreamCache", "Template"]
@@ -58,9 +57,6 @@ class Rendering(Generic[E]):
     fast: Callable[[E], Sequence[bytes]] | None = None
     """A faster renderer that gives the same events as `render` (the fast path uses it); it may
     return them as one :class:`JoinedEvents`."""
-
-
-fast_init(Rendering)
 
 
 class Output(Protocol):

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dshkit.mock_server.exchange import JSON_HEADERS, Exchange
-from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.generate.reply import Reply
 from dshkit.mock_server.generate.writes import plan_writes
 from dshkit.mock_server.output import Output
@@ -235,6 +234,3 @@ class Responder:
             return self.x.reset()
         return await self.stream(plan.events, timing, writes=spec.writes, delay=timing.chunk_delay_ms / 1000,
                                  headers=plan.headers, end=plan.end, ready_file=spec.ready_file)
-
-
-fast_init(Responder)

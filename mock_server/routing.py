@@ -31,7 +31,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.scripts import Match, ReplySpec, ReplyStep, Script, Step
 
 if TYPE_CHECKING:
@@ -91,9 +90,6 @@ class RequestView:
     """The parsed request body as sent, for `match.body` (the journal keeps a redacted copy)."""
     path: str = ""
     """The request path, without the query (cassette matching compares it)."""
-
-
-fast_init(RequestView)
 
 
 _SCRUBBED = re.compile(r"^\{\{scrubbed:[^{}]*\}\}$")
@@ -268,9 +264,6 @@ class Decision:
     repeat: int | None = None
     """How many times this step already answered the session, when the router counted it (the
     state owner of `dshkit serve --workers`); None: the server counts it itself."""
-
-
-fast_init(Decision)
 
 
 @dataclass(slots=True)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from dshkit.mock_server.exchange import JSON_HEADERS, SSE_HEADERS
-from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.generate.encode import Framing
 from dshkit.mock_server.generate.reply import Reply
 from dshkit.mock_server.output import Rendering
@@ -70,9 +69,6 @@ class Call:
     def streaming(self) -> bool:
         """Whether the answer is SSE: the request asked to stream (or was never validated)."""
         return self.request is None or self.request.stream
-
-
-fast_init(Call)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

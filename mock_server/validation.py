@@ -19,7 +19,6 @@ from typing import Any
 
 import msgspec
 
-from dshkit.mock_server.frozen import fast_init
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.journal import NestingTooDeep, redact_body, redact_headers
 from dshkit.mock_server.routing import RequestView
@@ -266,9 +265,6 @@ class ChatRequest:
     """The content of a trailing `prefix: true` assistant message (S39)."""
     prompt_tokens: int
     view: RequestView
-
-
-fast_init(ChatRequest)
 
 
 def _kind(v: Any) -> str:
