@@ -16,6 +16,7 @@ front writes the bytes aiohttp would, which a differential test holds it to.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import socket
@@ -37,13 +38,13 @@ SSE_HEADERS: Mapping[str, str] = {
 JSON_HEADERS: Mapping[str, str] = {"Content-Type": "application/json"}
 
 
-class Exchange:
+class Exchange(abc.ABC):
     """The write side of one request (what both kinds share: waits, holds, resets)."""
 
     @property
+    @abc.abstractmethod
     def transport(self) -> asyncio.Transport | None:
         """The request's connection (None once it is gone)."""
-        raise NotImplementedError
 
     def __init__(self, entry: JournalEntry, closing: asyncio.Event, headers: Mapping[str, str]) -> None:
         self.entry = entry
@@ -53,25 +54,25 @@ class Exchange:
         """Sent with every response of this exchange (they win over a response's own)."""
 
     @property
+    @abc.abstractmethod
     def started(self) -> bool:
         """Whether a status line went out (then no other response can be sent)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def start(self, status: int, headers: Mapping[str, str]) -> None:
         """Send the status line and headers now; the body follows in writes."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def write(self, data: bytes) -> None:
         """One network write of `data`: one HTTP chunk (an empty write sends nothing)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def send(self, status: int, headers: Mapping[str, str], body: bytes) -> str:
         """A whole response at once: headers, body and (chunked) terminator in one `send()`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def end(self) -> str:
         """Finish the body cleanly (the chunked terminator; then the connection may close)."""
-        raise NotImplementedError
 
     async def wait(self, seconds: float) -> bool:
         """Sleep, but wake early when the server closes; True if the full time passed."""
