@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multidict import CIMultiDictProxy
-
 from dshkit.harness.llm import jsonio
 from dshkit.harness.llm.errors import JsonShapeError
 from dshkit.harness.secrets import scrub_headers, scrub_json
@@ -53,22 +51,9 @@ DEFAULT_KEEP = 100
 DEFAULT_KEEP_BYTES = 64 * 1024 * 1024
 
 
-_last_redacted: tuple[object, dict[str, str]] = (None, {})
-"""The read-only headers last redacted and their copy: a request's headers are redacted for its
-journal entry and again for its validated view, so the second is one dict copy."""
-
-
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """A copy of `headers` with credentials replaced; names are lower-cased."""
-    global _last_redacted
-    last, redacted = _last_redacted
-    if headers is last:
-        return dict(redacted)
-    redacted = scrub_headers(headers)
-    if type(headers) is CIMultiDictProxy:  # a read-only view (what a request's headers are)
-        _last_redacted = (headers, redacted)
-        return dict(redacted)
-    return redacted
+    return scrub_headers(headers)
 
 
 NestingTooDeep = JsonShapeError
