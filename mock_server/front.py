@@ -44,7 +44,7 @@ from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from dshkit.mock_server.exchange import JSON_HEADERS, Exchange
-from dshkit.mock_server.handlers import Answer, Incoming, decode_body, too_large
+from dshkit.mock_server.handlers import Answer, Incoming, decode_body
 from dshkit.mock_server.journal import JournalEntry, Write
 from dshkit.mock_server.routing import Router
 from dshkit.mock_server.runtime import Runtime
@@ -126,19 +126,20 @@ class Front:
 
 
 class _Request:
-    """A request the front takes: what :class:`Incoming` needs, plus the connection's fate."""
+    """A request the front takes: what :class:`Incoming` needs, its answer and the connection's fate."""
 
-    __slots__ = ("body", "headers", "keep_alive", "path")
+    __slots__ = ("answer", "body", "headers", "keep_alive", "path")
 
-    def __init__(self, path: str, headers: CIMultiDictProxy[str], body: bytes, keep_alive: bool) -> None:
+    def __init__(self, answer: Answer, path: str, headers: CIMultiDictProxy[str], body: bytes,
+                 keep_alive: bool) -> None:
+        self.answer = answer
         self.path = path
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
 
     async def read_body(self, limit: int, timeout: float) -> bytes:
-        if len(self.body) > limit:
-            raise too_large(len(self.body), limit)
+        # Whole and within the limit already (`_parse` hands larger bodies to aiohttp).
         return decode_body(self.body, self.headers.get("Content-Encoding"), limit)
 
 
@@ -150,8 +151,8 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
     parts = lines[0].split(b" ")
     if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
         return None
-    answer_path = parts[1]
-    if answer_path not in front.answers:
+    answer = front.answers.get(parts[1])
+    if answer is None:
         return None
     if len(lines) > _MAX_FIELDS:
         return None
@@ -189,7 +190,7 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
     if len(buf) < start + length:
         return None  # the body is still arriving: aiohttp reads it, with its timeout
     body = bytes(buf[start:start + length])
-    request = _Request(answer_path.decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), body, keep_alive)
+    request = _Request(answer, parts[1].decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), body, keep_alive)
     return request, start + length
 
 
@@ -280,7 +281,7 @@ class _Connection(asyncio.Protocol):
 
         incoming = Incoming("POST", request.path, request.headers, request.read_body, front.router)
         try:
-            await front.answers[request.path.encode("ascii")](rt, incoming, open_x)
+            await request.answer(rt, incoming, open_x)
             if not self._gone():
                 if x is None or not x.started:  # every answer starts a response; never hang a client
                     raise RuntimeError("the handler returned without a response")
@@ -371,7 +372,10 @@ def _head_template(
     `Transfer-Encoding`, a default `Content-Type`, `Date`, `Server` and, when the connection
     closes after, `Connection: close`; and whether the date has a slot (a response may bring
     its own)."""
-    slot = "\x00"  # stands for a value filled in per response; no header may hold it
+    for name, value in (*headers.items(), *((name, "") for name in mine)):
+        if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
+            raise ValueError("Newline or carriage return character detected in HTTP status message or header.")
+    slot = "\r"  # stands for a value filled in per response: no header may hold one (checked above)
     fields = CIMultiDict([(name.replace("%", "%%"), value.replace("%", "%%")) for name, value in headers.items()])
     for name in mine:
         fields[name] = slot
@@ -383,13 +387,8 @@ def _head_template(
     fields.setdefault("Server", SERVER_SOFTWARE.replace("%", "%%"))
     if not keep_alive and "Connection" not in fields:
         fields["Connection"] = "close"
-    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}"]
-    for name, value in fields.items():
-        if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
-            raise ValueError("Newline or carriage return character detected in HTTP status message or header.")
-        lines.append(f"{name}: {value}")
-    lines.append("\r\n")
-    return "\r\n".join(lines).replace(slot, "%s"), dated
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", *(f"{name}: {value}" for name, value in fields.items())]
+    return "".join(f"{line.replace(slot, '%s')}\r\n" for line in lines) + "\r\n", dated
 
 
 class FrontExchange(Exchange):

@@ -70,7 +70,6 @@ __all__ = [
     "model_call",
     "not_found",
     "step_seed",
-    "too_large",
 ]
 
 log = logging.getLogger("dshkit.mock_server")
@@ -125,21 +124,21 @@ async def _read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     """
     declared = request.content_length  # parsed from the header on every read
     if declared is not None and declared > limit:
-        raise too_large(declared, limit)
+        raise _too_large(declared, limit)
     content = request.content
     try:
         if content.is_eof():
             # The whole body came with the head (the usual case): take it as it is, without a timer.
             whole = content.read_nowait()
             if len(whole) > limit:
-                raise too_large(len(whole), limit)
+                raise _too_large(len(whole), limit)
         else:
             data = bytearray()
             async with asyncio.timeout(timeout):
                 async for chunk in content.iter_chunked(1 << 16):
                     data += chunk
                     if len(data) > limit:
-                        raise too_large(len(data), limit)
+                        raise _too_large(len(data), limit)
             whole = bytes(data)
     except web.RequestPayloadError as e:  # broken chunked framing and the like
         # Nothing more will be read; marking the end stops aiohttp's lingering read from
@@ -178,7 +177,7 @@ def decode_body(data: bytes, encoding: str | None, limit: int) -> bytes:
             400, f"the body is not valid {name} data although Content-Encoding says {name} "
             f"({e}); compress it that way or drop the header") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise too_large(len(out), limit, " after decompression")
+        raise _too_large(len(out), limit, " after decompression")
     if not inflater.eof:
         raise Rejection(400, f"the {name} body is truncated (its compressed stream does not end)")
     return out
@@ -200,7 +199,7 @@ def _parsed_or_none(raw: bytes) -> Any:
         return None
 
 
-def too_large(size: int, limit: int, how: str = "") -> Rejection:
+def _too_large(size: int, limit: int, how: str = "") -> Rejection:
     return Rejection(
         413,
         f"Request body too large{how}: {size}+ bytes, the mock server accepts at most {limit} "
