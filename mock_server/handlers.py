@@ -106,8 +106,8 @@ class Incoming:
 #: Opens the exchange a request is answered on, given its journal entry and the headers every
 #: response of it carries.
 OpenExchange = Callable[[JournalEntry, Mapping[str, str]], Exchange]
-#: Answers one request: (runtime, request, where to write) → the exchange it was answered on.
-Answer = Callable[[Runtime, Incoming, OpenExchange], Awaitable[Exchange]]
+#: Answers one request: (runtime, request, how to open the exchange it is written on).
+Answer = Callable[[Runtime, Incoming, OpenExchange], Awaitable[None]]
 
 
 def _incoming(request: web.Request) -> Incoming:
@@ -279,7 +279,7 @@ def _default_knobs() -> tuple[StreamSpec, Timing]:
     return StreamSpec(), Timing()
 
 
-async def _guarded(rt: Runtime, request: Incoming, surface: Surface, serve: _Serve, open_x: OpenExchange) -> Exchange:
+async def _guarded(rt: Runtime, request: Incoming, surface: Surface, serve: _Serve, open_x: OpenExchange) -> None:
     """Run `serve` for the request as it arrived; record the outcome whatever happens, journal, emit."""
     entry = rt.journal.open_entry(
         t=time.monotonic(), method=request.method, path=request.path, headers=request.headers
@@ -312,7 +312,6 @@ async def _guarded(rt: Runtime, request: Incoming, surface: Surface, serve: _Ser
             log.error("mock server could not write journal entry %d: %s", entry.seq, e)
         rt.metrics.finished(surface.name, entry)
         _emit_result(rt, entry)
-    return x
 
 
 async def _guarded_aiohttp(request: web.Request, surface: Surface, serve: _Serve) -> web.StreamResponse:
@@ -438,8 +437,8 @@ def model_answer(surface: Surface) -> Answer:
     """One wire's model calls answered for any parser: the fast front's entry point."""
     serve = _model_serve(surface)
 
-    async def answer(rt: Runtime, request: Incoming, open_x: OpenExchange) -> Exchange:
-        return await _guarded(rt, request, surface, serve, open_x)
+    async def answer(rt: Runtime, request: Incoming, open_x: OpenExchange) -> None:
+        await _guarded(rt, request, surface, serve, open_x)
 
     return answer
 
