@@ -592,6 +592,16 @@ def _load_yaml(text: str) -> Any:
     return load_yaml(text)[0]
 
 
+_PARSED: dict[tuple[str, str], tuple[Scenario, ...]] = {}
+"""The scenarios of the files read so far, by path as given and the whole text read: the same
+text at the same path is parsed and validated once per process (a process that runs the
+catalogue many times, as a test suite or the pytest plugin's sessions do, read it each time;
+the parse was most of a run's start). A changed file is a new key, whatever its timestamps.
+The scenarios are frozen models, shared by every caller. Bounded: the oldest file is dropped
+past :data:`_PARSED_FILES`."""
+_PARSED_FILES = 64
+
+
 def load_scenario_file(path: str | Path) -> list[Scenario]:
     """Load and validate one YAML or JSON scenario file; raises `ScenarioError`."""
     p = Path(path)
@@ -603,6 +613,27 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
     except UnicodeDecodeError as e:
         raise ScenarioError(f"not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8",
                             source=source) from None
+    key = (source, text)
+    scenarios = _PARSED.get(key)
+    if scenarios is None:
+        scenarios = _parse_scenarios(p, text)
+        if len(_PARSED) >= _PARSED_FILES:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = scenarios
+    for i, sc in enumerate(scenarios):  # the file system may have changed since the parse
+        for j, step in enumerate(sc.steps):
+            rec = step.wire.recording
+            if rec is not None and not (p.parent / rec.file).is_file():
+                raise ScenarioError(
+                    f"recording {rec.file!r} does not exist", source=source,
+                    field=f"scenarios[{i}].steps[{j}].wire.recording.file (scenario {sc.id})",
+                    hint="paths are relative to the scenario file",
+                )
+    return list(scenarios)
+
+
+def _parse_scenarios(p: Path, text: str) -> tuple[Scenario, ...]:
+    source = str(p)
     try:
         data = parse_document(text, is_json=p.suffix == ".json", load_yaml=_load_yaml)
     except JsonTooDeep as e:
@@ -635,18 +666,7 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
         msg = err["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
         raise ScenarioError(msg, source=source, line=yaml_line_of(node, loc, implicit_list="steps"), field=field or None,
                             hint=_hint(err)) from None
-    out: list[Scenario] = []
-    for i, sc in enumerate(parsed.scenarios):
-        for j, step in enumerate(sc.steps):
-            rec = step.wire.recording
-            if rec is not None and not (p.parent / rec.file).is_file():
-                raise ScenarioError(
-                    f"recording {rec.file!r} does not exist", source=source,
-                    field=f"scenarios[{i}].steps[{j}].wire.recording.file (scenario {sc.id})",
-                    hint="paths are relative to the scenario file",
-                )
-        out.append(sc.model_copy(update={"source": source}))
-    return out
+    return tuple(sc.model_copy(update={"source": source}) for sc in parsed.scenarios)
 
 
 def load_catalogue(paths: Iterable[str | Path] | None = None) -> list[Scenario]:

@@ -115,3 +115,38 @@ def test_an_alias_bomb_in_a_scenario_file_is_refused_before_it_is_expanded(tmp_p
     with pytest.raises(ScenarioError) as info:
         load_scenario_file(f)
     assert "aliases expand to more than 1,000,000 values" in str(info.value) and str(f) in str(info.value)
+
+
+GOOD = BAD.replace("stopp", "stop")
+
+
+def test_a_file_read_again_is_its_new_text_and_its_recordings_are_checked_again(tmp_path: Path) -> None:
+    # Each file's scenarios are kept by path and text: an edit is seen at once, even one of the
+    # same size within the file system's timestamp granularity, and a recording deleted since
+    # the last read is reported.
+    f = tmp_path / "s.yaml"
+    (tmp_path / "r.sse").write_text('data: {"choices": []}\n\ndata: [DONE]\n\n')
+    f.write_text(GOOD)
+    first = load_scenario_file(f)
+    assert [sc.id for sc in first] == ["broken-one"] and first[0].source == str(f)
+    assert load_scenario_file(f) == first
+    f.write_text(GOOD.replace("broken-one", "broken-two"))  # same size
+    assert [sc.id for sc in load_scenario_file(f)] == ["broken-two"]
+    f.write_text(GOOD.replace("{reply: {content: x}}", "{recording: {file: r.sse}}"))
+    assert load_scenario_file(f)[0].steps[0].wire.recording is not None
+    (tmp_path / "r.sse").unlink()
+    with pytest.raises(ScenarioError, match=r"r\.sse"):
+        load_scenario_file(f)
+    f.write_text("scenarios: {")  # and a file that became invalid is refused, not served from before
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        load_scenario_file(f)
+
+
+def test_the_same_text_at_another_path_is_that_paths_own(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "s.yaml").write_text(GOOD)
+    (tmp_path / "b" / "s.yaml").write_text(GOOD)
+    a, b = load_scenario_file(tmp_path / "a" / "s.yaml"), load_scenario_file(tmp_path / "b" / "s.yaml")
+    assert a[0].source == str(tmp_path / "a" / "s.yaml") and b[0].source == str(tmp_path / "b" / "s.yaml")
+    assert load_catalogue() == load_catalogue()  # and the bundled catalogue reads the same each time
