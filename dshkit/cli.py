@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve":  # imported before the server, to start it sooner (see `serving`)
         from dshkit.mock_server.startup import serving
 
-        with serving():
+        with serving(own_process=argv is None):  # no argv: this process is the command
             return _run(command, arguments)
     return _run(command, arguments)
 

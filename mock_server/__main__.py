@@ -11,7 +11,7 @@ from dshkit.mock_server.startup import serving
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if arguments[:1] == ["serve"]:  # before the server is imported, to start it sooner (see `serving`)
-        with serving():
+        with serving(own_process=argv is None):  # no argv: this process is the command
             return _run(arguments)
     return _run(arguments)
 

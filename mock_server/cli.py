@@ -37,6 +37,7 @@ from dshkit.harness.llm import HarnessError
 from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
 from dshkit.mock_server.scripts import ScriptError, load_scripts
 from dshkit.mock_server.server import MockServer, settle_heap
+from dshkit.mock_server.startup import owns_process
 
 __all__ = ["register", "run_serve", "run_summary", "serve_epilog"]
 
@@ -428,7 +429,8 @@ def _serve_workers(server: MockServer, n: int) -> int:
     global _atomic_lines
     from dshkit.mock_server.workers import run_workers
 
-    gc.enable()  # off while `dshkit serve` started (dshkit.cli); each worker's settle_heap turns it on too
+    if owns_process():
+        gc.enable()  # off while `dshkit serve` started (dshkit.cli); each worker's settle_heap turns it on too
     _atomic_lines = True
     code, summary = run_workers(server, n, emit=_print, summarize=run_summary, exit_on_signals=exit_on_signals)
     if summary is None:
@@ -478,7 +480,8 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
     _print({"type": "ready", "base_url": server.base_url, "port": server.port, "seed": server.seed,
             "anthropic_base_url": server.anthropic_base_url,
             **({"admin_url": server.base_url + "/_dshkit/"} if server.admin else {})})
-    settle_heap()  # after the ready line, before the loop handles a request: none waits longer
+    if owns_process():  # not in a caller's process: its heap and its collector are its own
+        settle_heap()  # after the ready line, before the loop handles a request: none waits longer
     try:
         code = await stop
     finally:

@@ -315,9 +315,9 @@ class _StopAtReady:
 sys.stdout = _StopAtReady(sys.stdout)
 if os.environ.get("DSHKIT_ENTRY") == "module":  # python -m dshkit.mock_server serve ...
     runpy.run_module("dshkit.mock_server", run_name="__main__", alter_sys=True)
-else:  # dshkit serve ...
+else:  # dshkit serve ..., as the console script calls it (no argv: the process is the command)
     from dshkit.cli import main
-    main(sys.argv[1:])
+    main()
 """
 
 NOT_NEEDED_TO_SERVE = ("yaml", "importlib.metadata", "dshkit.harness.llm.messages", "dshkit.harness.llm.chunks",
@@ -412,6 +412,55 @@ def test_dshkit_serve_collects_garbage_once_it_serves(plain_serve_ready: dict[st
     of its walks, so a long run still frees its cycles."""
     assert plain_serve_ready["collector_on"] is True
     assert plain_serve_ready["frozen"] > 10_000
+
+
+SERVE_INSIDE_A_PROGRAM = """\
+import gc, json, os, signal, sys
+
+class _StopAtReady:  # ends the serve (as Ctrl-C would) once it is ready
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        if '"type": "ready"' in text:
+            os.kill(os.getpid(), signal.SIGINT)
+        return self.out.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.out, name)
+
+gc.set_threshold(1234, 11, 12)
+before = {"enabled": gc.isenabled(), "threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+from dshkit.cli import main
+sys.stdout = _StopAtReady(sys.stdout)
+code = main(["serve", "--port", "0"])
+sys.stdout = sys.stdout.out
+import aiohttp.connector  # the program's own aiohttp, as it would use it next
+own = getattr(aiohttp.connector, "_SSL_CONTEXT_VERIFIED", None)  # private: -1 if aiohttp renames it
+after = {"enabled": gc.isenabled(), "threshold": gc.get_threshold(), "frozen": gc.get_freeze_count()}
+with open(os.environ["DSHKIT_MODULES_OUT"], "w") as f:
+    json.dump({"code": code, "before": before, "after": after,
+               "aiohttp_ca_certificates": own.cert_store_stats()["x509_ca"] if own else -1}, f)
+"""
+
+
+def test_serve_run_inside_a_program_leaves_its_collector_and_its_aiohttp_alone(tmp_path: Path) -> None:
+    """Only a process whose whole job is `dshkit serve` has its start tuned (collector off, then
+    frozen heap and a new threshold; aiohttp's client contexts without CA certificates). A
+    program that calls `main(["serve", ...])` keeps its collector's settings, collects its own
+    heap, and its aiohttp verifies certificates as ever."""
+    bundle = _ca_bundle()
+    out = tmp_path / "state.json"
+    env = {**os.environ, "DSHKIT_MODULES_OUT": str(out), **({"SSL_CERT_FILE": bundle} if bundle else {})}
+    env.pop("DSHKIT_MOCK_API_KEY", None)
+    result = subprocess.run([sys.executable, "-c", SERVE_INSIDE_A_PROGRAM], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0 and out.is_file(), result.stdout[-2000:] + result.stderr[-2000:]
+    state = json.loads(out.read_text())
+    assert state["code"] == 130 and '"type": "ready"' in result.stdout
+    assert state["after"] == state["before"] == {"enabled": True, "threshold": [1234, 11, 12], "frozen": 0}
+    if bundle is not None:
+        assert state["aiohttp_ca_certificates"] > 0
 
 
 NOT_LOADED_BY_THE_PLUGINS = ("dshkit.conformance.runner", "dshkit.conformance.checks", "dshkit.mock_server.server",
