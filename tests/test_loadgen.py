@@ -99,11 +99,18 @@ def server() -> Iterator[Server]:
         srv.close()
         # Connections whose client left as the run ended may not have seen their EOF yet: close
         # them here, and let their connection_lost run, or the closed loop leaves them to the GC
-        # (a ResourceWarning that fails whichever test the collector happens to run in).
-        for transport in list(live):
-            transport.abort()
-        while live:
-            await asyncio.sleep(0)
+        # (a ResourceWarning that fails whichever test the collector happens to run in). That
+        # includes connections accepted just before the close whose transport is still being
+        # made (asyncio's accept tasks): each is waited for, then closed like the rest.
+        while True:
+            for transport in list(live):
+                transport.abort()
+            while live:
+                await asyncio.sleep(0)  # one loop pass: the aborts' connection_lost callbacks run
+            accepting = asyncio.all_tasks() - {asyncio.current_task()}
+            if not accepting:
+                break
+            await asyncio.gather(*accepting, return_exceptions=True)
         await srv.wait_closed()
 
     thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
