@@ -131,6 +131,11 @@ class AiohttpExchange(Exchange):
         """Make `resp` this exchange's response, with the exchange's headers."""
         for name, value in self.headers.items():
             resp.headers[name] = value  # case-insensitive: replaces a response's own spelling
+        if not self.request.keep_alive and "Connection" in resp.headers:
+            # aiohttp closes the connection after this response but keeps a `Connection` header
+            # the response brought (the wire's streaming headers say `keep-alive`): say `close`
+            # in its place (without one, aiohttp adds `close` itself, last).
+            resp.headers["Connection"] = "close"
         self.resp = resp
         self.entry.status = resp.status
         return resp

@@ -370,7 +370,7 @@ def _head_template(
     """aiohttp's head for a chunked response: the response's headers in their order, the
     exchange's (replacing a response's own spelling, case-insensitively), then
     `Transfer-Encoding`, a default `Content-Type`, `Date`, `Server` and, when the connection
-    closes after, `Connection: close`; and whether the date has a slot (a response may bring
+    closes after, `Connection: close` (in place of a `keep-alive` the headers brought); and whether the date has a slot (a response may bring
     its own)."""
     for name, value in (*headers.items(), *((name, "") for name in mine)):
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
@@ -385,7 +385,7 @@ def _head_template(
     if dated:
         fields["Date"] = slot
     fields.setdefault("Server", SERVER_SOFTWARE.replace("%", "%%"))
-    if not keep_alive and "Connection" not in fields:
+    if not keep_alive:  # the connection closes after: say so, whatever the headers brought
         fields["Connection"] = "close"
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", *(f"{name}: {value}" for name, value in fields.items())]
     return "".join(f"{line.replace(slot, '%s')}\r\n" for line in lines) + "\r\n", dated

@@ -313,6 +313,22 @@ def test_front_sends_the_bytes_aiohttp_sends(pair: _Pair, name: str, pipelined: 
     assert fast_journal == plain_journal, name
 
 
+@pytest.mark.parametrize("name", ["chat-stream", "anthropic-stream", "chat-whole", "both-wires-on-one-connection",
+                                  "fault-keep_alive"])
+def test_the_head_says_close_when_the_connection_closes_after(pair: _Pair, name: str) -> None:
+    """A response the server closes the connection after says `Connection: close`, once (the
+    wire's streaming headers bring `keep-alive`; RFC 9112 9.6), on both paths; a response the
+    connection stays open after keeps its `keep-alive`."""
+    pair.start_over()
+    answers = pair.exchange(CONVERSATIONS[name], pipelined=False)
+    for answer in answers:
+        heads = [head for head, _, _ in _masked(answer)]
+        connection = [re.findall(rb"(?im)^connection: *([^\r]*)\r$", head) for head in heads]
+        assert connection[-1] == [b"close"], (name, heads[-1])
+        assert all(values in ([], [b"keep-alive"]) for values in connection[:-1]), (name, heads)
+    pair.journals()
+
+
 @pytest.mark.parametrize("fault", sorted(_UNREAD - {"random"}))
 def test_resets_and_holds_end_as_with_aiohttp(pair: _Pair, fault: str) -> None:
     """A reset ends both connections the same way; a hold lasts until the client leaves, and
