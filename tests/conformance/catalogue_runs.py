@@ -5,7 +5,8 @@ seconds of real time each) and little on the CPU, so playing the runs one test a
 left a worker idle for minutes. Here the adapters of one *shard* start at once on one event loop,
 in a thread of its own (pytest's loops stay untouched), each with its own mock server as
 `run_catalogue` makes it, and a few scenarios in flight per adapter (`IN_FLIGHT` per shard) so
-the loop never gets crowded enough to delay a timing-sensitive scenario. The tests then judge
+the loop never gets crowded enough to delay a timing-sensitive scenario; the few scenarios that
+mostly wait on timers play on a second loop in a second thread (`split_waiting`). The tests then judge
 each adapter's results exactly as they judged their own run.
 
 Each shard is an xdist group (`group_of(adapter)`; `params` marks each adapter's test with it), so
@@ -145,37 +146,47 @@ class CatalogueRuns:
         return self._results[adapter]
 
     def _play(self, adapters: tuple[type, ...]) -> dict[type, list[ScenarioResult]]:
-        out: dict[type, list[ScenarioResult]] = {}
+        scenarios = self.scenarios()
+        waiting, busy = split_waiting(scenarios, self.protocol)
+        each = per_adapter(adapters)
+        played: dict[str, list[list[ScenarioResult]]] = {}
         failure: list[BaseException] = []
 
-        async def every_run() -> None:
-            scenarios = self.scenarios()
-            waiting, busy = split_waiting(scenarios, self.protocol)
-            each = per_adapter(adapters)
-            runs = [run_catalogue(busy, a, concurrency=each, protocol=self.protocol) for a in adapters]
-            if waiting:
-                runs += [run_catalogue(waiting, a, concurrency=len(waiting), protocol=self.protocol) for a in adapters]
-            played = await asyncio.gather(*runs)
-            for k, adapter in enumerate(adapters):
-                by_id = {r.id: r for run in played[k::len(adapters)] for r in run}
-                out[adapter] = [by_id[sc.id] for sc in scenarios]
+        async def every_run(name: str, part: list[Scenario], concurrency: int) -> None:
+            runs = [run_catalogue(part, a, concurrency=concurrency, protocol=self.protocol) for a in adapters]
+            played[name] = list(await asyncio.gather(*runs))
 
-        def in_thread() -> None:
+        def in_thread(name: str, part: list[Scenario], concurrency: int) -> None:
             try:
-                asyncio.run(every_run())
+                asyncio.run(every_run(name, part, concurrency))
             except BaseException as exc:  # handed to the calling test, which fails with it
                 failure.append(exc)
 
+        # The waiting scenarios get a loop (and mock servers) of their own: on the busy loop a
+        # keep-alive 250 ms after the last one waited behind every ready callback of 20 busy
+        # scenarios, and on a loaded host (8 workers on 2 cores) that came to the 3 s idle
+        # timeout the keep-alives are there to keep from firing. A thread of its own waits for
+        # the interpreter's switch interval (5 ms) instead, whatever the busy loop has queued.
+        parts = [("busy", busy, each), ("waiting", waiting, max(1, len(waiting)))]
+        threads = [threading.Thread(target=in_thread, args=part, name=f"catalogue-runs-{self.protocol}-{part[0]}")
+                   for part in parts if part[1]]
         # A shard allocates enough to set off a few full collections, and in a test process each
         # one walked the whole heap of collected tests and imported modules (~300k objects, a
         # quarter of a second each): frozen, they are left out of the walk while the shard plays.
         gc.freeze()
         try:
-            thread = threading.Thread(target=in_thread, name=f"catalogue-runs-{self.protocol}")
-            thread.start()
-            thread.join()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         finally:
             gc.unfreeze()
+        if failure:
+            raise failure[0]
+        out: dict[type, list[ScenarioResult]] = {}
+        for k, adapter in enumerate(adapters):
+            by_id = {r.id: r for runs in played.values() for r in runs[k]}
+            out[adapter] = [by_id[sc.id] for sc in scenarios]
         if failure:
             raise failure[0]
         return out
