@@ -34,7 +34,12 @@ from dshkit.args import (
     positive_float,
 )
 from dshkit.harness.llm import HarnessError
-from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, json_line
+from dshkit.mock_server.journal import (
+    DEFAULT_KEEP,
+    DEFAULT_KEEP_BYTES,
+    DEFAULT_KEEP_TRIMMED,
+    json_line,
+)
 from dshkit.mock_server.scripts import ScriptError, load_scripts
 from dshkit.mock_server.server import MockServer, settle_heap
 from dshkit.mock_server.startup import owns_process
@@ -173,6 +178,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                    help="byte budget of the exchanges kept in memory (bytes written plus request "
                    "bodies; default 64MiB; units B, KB, KiB, MB, MiB, GB, GiB): the oldest are "
                    "trimmed until the rest fit, whatever --journal-keep allows; `all`: no budget")
+    p.add_argument("--journal-trimmed", type=_keep, default=DEFAULT_KEEP_TRIMMED, metavar="N|all",
+                   help="trimmed exchanges (counts and timings, about 0.5 KB each) kept in memory "
+                   f"(default {DEFAULT_KEEP_TRIMMED}); older ones leave it altogether (the --journal "
+                   "file has them); `all` keeps them all")
     p.add_argument("--workers", type=_workers, default=1, metavar="N",
                    help="serve from N processes on one port (SO_REUSEPORT; default 1); scripted "
                    "sessions still get their steps in order, whichever process a request reaches "
@@ -403,6 +412,7 @@ def run_serve(args: argparse.Namespace) -> int:
             backlog=args.backlog,
             journal_keep=args.journal_keep,
             journal_bytes=args.journal_bytes,
+            journal_trimmed=args.journal_trimmed,
             fast_path=not args.plain_path,
             # With --workers the script state lives in the parent process, which the admin API of
             # one worker cannot change: the API is off there (docs/admin_api.md).
@@ -494,8 +504,11 @@ async def _serve(server: MockServer, refuse_for: float) -> int:
 
 def run_summary(server: MockServer) -> dict[str, Any]:
     """What the run did, for the end of `serve`: requests by outcome, scripted steps nobody used,
-    and each rejected request with its status and reason."""
+    and each rejected request with its status and reason (of those the journal still holds:
+    `journal.dropped` counts the ones that left it, and their outcomes are in `outcomes`)."""
     entries = server.journal.entries
+    outcomes = Counter(str(e.outcome) for e in entries)
+    outcomes.update(server.journal.dropped_outcomes())
     rejections = [
         {"seq": e.seq, "status": e.status, "path": e.path,
          "reason": str((e.error or {}).get("message") or e.outcome)}
@@ -504,8 +517,8 @@ def run_summary(server: MockServer) -> dict[str, Any]:
     ]
     return {
         "type": "summary",
-        "requests": len(entries),
-        "outcomes": dict(Counter(str(e.outcome) for e in entries)),
+        "requests": outcomes.total(),
+        "outcomes": dict(outcomes),
         "unused_steps": server.journal.unused_steps(),
         "rejections": rejections,
         "journal": server.journal.stats(),
@@ -522,6 +535,9 @@ def _summary_text(summary: dict[str, Any]) -> str:
         lines.append(f"  journal: {journal['trimmed']} older exchange(s) trimmed to counts and timings "
                      f"({journal['trimmed_for_bytes']} for the byte budget); {journal['kept_bytes']} "
                      "bytes kept in memory")
+    if journal.get("dropped"):
+        lines.append(f"  journal: {journal['dropped']} trimmed exchange(s) beyond --journal-trimmed left memory "
+                     "(counted above; the --journal file has them)")
     for r in summary["rejections"]:
         lines.append(f"  rejected #{r['seq']} {r['path']} → {r['status']}: {r['reason']}")
     return "\n".join(lines) + "\n"

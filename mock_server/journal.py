@@ -10,7 +10,9 @@ a long-running server does not grow without bound, only the last `keep` finished
 their bytes, headers and body, and only as many of them as fit in `keep_bytes` (the bytes
 written plus the request body's size; default 64 MiB): older entries are trimmed to counts and
 timings, oldest first, and `Journal.trimmed` says how many were (`Journal(keep=None,
-keep_bytes=None)` keeps everything).
+keep_bytes=None)` keeps everything). Of the trimmed entries, only the last `keep_trimmed`
+(default 100,000) stay in memory at all, so that a load test of millions of requests does not
+grow by half a kilobyte each; `Journal.dropped` says how many left (the JSONL file has them).
 Lines are always valid JSON: lone surrogates are escaped and non-finite numbers become strings.
 """
 
@@ -20,7 +22,7 @@ import base64
 import json
 import os
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ from dshkit.harness.secrets import scrub_headers, scrub_json
 __all__ = [
     "DEFAULT_KEEP",
     "DEFAULT_KEEP_BYTES",
+    "DEFAULT_KEEP_TRIMMED",
     "Journal",
     "JournalEntry",
     "NestingTooDeep",
@@ -49,6 +52,9 @@ DEFAULT_KEEP = 100
 #: The bytes finished exchanges may hold in memory by default (written bytes plus request
 #: bodies): 100 replies of 50,000 chunks each would otherwise hold about 1.7 GB.
 DEFAULT_KEEP_BYTES = 64 * 1024 * 1024
+#: Trimmed entries (counts, timings, outcome) that stay in memory by default: each holds about
+#: half a kilobyte, so 100,000 of them about 50 MB; older ones leave the journal altogether.
+DEFAULT_KEEP_TRIMMED = 100_000
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -241,18 +247,23 @@ class Journal:
         pending: Callable[[], list[str]] | None = None,
         keep: int | None = DEFAULT_KEEP,
         keep_bytes: int | None = DEFAULT_KEEP_BYTES,
+        keep_trimmed: int | None = DEFAULT_KEEP_TRIMMED,
         next_seq: Callable[[], int] | None = None,
     ) -> None:
         if keep is not None and keep < 0:
             raise ValueError(f"journal keep must be >= 0 or None (keep all), got {keep}")
         if keep_bytes is not None and keep_bytes < 0:
             raise ValueError(f"journal keep_bytes must be >= 0 or None (no budget), got {keep_bytes}")
+        if keep_trimmed is not None and keep_trimmed < 0:
+            raise ValueError(f"journal keep_trimmed must be >= 0 or None (keep all), got {keep_trimmed}")
         self.path = Path(path) if path is not None else None
         self.keep = keep
         """Finished entries that keep their bytes, headers and body; None keeps all."""
         self.keep_bytes = keep_bytes
         """The byte budget of the finished entries that keep their bytes (written bytes plus
         request bodies); the oldest are trimmed until the rest fit. None: no budget."""
+        self.keep_trimmed = keep_trimmed
+        """Trimmed entries that stay in memory (the oldest leave first); None keeps all."""
         self.next_seq = next_seq
         """Hands out `seq` numbers when several processes share one numbering (the workers of
         `dshkit serve --workers`); None numbers entries 1, 2, 3… in this journal."""
@@ -260,7 +271,12 @@ class Journal:
         self._trimmed = 0
         self._trimmed_for_bytes = 0
         self._finished: deque[JournalEntry] = deque()
-        self._entries: list[JournalEntry] = []
+        self._trimmed_held: deque[JournalEntry] = deque()
+        self._dropped: Counter[str] = Counter()
+        self._arrived = 0
+        # By id(entry), in arrival order: a trimmed entry leaves from the middle in O(1) (an
+        # entry still being written may be older than the ones that leave).
+        self._entries: dict[int, JournalEntry] = {}
         self._pending = pending
         self._lock = threading.Lock()
         self._file = None
@@ -273,14 +289,15 @@ class Journal:
     ) -> JournalEntry:
         """Record a new request (headers scrubbed here) and return its entry."""
         with self._lock:
+            self._arrived += 1
             entry = JournalEntry(
-                seq=self.next_seq() if self.next_seq is not None else len(self._entries) + 1,
+                seq=self.next_seq() if self.next_seq is not None else self._arrived,
                 t=t,
                 method=method,
                 path=path,
                 headers=redact_headers(headers),
             )
-            self._entries.append(entry)
+            self._entries[id(entry)] = entry
         return entry
 
     def close_entry(self, entry: JournalEntry) -> None:
@@ -308,6 +325,12 @@ class Journal:
                 old.trim()
                 self._trimmed += 1
                 self._trimmed_for_bytes += not over_count
+                self._trimmed_held.append(old)
+            held_trimmed, most = self._trimmed_held, self.keep_trimmed
+            while most is not None and len(held_trimmed) > most:
+                gone = held_trimmed.popleft()
+                del self._entries[id(gone)]
+                self._dropped[str(gone.outcome)] += 1
 
     @property
     def kept_bytes(self) -> int:
@@ -321,13 +344,23 @@ class Journal:
         return self._trimmed
 
     @property
+    def dropped(self) -> int:
+        """How many trimmed entries left the journal altogether (beyond `keep_trimmed`)."""
+        return self._dropped.total()
+
+    def dropped_outcomes(self) -> dict[str, int]:
+        """The outcomes of the entries that left the journal, counted (`dropped` in all)."""
+        with self._lock:
+            return dict(self._dropped)
+
+    @property
     def trimmed_for_bytes(self) -> int:
         """How many of `trimmed` were trimmed to stay within `keep_bytes` rather than `keep`."""
         return self._trimmed_for_bytes
 
     def stats(self) -> dict[str, Any]:
         """What the journal holds: entries, trimmed entries (and how many for the byte budget),
-        the bytes kept and both limits."""
+        the entries dropped altogether, the bytes kept and the three limits."""
         tracked = (self.keep, self.keep_bytes) != (None, None)
         with self._lock:
             return {
@@ -336,8 +369,10 @@ class Journal:
                 "kept_bytes": self._kept_bytes if tracked else None,
                 "trimmed": self._trimmed,
                 "trimmed_for_bytes": self._trimmed_for_bytes,
+                "dropped": self._dropped.total(),
                 "keep": self.keep,
                 "keep_bytes": self.keep_bytes,
+                "keep_trimmed": self.keep_trimmed,
             }
 
     def close(self) -> None:
@@ -347,9 +382,9 @@ class Journal:
 
     @property
     def entries(self) -> list[JournalEntry]:
-        """A snapshot of every entry."""
+        """A snapshot of every entry held (all but the `dropped` ones), in arrival order."""
         with self._lock:
-            return list(self._entries)
+            return list(self._entries.values())
 
     @property
     def last(self) -> JournalEntry:
@@ -357,7 +392,7 @@ class Journal:
         with self._lock:
             if not self._entries:
                 raise LookupError("the journal is empty: the mock server has received no request")
-            return self._entries[-1]
+            return next(reversed(self._entries.values()))
 
     def for_session(self, session: str) -> list[JournalEntry]:
         """Entries of one session, in arrival order."""

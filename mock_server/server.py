@@ -28,7 +28,12 @@ from dshkit.mock_server.app import SURFACES, make_app
 from dshkit.mock_server.front import Front
 from dshkit.mock_server.generate.reply import Era
 from dshkit.mock_server.handlers import model_answer
-from dshkit.mock_server.journal import DEFAULT_KEEP, DEFAULT_KEEP_BYTES, Journal
+from dshkit.mock_server.journal import (
+    DEFAULT_KEEP,
+    DEFAULT_KEEP_BYTES,
+    DEFAULT_KEEP_TRIMMED,
+    Journal,
+)
 from dshkit.mock_server.routing import Router
 from dshkit.mock_server.runtime import DEFAULT_WEIGHTS, Runtime, ServerConfig
 from dshkit.mock_server.scripts import (
@@ -168,6 +173,9 @@ class MockServer:
         journal_bytes: the byte budget of those kept exchanges (bytes written plus request
             bodies; default 64 MiB): the oldest are trimmed until the rest fit, however few the
             `journal_keep` limit leaves; None: no byte budget.
+        journal_trimmed: how many trimmed entries (counts, timings, outcome; about half a
+            kilobyte each) stay in memory; the oldest beyond it leave the journal altogether
+            (`journal.dropped` counts them). Default 100,000; None keeps them all.
         fast_path: serve generated streams through the fast path (cached stream templates,
             whole bodies in one response, coalesced writes; the default), or False for the
             plain reference path (rendered afresh, one write per event). A client receives the
@@ -210,6 +218,7 @@ class MockServer:
         backlog: int = 1024,
         journal_keep: int | None = DEFAULT_KEEP,
         journal_bytes: int | None = DEFAULT_KEEP_BYTES,
+        journal_trimmed: int | None = DEFAULT_KEEP_TRIMMED,
         fast_path: bool = True,
         front: bool = True,
         surfaces: Sequence[Surface] = SURFACES,
@@ -239,7 +248,8 @@ class MockServer:
         self.backlog = backlog
         self.reuse_port = reuse_port
         self.journal = Journal(
-            journal, pending=self.router.pending, keep=journal_keep, keep_bytes=journal_bytes
+            journal, pending=self.router.pending, keep=journal_keep, keep_bytes=journal_bytes,
+            keep_trimmed=journal_trimmed,
         )
         self.config = ServerConfig(
             api_key=api_key,

@@ -293,7 +293,7 @@ def merge_summaries(summaries: list[dict[str, Any]], unused: list[str]) -> dict[
     for s in summaries:
         outcomes.update(s["outcomes"])
         rejections += s["rejections"]
-        for k in ("entries", "kept_bytes", "trimmed", "trimmed_for_bytes"):
+        for k in ("entries", "kept_bytes", "trimmed", "trimmed_for_bytes", "dropped"):
             journal[k] += s["journal"].get(k) or 0
     first = summaries[0]["journal"] if summaries else {}
     return {
@@ -303,7 +303,7 @@ def merge_summaries(summaries: list[dict[str, Any]], unused: list[str]) -> dict[
         "unused_steps": unused,
         "rejections": sorted(rejections, key=lambda r: r["seq"]),
         "journal": {**dict(journal), "keep": first.get("keep"), "keep_bytes": first.get("keep_bytes"),
-                    "workers": len(summaries)},
+                    "keep_trimmed": first.get("keep_trimmed"), "workers": len(summaries)},
         "workers": len(summaries),
     }
 

@@ -111,3 +111,63 @@ def test_serve_rejects_a_bad_journal_budget(bad: str, capsys: pytest.CaptureFixt
         main(["serve", "--journal-bytes", bad])
     assert info.value.code == 2
     assert "--journal-bytes" in capsys.readouterr().err
+
+
+# -- trimmed entries beyond `keep_trimmed` leave the journal ---------------------------------
+
+
+def test_trimmed_entries_beyond_keep_trimmed_leave_and_are_counted() -> None:
+    """Of the trimmed entries only the newest `keep_trimmed` stay; `seq` keeps counting, the
+    dropped ones are counted with their outcomes, and an entry still being written is never
+    dropped, however old."""
+    j = Journal(keep=2, keep_bytes=None, keep_trimmed=3)
+    open_first = j.open_entry(t=0.0, method="POST", path="/chat/completions", headers={})
+    for _ in range(10):
+        e = _close(j, 10)
+        e.outcome = "completed"
+    held = j.entries
+    assert open_first in held and len(held) == 1 + 3 + 2
+    assert [e.seq for e in held] == [1, 7, 8, 9, 10, 11]  # arrival order; 2-6 left
+    assert [e.trimmed for e in held[1:]] == [True, True, True, False, False]
+    assert (j.dropped, j.dropped_outcomes(), j.trimmed) == (5, {"completed": 5}, 8)
+    assert (j.stats()["entries"], j.stats()["dropped"], j.stats()["keep_trimmed"]) == (6, 5, 3)
+    assert len(j) == 6 and j.last.seq == 11
+    assert j.open_entry(t=0.0, method="GET", path="/models", headers={}).seq == 12
+    with pytest.raises(ValueError, match="keep_trimmed must be >= 0"):
+        Journal(keep_trimmed=-1)
+
+
+def test_keep_trimmed_none_keeps_every_trimmed_entry() -> None:
+    j = Journal(keep=1, keep_trimmed=None)
+    for _ in range(20):
+        _close(j, 10)
+    assert len(j.entries) == 20 and j.dropped == 0 and j.trimmed == 19
+
+
+def test_serve_summary_counts_the_exchanges_that_left_the_journal() -> None:
+    """`dshkit serve --journal-keep 1 --journal-trimmed 1`: five requests, of which three left
+    the journal; the summary still counts five, by outcome, and says how many left."""
+    p = ServeProcess("--journal-keep", "1", "--journal-trimmed", "1")
+    try:
+        with httpx.Client(base_url=p.base_url, timeout=5) as c:
+            for _ in range(5):
+                assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
+        for _ in range(10):
+            p.next_line()
+        code, rest = p.stop(signal.SIGINT)
+    finally:
+        p.kill()
+    assert code == 130
+    summary = json.loads(rest.splitlines()[-1])
+    assert (summary["requests"], summary["outcomes"]) == (5, {"completed": 5})
+    assert (summary["journal"]["entries"], summary["journal"]["dropped"]) == (2, 3)
+    assert "3 trimmed exchange(s) beyond --journal-trimmed left memory" in p.stderr
+
+
+def test_serve_rejects_a_bad_journal_trimmed(capsys: pytest.CaptureFixture[str]) -> None:
+    from dshkit.mock_server.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--journal-trimmed", "many"])
+    assert info.value.code == 2
+    assert "--journal-trimmed" in capsys.readouterr().err
