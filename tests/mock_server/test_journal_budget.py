@@ -85,22 +85,28 @@ async def test_big_replies_over_http_stay_within_the_budget() -> None:
     assert server.journal.trimmed >= 7 and server.journal.trimmed == server.journal.trimmed_for_bytes
 
 
-def test_serve_journal_bytes_option_and_summary(tmp_path: Any) -> None:
-    p = ServeProcess("--journal-bytes", "1KiB", "--journal-keep", "all")
+def _serve_summary(*args: str, requests: int) -> tuple[dict[str, Any], str]:
+    """`dshkit serve ARGS`, `requests` streamed chat requests, then SIGINT: (its summary, its stderr)."""
+    p = ServeProcess(*args)
     try:
         with httpx.Client(base_url=p.base_url, timeout=5) as c:
-            for _ in range(3):
+            for _ in range(requests):
                 assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
-        for _ in range(6):
+        for _ in range(2 * requests):  # each request's request and result events
             p.next_line()
         code, rest = p.stop(signal.SIGINT)
     finally:
         p.kill()
     assert code == 130
-    journal = json.loads(rest.splitlines()[-1])["journal"]
+    return json.loads(rest.splitlines()[-1]), p.stderr
+
+
+def test_serve_journal_bytes_option_and_summary() -> None:
+    summary, stderr = _serve_summary("--journal-bytes", "1KiB", "--journal-keep", "all", requests=3)
+    journal = summary["journal"]
     assert journal["keep_bytes"] == 1024 and journal["keep"] is None
     assert journal["kept_bytes"] <= 1024 and journal["trimmed"] >= 1
-    assert "trimmed to counts and timings" in p.stderr
+    assert "trimmed to counts and timings" in stderr
 
 
 @pytest.mark.parametrize("bad", ["lots", "-1", "12XB"])
@@ -147,21 +153,10 @@ def test_keep_trimmed_none_keeps_every_trimmed_entry() -> None:
 def test_serve_summary_counts_the_exchanges_that_left_the_journal() -> None:
     """`dshkit serve --journal-keep 1 --journal-trimmed 1`: five requests, of which three left
     the journal; the summary still counts five, by outcome, and says how many left."""
-    p = ServeProcess("--journal-keep", "1", "--journal-trimmed", "1")
-    try:
-        with httpx.Client(base_url=p.base_url, timeout=5) as c:
-            for _ in range(5):
-                assert c.post("/chat/completions", json=chat(stream=True)).status_code == 200
-        for _ in range(10):
-            p.next_line()
-        code, rest = p.stop(signal.SIGINT)
-    finally:
-        p.kill()
-    assert code == 130
-    summary = json.loads(rest.splitlines()[-1])
+    summary, stderr = _serve_summary("--journal-keep", "1", "--journal-trimmed", "1", requests=5)
     assert (summary["requests"], summary["outcomes"]) == (5, {"completed": 5})
     assert (summary["journal"]["entries"], summary["journal"]["dropped"]) == (2, 3)
-    assert "3 trimmed exchange(s) beyond --journal-trimmed left memory" in p.stderr
+    assert "3 trimmed exchange(s) beyond --journal-trimmed left memory" in stderr
 
 
 def test_serve_rejects_a_bad_journal_trimmed(capsys: pytest.CaptureFixture[str]) -> None:
