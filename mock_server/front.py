@@ -370,8 +370,8 @@ def _head_template(
     """aiohttp's head for a chunked response: the response's headers in their order, the
     exchange's (replacing a response's own spelling, case-insensitively), then
     `Transfer-Encoding`, a default `Content-Type`, `Date`, `Server` and, when the connection
-    closes after, `Connection: close` (in place of a `keep-alive` the headers brought); and whether the date has a slot (a response may bring
-    its own)."""
+    closes after, `Connection: close` (in place of a `keep-alive` the headers brought); and
+    whether the date has a slot (a response may bring its own)."""
     for name, value in (*headers.items(), *((name, "") for name in mine)):
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
             raise ValueError("Newline or carriage return character detected in HTTP status message or header.")
