@@ -58,7 +58,14 @@ log = logging.getLogger("dshkit.mock_server")
 MAX_HEAD = 8190
 #: Unread request bytes a busy connection buffers before it stops reading from the socket.
 MAX_BUFFER = 1 << 20
-_FIELD = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ ]*((?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?)")
+#: One header field: a token name, a colon, optional spaces, then a value of printable ASCII that
+#: neither starts nor ends with a space (it may be empty).
+_FIELD = r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ ]*((?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?)"
+#: A head the front may take: a `POST` request line of HTTP/1.1 (the path is looked up as it is),
+#: then only well-formed fields (each after its CRLF).
+_HEAD = re.compile(rb"POST ([^ ]*) HTTP/1\.1((?:\r\n" + _FIELD.encode("ascii") + rb")*)")
+#: The fields of a head `_HEAD` took, as (name, value) pairs.
+_FIELDS = re.compile("\r\n" + _FIELD)
 #: Fields after which aiohttp, not the front, must read the request.
 _HAND_OFF_FIELDS = frozenset({"transfer-encoding", "expect", "upgrade", "sec-websocket-key1"})
 #: Fields aiohttp's parser refuses to see twice (it answers 400).
@@ -66,6 +73,8 @@ _SINGLETONS = frozenset({"content-length", "content-location", "content-range", 
                          "host", "max-forwards", "server", "transfer-encoding", "user-agent"})
 #: More fields than aiohttp's parser reads: aiohttp answers.
 _MAX_FIELDS = 100
+#: The field names `_parse` looks at (any other passes as it is).
+_SPECIAL = _SINGLETONS | _HAND_OFF_FIELDS | {"connection"}
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 _TERMINATOR = b"0\r\n\r\n"
 
@@ -147,32 +156,28 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
     """The request whose head ends at `end` (before its blank line) and its length in `buf`,
     or None when aiohttp must read it (see the module docstring)."""
     head = bytes(buf[:end])
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or parts[0] != b"POST" or parts[2] != b"HTTP/1.1":
+    if head.count(b"\r\n") >= _MAX_FIELDS:
         return None
-    answer = front.answers.get(parts[1])
+    m = _HEAD.fullmatch(head)
+    if m is None:
+        return None
+    answer = front.answers.get(m[1])
     if answer is None:
         return None
-    if len(lines) > _MAX_FIELDS:
-        return None
-    fields: list[tuple[str, str]] = []
+    fields: list[tuple[str, str]] = _FIELDS.findall(m[2].decode("ascii"))
     seen: set[str] = set()
     length: int | None = None
     keep_alive = True
-    for line in lines[1:]:
-        m = _FIELD.fullmatch(line)
-        if m is None:
-            return None
-        name = m[1].decode("ascii")
-        value = m[2].decode("ascii")
+    for name, value in fields:
         lower = name.lower()
+        if lower not in _SPECIAL:
+            continue
         if lower in _SINGLETONS:
             if lower in seen:
                 return None
             seen.add(lower)
         if lower == "content-length":
-            if length is not None or not value.isdigit():
+            if not value.isdigit():
                 return None
             length = int(value)
         elif lower == "connection":
@@ -183,14 +188,13 @@ def _parse(front: Front, buf: bytearray, end: int) -> tuple[_Request, int] | Non
                 return None
         elif lower in _HAND_OFF_FIELDS:
             return None
-        fields.append((name, value))
     if length is None or length > front.runtime.config.max_body_bytes or "host" not in seen:
         return None
     start = end + 4
     if len(buf) < start + length:
         return None  # the body is still arriving: aiohttp reads it, with its timeout
     body = bytes(buf[start:start + length])
-    request = _Request(answer, parts[1].decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), body, keep_alive)
+    request = _Request(answer, m[1].decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), body, keep_alive)
     return request, start + length
 
 
