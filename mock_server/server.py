@@ -40,6 +40,7 @@ from dshkit.mock_server.scripts import (
     FaultName,
     FaultStep,
     Script,
+    ScriptError,
     StreamSpec,
     Timing,
     WriteSpec,
@@ -74,7 +75,28 @@ class _OneLineClientErrors(logging.Filter):
 _HTTP_LOG = logging.getLogger("dshkit.mock_server.http")
 _HTTP_LOG.addFilter(_OneLineClientErrors())
 
-ScriptSource = Script | str | os.PathLike[str]
+ScriptSource = Script | str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any]
+"""What `MockServer` takes as a script: a `Script`, the path of a YAML/JSON script file, a
+mapping holding a whole script (`{"steps": [...], ...}`) or a list of steps."""
+
+
+def _script_of(source: object, where: str, name: str | None) -> list[Script]:
+    """The scripts `source` stands for (a file may hold several; an inline script without a
+    name gets `name`, else `script`). An invalid script, or a value that is no script at all,
+    raises `ScriptError` naming `where` it was given."""
+    if isinstance(source, Script):
+        return [source]
+    if isinstance(source, str | os.PathLike):
+        return load_scripts(Path(source))
+    if isinstance(source, Mapping):
+        return [parse_script(dict(source), source=where, default_name=name)]
+    if isinstance(source, Sequence) and not isinstance(source, bytes | bytearray):
+        return [parse_script(list(source), source=where, default_name=name)]
+    raise ScriptError(
+        f"{type(source).__name__} is not a script",
+        source=where,
+        hint="pass Script.of(...), a file path, a mapping with steps or a list of steps",
+    )
 
 
 _FAULT_NAMES = frozenset(get_args(FaultName))
@@ -144,8 +166,9 @@ class MockServer:
     """A mock DeepSeek server.
 
     Args:
-        scripts: `Script` objects or paths of YAML/JSON script files; each new session claims
-            the next one (or the one reserved for its id).
+        scripts: `Script` objects, paths of YAML/JSON script files, mappings holding a whole
+            script or lists of steps; each new session claims the next one (or the one
+            reserved for its id).
         sequence: fault names forming one more script (`--sequence`).
         api_key: require `Authorization: Bearer <api_key>` (S2); None accepts any.
         seed: seeds generated ids, split plans and random mode; None picks one (see `.seed`).
@@ -227,8 +250,8 @@ class MockServer:
         reuse_port: bool = False,
     ) -> None:
         loaded: list[Script] = []
-        for s in scripts:
-            loaded.extend([s] if isinstance(s, Script) else load_scripts(Path(s)))
+        for number, source in enumerate(scripts, 1):
+            loaded.extend(_script_of(source, f"MockServer script argument {number}", f"inline-{number}"))
         if sequence:
             loaded.append(sequence_script(sequence, repeat_last=repeat_last))
         self.seed = seed if seed is not None else secrets.randbits(32)
@@ -306,9 +329,9 @@ class MockServer:
     # -- scripts ---------------------------------------------------------------------------
 
     def add_script(self, script: ScriptSource, *, session: str | None = None) -> None:
-        """Add a script (or a file's scripts) now; `session` reserves it for that session id."""
-        scripts = [script] if isinstance(script, Script) else load_scripts(Path(script))
-        for s in scripts:
+        """Add a script (or a file's scripts) now, in any form `MockServer` takes one; `session`
+        reserves it for that session id."""
+        for s in _script_of(script, "add_script", None):
             self.router.add(s, session=session)
 
     def assert_consumed(self) -> None:

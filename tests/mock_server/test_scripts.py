@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 from typing import get_args
 
+import httpx
 import pytest
 
 import dshkit.mock_server
@@ -175,3 +176,36 @@ def test_python_builders() -> None:
     assert s.name == "x" and s.repeat_last and isinstance(s.steps[0], FaultStep)
     assert Script.replies("a", "b").steps[1].reply.content == "b"  # type: ignore[union-attr]
     assert s.step_label(0) == "x[0] (rate_limit)"
+
+
+async def _contents(server: dshkit.mock_server.MockServer, http: httpx.AsyncClient, n: int) -> list[str]:
+    """The reply texts of `n` requests, each from a new session (each claims the next script)."""
+    out = []
+    for i in range(n):
+        r = await http.post(server.url, headers={"X-Mock-Session": f"s{i}"}, json={
+            "model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+        out.append(r.json()["choices"][0]["message"]["content"])
+    return out
+
+
+async def test_mock_server_takes_a_mapping_and_a_list_of_steps_as_scripts(http: httpx.AsyncClient) -> None:
+    # as the dshkit_script marker does: a whole script as a mapping, or its steps as a list
+    async with dshkit.mock_server.MockServer(
+            {"name": "whole", "steps": [{"reply": {"content": "from the mapping"}}]},
+            [{"reply": {"content": "from the list"}}]) as server:
+        server.add_script({"steps": [{"reply": {"content": "added later"}}]})
+        assert await _contents(server, http, 3) == ["from the mapping", "from the list", "added later"]
+        assert [s.name for s in server.router.scripts] == ["whole", "inline-2", "script"]
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ({"steps": [{"reply": {"contnt": "x"}}]}, "MockServer script argument 2: steps[0].reply.contnt: unknown key"),
+    ([{"fault": "no_such_fault"}], "MockServer script argument 2: steps[0].fault: unknown fault `no_such_fault`"),
+    (5, "MockServer script argument 2: int is not a script (pass Script.of(...), a file path, a mapping"),
+    (b"steps: []", "MockServer script argument 2: bytes is not a script"),
+])
+def test_an_inline_script_that_is_not_valid_names_its_argument(source: object, message: str) -> None:
+    with pytest.raises(ScriptError) as e:
+        dshkit.mock_server.MockServer(Script.of("rate_limit"), source)  # type: ignore[arg-type]
+    assert str(e.value).startswith(message), str(e.value)
