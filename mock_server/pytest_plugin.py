@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -234,7 +234,7 @@ def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], 
     invalid inline script, raises `ScriptError` naming the test and the argument. The options
     include the plugin's own keywords (`PLUGIN_OPTIONS`).
     """
-    from dshkit.mock_server.scripts import Script, ScriptError, parse_script
+    from dshkit.mock_server.server import MockServer, _script_of
 
     marker = request.node.get_closest_marker(MARKER)
     if marker is None:
@@ -242,22 +242,12 @@ def marker_scripts(request: pytest.FixtureRequest) -> tuple[list[ScriptSource], 
     base = Path(str(request.node.fspath)).parent
     sources: list[ScriptSource] = []
     for number, arg in enumerate(marker.args, 1):
-        where = f"@pytest.mark.{MARKER} argument {number} of {request.node.nodeid}"
-        if isinstance(arg, Script):
-            sources.append(arg)
-        elif isinstance(arg, str | os.PathLike):
+        if isinstance(arg, str | os.PathLike):  # loaded by the server, relative to the test file
             path = Path(arg)
             sources.append(path if path.is_absolute() else base / path)
-        elif isinstance(arg, Sequence | Mapping):
-            sources.append(parse_script(list(arg) if isinstance(arg, Sequence) else dict(arg),
-                                        source=where, default_name=f"inline-{number}"))
         else:
-            raise ScriptError(
-                f"{arg!r} ({type(arg).__name__}) is not a script",
-                source=where,
-                hint="pass a file path, Script.of(...), a list of steps or a mapping with steps",
-            )
-    from dshkit.mock_server.server import MockServer
+            where = f"@pytest.mark.{MARKER} argument {number} of {request.node.nodeid}"
+            sources.extend(_script_of(arg, where, f"inline-{number}"))
 
     options = dict(marker.kwargs)
     known = {*inspect.signature(MockServer.__init__).parameters} - {"self", "scripts"} | {"check_consumed", *PLUGIN_OPTIONS}

@@ -14,6 +14,7 @@ import contextlib
 import gc
 import logging
 import os
+import reprlib
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -93,7 +94,7 @@ def _script_of(source: object, where: str, name: str | None) -> list[Script]:
     if isinstance(source, Sequence) and not isinstance(source, bytes | bytearray):
         return [parse_script(list(source), source=where, default_name=name)]
     raise ScriptError(
-        f"{type(source).__name__} is not a script",
+        f"{reprlib.repr(source)} ({type(source).__name__}) is not a script",
         source=where,
         hint="pass Script.of(...), a file path, a mapping with steps or a list of steps",
     )

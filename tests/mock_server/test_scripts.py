@@ -202,8 +202,8 @@ async def test_mock_server_takes_a_mapping_and_a_list_of_steps_as_scripts(http: 
 @pytest.mark.parametrize(("source", "message"), [
     ({"steps": [{"reply": {"contnt": "x"}}]}, "MockServer script argument 2: steps[0].reply.contnt: unknown key"),
     ([{"fault": "no_such_fault"}], "MockServer script argument 2: steps[0].fault: unknown fault `no_such_fault`"),
-    (5, "MockServer script argument 2: int is not a script (pass Script.of(...), a file path, a mapping"),
-    (b"steps: []", "MockServer script argument 2: bytes is not a script"),
+    (5, "MockServer script argument 2: 5 (int) is not a script (pass Script.of(...), a file path, a mapping"),
+    (b"steps: []", "MockServer script argument 2: b'steps: []' (bytes) is not a script"),
 ])
 def test_an_inline_script_that_is_not_valid_names_its_argument(source: object, message: str) -> None:
     with pytest.raises(ScriptError) as e:
