@@ -114,10 +114,13 @@ class _Channel:
             while line := await self._reader.readline():
                 msg = json.loads(line)
                 future = self._waiting.pop(msg.get("id", -1), None)
-                if future is not None:
-                    future.set_result(msg)
-                else:
+                if future is None:
                     self._on_message(msg)
+                elif not future.done():
+                    future.set_result(msg)
+                # else: the request that asked is gone (its client hung up and its handler was
+                # cancelled while it waited): the answer has nobody to go to. The owner still
+                # counted the step as served, as one process does for a client that leaves.
         finally:
             for future in self._waiting.values():
                 if not future.done():

@@ -9,8 +9,11 @@ both workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
+import socket
+import struct
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pytest
 
 from dshkit.mock_server import Script
 from dshkit.mock_server.routing import Decision, RequestView, Router
-from dshkit.mock_server.workers import decision_from_json, decision_to_json
+from dshkit.mock_server.workers import _Channel, decision_from_json, decision_to_json
 
 from .cli_process import ServeProcess
 from .wire import chat
@@ -117,3 +120,78 @@ def test_a_decision_crosses_the_process_boundary_unchanged(case: int) -> None:
     assert (again.kind, again.session, again.index, again.auxiliary, again.purpose, again.message) == (
         d.kind, d.session, d.index, d.auxiliary, d.purpose, d.message)
     assert (again.script is d.script) and (again.step == d.step)
+
+
+# -- a client that hangs up while its request waits for the owner -----------------------------
+
+def test_an_answer_for_a_cancelled_ask_leaves_the_channel_working() -> None:
+    """The owner answers a request whose client left (its handler cancelled mid-ask): the answer
+    is dropped, and the channel still carries the worker's next questions and the owner's
+    other messages. (It used to raise on the cancelled future, end the worker's reader and so
+    stop the worker: every later connection went to the other one.)"""
+
+    async def go() -> tuple[dict[str, object], list[dict[str, object]]]:
+        ours, theirs = socket.socketpair()
+        other: list[dict[str, object]] = []
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        channel = _Channel(reader, writer, other.append)
+        owner_reader, owner_writer = await asyncio.open_unix_connection(sock=theirs)
+        asked = asyncio.ensure_future(channel.ask({"op": "route"}))
+        first = json.loads(await owner_reader.readline())
+        asked.cancel()  # the client hung up: aiohttp or the front cancels the handler
+        with contextlib.suppress(asyncio.CancelledError):
+            await asked
+        second = asyncio.ensure_future(channel.ask({"op": "route"}))
+        then = json.loads(await owner_reader.readline())
+        for msg in ({"id": first["id"], "late": True}, {"id": then["id"], "ok": True}, {"op": "collect"}):
+            owner_writer.write(json.dumps(msg).encode() + b"\n")
+        answer = await asyncio.wait_for(second, 10)
+        owner_writer.close()
+        await asyncio.wait_for(channel._task, 10)  # the reader ends at end of file, not before
+        writer.close()
+        return answer, other
+
+    answer, other = asyncio.run(go())
+    assert answer == {"id": 2, "ok": True}
+    assert other == [{"op": "collect"}, {"op": "stop"}]  # the owner's own message, then its end
+
+
+def _hang_up_mid_request(port: int, body: bytes) -> None:
+    """A whole request, then a reset at once, without reading the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"POST /chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+async def _fresh_connections(url: str, n: int) -> list[str]:
+    limits = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=20, limits=limits) as c:
+        replies = await asyncio.gather(*(c.post(url, json=chat("q", stream=False)) for _ in range(n)))
+    assert all(r.status_code == 200 for r in replies), [r.text for r in replies if r.status_code != 200]
+    return [r.json()["choices"][0]["message"]["content"] for r in replies]
+
+
+def test_clients_that_hang_up_mid_request_stop_no_worker(tmp_path: Path) -> None:
+    """Scripted requests whose clients reset their connections while the worker waits for the
+    owner's routing answer: both workers go on serving (before the fix, such a worker stopped,
+    the kernel sent every later connection to the other one, and a scripted `--workers 2` served
+    less than one worker did)."""
+    script = tmp_path / "one.json"
+    script.write_text(json.dumps({"repeat_last": True, "steps": [{"reply": {"content": "again"}}]}))
+    p = ServeProcess("--workers", "2", "--script", str(script))
+    try:
+        body = json.dumps(chat("leaving", stream=False)).encode()
+        for _ in range(40):
+            _hang_up_mid_request(p.ready["port"], body)
+        replies = asyncio.run(_fresh_connections(p.base_url + "/chat/completions", 48))
+        code, rest = p.stop(signal.SIGINT)
+    finally:
+        p.kill()
+    assert code == 130 and replies == ["again"] * 48
+    results = [json.loads(line) for line in rest.splitlines() if line.startswith('{"type": "result"')]
+    served = {r["worker"] for r in results if r["outcome"] == "completed"}
+    assert served == {0, 1}, "a worker stopped serving after its clients hung up"
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["workers"] == 2 and summary["requests"] == 88
+    assert "Traceback" not in p.stderr and "worker" not in p.stderr, p.stderr
