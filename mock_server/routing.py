@@ -394,8 +394,18 @@ class Router:
             script = self._reserved.get(session) or (self._unclaimed[0] if self._unclaimed else None)
             return script is not None and script.recorded
 
-    def route(self, session: str, req: RequestView) -> Decision:
-        """Pick (and consume) the step that answers this request."""
+    @property
+    def matches_body(self) -> bool:
+        """Whether some step of the scripts added so far reads the request body to match
+        (`match.body` or `match.prompt`); routing reads no other part of it but its purpose."""
+        with self._lock:
+            return any(step.match is not None and (step.match.body is not None or step.match.prompt is not None)
+                       for script in self.scripts for step in (*script.steps, *script.auxiliary))
+
+    def route(self, session: str, req: RequestView, *, purpose: str | None = None) -> Decision:
+        """Pick (and consume) the step that answers this request. `purpose`: `purpose_of(req)`
+        when the caller read it already (a worker of `dshkit serve --workers`, which sends its
+        state owner no body that no step matches on)."""
         with self._lock:
             if not self._ever_scripted:
                 return Decision(kind="default", session=session)
@@ -419,7 +429,8 @@ class Router:
                     )
                 cursor = _Cursor(script, [False] * len(script.steps), [False] * len(script.auxiliary))
                 self._claims[session] = cursor
-            purpose = purpose_of(req)
+            if purpose is None:
+                purpose = purpose_of(req)
             if purpose != "main":
                 aside = self._aside(session, cursor, req, purpose)
                 if aside is not None:

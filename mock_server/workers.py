@@ -6,13 +6,14 @@ its own listening socket to that port with SO_REUSEPORT, so the kernel spreads c
 the workers, and serves requests itself: validation, generation, writing, its own in-memory
 journal. What must be one across the workers stays in the parent, the state owner:
 
-- routing: a worker asks the owner which step answers a scripted request (one small JSON
-  message each way over a Unix socket pair: the session, the parts of the request matchers
-  read, and the answer: script, step, how often it already answered). The owner runs the one
-  :class:`~dshkit.mock_server.routing.Router`, so a session gets its steps in order whichever
-  worker each of its requests lands on, and claims stay one per session. A server without
-  scripts never asks: every request gets the generated reply, and the workers share nothing
-  per request.
+- routing: a worker asks the owner which step answers a scripted request (one JSON message
+  each way over a Unix socket pair, each framed by its length so no size is too large: the
+  session, the request's purpose and the parts of it the steps' matchers read, its body only
+  when some step matches on the body or the prompt; and the answer: script, step, how often it
+  already answered). The owner runs the one :class:`~dshkit.mock_server.routing.Router`, so
+  a session gets its steps in order whichever worker each of its requests lands on, and claims
+  stay one per session. A server without scripts never asks: every request gets the generated
+  reply, and the workers share nothing per request.
 - numbering: journal `seq` numbers (and so trace ids) come from one counter in shared memory,
   so the workers' entries never share a number and merge into one arrival order.
 
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dshkit.mock_server.metrics import Metrics, add_counts
-from dshkit.mock_server.routing import Decision, RequestView, Router
+from dshkit.mock_server.routing import Decision, RequestView, Router, purpose_of
 from dshkit.mock_server.scripts import ReplySpec, ReplyStep, Step
 from dshkit.mock_server.server import MockServer, settle_heap
 
@@ -60,17 +61,42 @@ class SharedCounter:
             return int(self._value.value)
 
 
-def _view_to_json(req: RequestView) -> dict[str, Any]:
+#: A message's length before it on the owner's and the workers' socket pairs: a message is as
+#: long as the request it carries (a replayed DSH session sends bodies of hundreds of KB), so no
+#: line reader's limit may stand in its way.
+_LENGTH = 8
+
+
+def _send(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
+    """One message onto a socket pair: its length, then its JSON."""
+    data = json.dumps(msg).encode()
+    writer.write(len(data).to_bytes(_LENGTH, "big") + data)
+
+
+async def _receive(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """The next message from a socket pair, whatever its size; None at its end."""
+    try:
+        size = int.from_bytes(await reader.readexactly(_LENGTH), "big")
+        msg: dict[str, Any] = json.loads(await reader.readexactly(size))
+    except asyncio.IncompleteReadError:
+        return None
+    return msg
+
+
+def _view_to_json(req: RequestView, *, body: bool) -> dict[str, Any]:
+    """What the owner's router reads of a request: its purpose, read here, and the body only
+    when some step's `match` reads it (`body:` or `prompt:`), since it is most of the request."""
     headers: dict[str, str] = {}
     for name, value in req.headers.items():
         headers.setdefault(name.lower(), value)  # the first of repeated headers, as .get() gives
     return {"last_user": req.last_user, "tool_results": sorted(req.tool_results), "model": req.model,
-            "headers": headers, "body": req.body}
+            "headers": headers, "body": req.body if body else None, "purpose": purpose_of(req)}
 
 
-def _view_from_json(data: dict[str, Any]) -> RequestView:
-    return RequestView(last_user=data["last_user"], tool_results=frozenset(data["tool_results"]),
+def _view_from_json(data: dict[str, Any]) -> tuple[RequestView, str]:
+    view = RequestView(last_user=data["last_user"], tool_results=frozenset(data["tool_results"]),
                        model=data["model"], headers=data["headers"], body=data["body"])
+    return view, data["purpose"]
 
 
 def decision_to_json(d: Decision, index_of: dict[int, int], repeat: int | None) -> dict[str, Any]:
@@ -111,8 +137,7 @@ class _Channel:
 
     async def _read(self) -> None:
         try:
-            while line := await self._reader.readline():
-                msg = json.loads(line)
+            while (msg := await _receive(self._reader)) is not None:
                 future = self._waiting.pop(msg.get("id", -1), None)
                 if future is None:
                     self._on_message(msg)
@@ -128,7 +153,7 @@ class _Channel:
             self._on_message({"op": "stop"})
 
     def send(self, msg: dict[str, Any]) -> None:
-        self._writer.write(json.dumps(msg).encode() + b"\n")
+        _send(self._writer, msg)
 
     async def ask(self, msg: dict[str, Any]) -> dict[str, Any]:
         self._next += 1
@@ -146,14 +171,18 @@ class RemoteRouter(Router):
         self.scripts = local.scripts
         self._ever_scripted = local.scripted
         self._channel = channel
+        self._body_matched = local.matches_body
+        """Whether the owner needs each request's body (a worker's scripts are the owner's, fixed:
+        the admin API is off with workers)."""
 
     async def decide(self, session: str, req: RequestView) -> Decision:
         if not self._ever_scripted:
             return Decision(kind="default", session=session)
-        answer = await self._channel.ask({"op": "route", "session": session, "view": _view_to_json(req)})
+        view = _view_to_json(req, body=self._body_matched)
+        answer = await self._channel.ask({"op": "route", "session": session, "view": view})
         return decision_from_json(answer, self)
 
-    def route(self, session: str, req: RequestView) -> Decision:
+    def route(self, session: str, req: RequestView, *, purpose: str | None = None) -> Decision:
         raise RuntimeError("a worker's router decides through the state owner: await decide()")
 
     def pending(self) -> list[str]:
@@ -237,7 +266,8 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
     next_collect = 0
 
     def answer(msg: dict[str, Any]) -> dict[str, Any]:
-        d = router.route(msg["session"], _view_from_json(msg["view"]))
+        view, purpose = _view_from_json(msg["view"])
+        d = router.route(msg["session"], view, purpose=purpose)
         repeat = None
         if d.kind == "step" and d.auxiliary is None and d.index is not None:
             key = (d.session, d.index)
@@ -249,23 +279,22 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
         nonlocal ready, next_collect
         reader, writer = await asyncio.open_unix_connection(sock=sock)
         writers.append(writer)
-        while line := await reader.readline():
-            msg = json.loads(line)
+        while (msg := await _receive(reader)) is not None:
             op = msg.get("op")
             if op == "route":
-                writer.write(json.dumps(answer(msg)).encode() + b"\n")
+                _send(writer, answer(msg))
             elif op == "metrics":
                 next_collect += 1
                 live = [w for w in writers if not w.is_closing()]
                 collects[next_collect] = ([], len(live), writer, msg["id"])
                 for w in live:
-                    w.write(json.dumps({"op": "collect", "cid": next_collect}).encode() + b"\n")
+                    _send(w, {"op": "collect", "cid": next_collect})
             elif op == "counts" and msg["cid"] in collects:
                 got, expected, target, rid = collects[msg["cid"]]
                 got.append(msg["counts"])
                 if len(got) == expected:
                     del collects[msg["cid"]]
-                    target.write(json.dumps({"id": rid, "counts": add_counts(got)}).encode() + b"\n")
+                    _send(target, {"id": rid, "counts": add_counts(got)})
             elif op == "ready":
                 ready += 1
                 if ready == len(workers):
@@ -282,7 +311,7 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
     code = await stop
     for writer in writers:
         with contextlib.suppress(ConnectionError):
-            writer.write(b'{"op": "stop"}\n')
+            _send(writer, {"op": "stop"})
     await asyncio.wait(tasks, timeout=30)
     return code, summaries
 

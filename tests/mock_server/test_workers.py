@@ -22,7 +22,15 @@ import pytest
 
 from dshkit.mock_server import Script
 from dshkit.mock_server.routing import Decision, RequestView, Router
-from dshkit.mock_server.workers import _Channel, decision_from_json, decision_to_json
+from dshkit.mock_server.workers import (
+    _Channel,
+    _receive,
+    _send,
+    _view_from_json,
+    _view_to_json,
+    decision_from_json,
+    decision_to_json,
+)
 
 from .cli_process import ServeProcess
 from .wire import chat
@@ -137,14 +145,16 @@ def test_an_answer_for_a_cancelled_ask_leaves_the_channel_working() -> None:
         channel = _Channel(reader, writer, other.append)
         owner_reader, owner_writer = await asyncio.open_unix_connection(sock=theirs)
         asked = asyncio.ensure_future(channel.ask({"op": "route"}))
-        first = json.loads(await owner_reader.readline())
+        first = await _receive(owner_reader)
+        assert first is not None
         asked.cancel()  # the client hung up: aiohttp or the front cancels the handler
         with contextlib.suppress(asyncio.CancelledError):
             await asked
         second = asyncio.ensure_future(channel.ask({"op": "route"}))
-        then = json.loads(await owner_reader.readline())
+        then = await _receive(owner_reader)
+        assert then is not None
         for msg in ({"id": first["id"], "late": True}, {"id": then["id"], "ok": True}, {"op": "collect"}):
-            owner_writer.write(json.dumps(msg).encode() + b"\n")
+            _send(owner_writer, msg)
         answer = await asyncio.wait_for(second, 10)
         owner_writer.close()
         await asyncio.wait_for(channel._task, 10)  # the reader ends at end of file, not before
@@ -195,3 +205,69 @@ def test_clients_that_hang_up_mid_request_stop_no_worker(tmp_path: Path) -> None
     summary = json.loads(rest.splitlines()[-1])
     assert summary["workers"] == 2 and summary["requests"] == 88
     assert "Traceback" not in p.stderr and "worker" not in p.stderr, p.stderr
+
+
+# -- what a worker sends the owner -------------------------------------------------------------
+
+def _requests() -> list[RequestView]:
+    title = {"messages": [{"role": "system", "content": "Create a concise title for an AI coding-assistant session"},
+                          {"role": "user", "content": "hi"}]}
+    turn = {"messages": [{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": "done"},
+                         {"role": "user", "content": "and the tests"}]}
+    return [RequestView(last_user="and the tests", body=turn),
+            RequestView(headers={"x-deepseek-harness-compact": "1"}, body=turn),
+            RequestView(body=title),
+            RequestView(last_user="fix the bug", body={"messages": [{"role": "user", "content": "fix the bug"}]})]
+
+
+def _scripts(on_prompt: bool) -> list[Script]:
+    match = {"prompt": "fix the bug"} if on_prompt else {"user": "tests"}
+    return [Script.of({"reply": {"content": "matched"}, "match": match}, {"reply": {"content": "any"}},
+                      auxiliary=[{"purpose": "compaction", "reply": {"content": "compact"}}],
+                      title="A title", name="s", repeat_last=True)]
+
+
+@pytest.mark.parametrize("on_prompt", [False, True], ids=["no-body-matcher", "prompt-matcher"])
+def test_the_owner_routes_what_a_worker_sends_as_a_router_with_the_whole_request_does(on_prompt: bool) -> None:
+    """A worker sends its purpose and no body unless a step matches on it; the owner's decisions
+    for a session's requests are the ones one process makes from the whole requests."""
+    whole, owner = Router(_scripts(on_prompt)), Router(_scripts(on_prompt))
+    assert owner.matches_body is on_prompt
+    index_of = {id(s): i for i, s in enumerate(owner.scripts)}
+    for req in _requests():
+        sent = json.loads(json.dumps(_view_to_json(req, body=owner.matches_body)))
+        assert (sent["body"] is None) is not on_prompt
+        view, purpose = _view_from_json(sent)
+        want, got = whole.route("s", req), owner.route("s", view, purpose=purpose)
+        assert decision_to_json(got, index_of, None) == decision_to_json(want, {id(s): i for i, s in enumerate(whole.scripts)}, None)
+
+
+def test_requests_larger_than_a_line_reader_takes_are_routed_across_workers(tmp_path: Path) -> None:
+    """Bodies of hundreds of KB (a DSH request with its tool schemas) on a scripted `--workers 2`
+    server, whose steps match on the prompt so each body goes to the owner: every one is
+    answered in order (a line-framed channel refused anything over 64 KiB, and the worker's
+    requests hung from then on)."""
+    script = tmp_path / "big.json"
+    script.write_text(json.dumps({"repeat_last": True, "steps": [
+        {"match": {"prompt": "first"}, "reply": {"content": "one"}}, {"reply": {"content": "two"}}]}))
+    padding = [{"role": "system", "content": "x" * 300_000}]
+    p = ServeProcess("--workers", "2", "--script", str(script))
+    try:
+        async def ask() -> list[str]:
+            limits = httpx.Limits(max_keepalive_connections=0)
+            got = []
+            async with httpx.AsyncClient(timeout=20, limits=limits) as c:
+                for text in ("first", "second", "third", "fourth"):
+                    body = {**chat(text, stream=False), "messages": [*padding, {"role": "user", "content": text}]}
+                    r = await c.post(p.base_url + "/chat/completions", json=body, headers={"X-Mock-Session": "big"})
+                    assert r.status_code == 200, r.text
+                    got.append(r.json()["choices"][0]["message"]["content"])
+            return got
+
+        replies = asyncio.run(ask())
+        code, rest = p.stop(signal.SIGINT)
+    finally:
+        p.kill()
+    assert replies == ["one", "two", "two", "two"] and code == 130
+    summary = json.loads(rest.splitlines()[-1])
+    assert summary["requests"] == 4 and summary["outcomes"] == {"completed": 4} and summary["workers"] == 2
