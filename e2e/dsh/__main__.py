@@ -17,6 +17,7 @@ from typing import Any
 
 from dshkit.mock_server.faults import FAULTS
 
+from . import harnesses
 from .cases import CASES, DEPARTURES, IDLE_MS, UNSCRIPTABLE, Case, fault_cases
 from .checks import (
     Check,
@@ -139,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="with --faults: rewrite the table in this markdown file")
     parser.add_argument("--work", type=Path, help="keep every run's files here (default: a temporary folder)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each case's outcomes as JSON")
+    parser.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                        help="one more argument for every `dshkit serve` (repeatable; e.g. --serve-arg=--workers "
+                             "--serve-arg=2 runs every case against two worker processes)")
     args = parser.parse_args(argv)
+    harnesses.SERVE_ARGS[:] = args.serve_arg
     launcher, _ = dsh_bin(args.dsh_dir.resolve())
     if not launcher.exists():
         print(f"no DSH at {launcher}: run `bash e2e/dsh/install.sh {args.dsh_dir}` (or `make e2e-dsh`)", file=sys.stderr)

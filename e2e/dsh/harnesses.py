@@ -64,6 +64,10 @@ def zstd_decompress(path: Path) -> bytes:
     return done.stdout
 
 
+SERVE_ARGS: list[str] = []
+"""More options for every `dshkit serve` this module starts (`python -m e2e.dsh --serve-arg`)."""
+
+
 @contextlib.contextmanager
 def serve(script: dict[str, Any], folder: Path) -> Iterator[tuple[str, Path]]:
     """`dshkit serve` with `script` on 127.0.0.1 (port 0), journaling to `folder/journal.jsonl`;
@@ -74,7 +78,7 @@ def serve(script: dict[str, Any], folder: Path) -> Iterator[tuple[str, Path]]:
     with out.open("wb") as sink:
         proc = subprocess.Popen(
             [sys.executable, "-m", "dshkit", "serve", "--script", str(script_path), "--journal", str(journal),
-             "--seed", "7", "--journal-keep", "all"],
+             "--seed", "7", "--journal-keep", "all", *SERVE_ARGS],
             stdout=sink, stderr=subprocess.STDOUT,
         )
         try:
