@@ -235,7 +235,11 @@ class CassetteRouter(Router):
                 out.append(name)
         return out
 
-    def route(self, session: str, req: RequestView) -> Decision:
+    @property
+    def matches_body(self) -> bool:
+        return True  # its matchers compare whole requests
+
+    def route(self, session: str, req: RequestView, *, purpose: str | None = None) -> Decision:
         live = live_request(req)
         with self._lock_:
             failures: list[list[str]] = []
