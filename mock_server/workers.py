@@ -180,6 +180,8 @@ class RemoteRouter(Router):
             return Decision(kind="default", session=session)
         view = _view_to_json(req, body=self._body_matched)
         answer = await self._channel.ask({"op": "route", "session": session, "view": view})
+        if "error" in answer:  # the owner's router raised: this request fails, as on one process
+            raise RuntimeError(f"the state owner could not route this request: {answer['error']}")
         return decision_from_json(answer, self)
 
     def route(self, session: str, req: RequestView, *, purpose: str | None = None) -> Decision:
@@ -282,7 +284,11 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
         while (msg := await _receive(reader)) is not None:
             op = msg.get("op")
             if op == "route":
-                _send(writer, answer(msg))
+                try:
+                    reply = answer(msg)
+                except Exception as e:  # noqa: BLE001 - one request's failure, never the worker's channel
+                    reply = {"id": msg.get("id"), "error": f"{type(e).__name__}: {e}"}
+                _send(writer, reply)
             elif op == "metrics":
                 next_collect += 1
                 live = [w for w in writers if not w.is_closing()]
@@ -313,6 +319,8 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
         with contextlib.suppress(ConnectionError):
             _send(writer, {"op": "stop"})
     await asyncio.wait(tasks, timeout=30)
+    for writer in writers:
+        writer.close()
     return code, summaries
 
 

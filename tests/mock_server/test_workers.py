@@ -23,7 +23,9 @@ import pytest
 from dshkit.mock_server import Script
 from dshkit.mock_server.routing import Decision, RequestView, Router
 from dshkit.mock_server.workers import (
+    RemoteRouter,
     _Channel,
+    _own,
     _receive,
     _send,
     _view_from_json,
@@ -271,3 +273,41 @@ def test_requests_larger_than_a_line_reader_takes_are_routed_across_workers(tmp_
     assert replies == ["one", "two", "two", "two"] and code == 130
     summary = json.loads(rest.splitlines()[-1])
     assert summary["requests"] == 4 and summary["outcomes"] == {"completed": 4} and summary["workers"] == 2
+
+
+class _Failing(Router):
+    """A router that fails on one request, as a bug in routing would."""
+
+    def route(self, session: str, req: RequestView, *, purpose: str | None = None) -> Decision:
+        if req.last_user == "boom":
+            raise ValueError("routing broke on this request")
+        return super().route(session, req, purpose=purpose)
+
+
+def test_a_request_the_owner_cannot_route_fails_alone() -> None:
+    """The owner's router raising on one request costs that request its answer (the worker
+    raises, and the handler answers 500 as one process does); the owner goes on answering the
+    worker's next requests instead of leaving them to hang."""
+    script = Script.of({"reply": {"content": "x"}}, name="one", repeat_last=True)
+
+    async def go() -> tuple[str, Decision]:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        stop: asyncio.Future[int] = loop.create_future()
+        owner = asyncio.ensure_future(_own(_Failing([script]), [(0, ours)], lambda: None, stop))
+        reader, writer = await asyncio.open_unix_connection(sock=theirs)
+        channel = _Channel(reader, writer, lambda msg: None)
+        worker = RemoteRouter(Router([script]), channel)
+        with pytest.raises(RuntimeError) as failed:
+            await asyncio.wait_for(worker.decide("s", RequestView(last_user="boom")), 10)
+        then = await asyncio.wait_for(worker.decide("s", RequestView(last_user="fine")), 10)
+        _send(writer, {"op": "summary", "summary": {}})  # the worker's last word ends its owner side
+        stop.set_result(0)
+        await asyncio.wait_for(owner, 10)
+        await asyncio.wait_for(channel._task, 10)  # the owner closed its side
+        writer.close()
+        return str(failed.value), then
+
+    message, then = asyncio.run(go())
+    assert message == "the state owner could not route this request: ValueError: routing broke on this request"
+    assert (then.kind, then.index, then.session) == ("step", 0, "s")
