@@ -67,10 +67,36 @@ class SharedCounter:
 _LENGTH = 8
 
 
-def _send(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
-    """One message onto a socket pair: its length, then its JSON."""
+def _frame(msg: dict[str, Any]) -> bytes:
     data = json.dumps(msg).encode()
-    writer.write(len(data).to_bytes(_LENGTH, "big") + data)
+    return len(data).to_bytes(_LENGTH, "big") + data
+
+
+def _send(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
+    """One message onto a socket pair, now: its length, then its JSON."""
+    writer.write(_frame(msg))
+
+
+class _Outbox:
+    """Routing messages onto one socket pair, coalesced: what is sent in one pass of the event
+    loop goes out in one write when the pass ends, so many requests cost the other side one
+    wake-up and one read, not one each. Each side matches answers by number, so a message sent
+    at once (`_send`) may overtake these."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._pending: list[bytes] = []
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self._pending.append(_frame(msg))
+        if len(self._pending) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if data and not self._writer.is_closing():
+            self._writer.write(data)
 
 
 async def _receive(reader: asyncio.StreamReader) -> dict[str, Any] | None:
@@ -133,6 +159,7 @@ class _Channel:
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._next = 0
         self._on_message = on_message
+        self._asks = _Outbox(writer)
         self._task = asyncio.ensure_future(self._read())
 
     async def _read(self) -> None:
@@ -159,7 +186,7 @@ class _Channel:
         self._next += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[self._next] = future
-        self.send({**msg, "id": self._next})
+        self._asks.send({**msg, "id": self._next})
         return await future
 
 
@@ -281,6 +308,7 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
         nonlocal ready, next_collect
         reader, writer = await asyncio.open_unix_connection(sock=sock)
         writers.append(writer)
+        answers = _Outbox(writer)
         while (msg := await _receive(reader)) is not None:
             op = msg.get("op")
             if op == "route":
@@ -288,7 +316,7 @@ async def _own(router: Router, workers: list[tuple[int, socket.socket]], on_read
                     reply = answer(msg)
                 except Exception as e:  # noqa: BLE001 - one request's failure, never the worker's channel
                     reply = {"id": msg.get("id"), "error": f"{type(e).__name__}: {e}"}
-                _send(writer, reply)
+                answers.send(reply)
             elif op == "metrics":
                 next_collect += 1
                 live = [w for w in writers if not w.is_closing()]
