@@ -101,26 +101,25 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in found]
 
 
-def wrk(port: int, lua: Path, connections: int, seconds: float, server: int | None = None) -> Run:
-    """One wrk run; `server`: the serving process, whose CPU (and its workers') is measured."""
-    workers = _children(server) if server is not None else []
-    owner0, served0 = (_cpu(server), [_cpu(p) for p in workers]) if server is not None else (0.0, [])
+def wrk(port: int, lua: Path, connections: int, seconds: float, server: int) -> Run:
+    """One wrk run against the process `server`, whose CPU (and its workers') is measured."""
+    workers = _children(server)
+    owner0, served0 = _cpu(server), sum(map(_cpu, workers))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(lua), f"http://127.0.0.1:{port}/chat/completions"],
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "-s", str(lua), f"http://127.0.0.1:{port}/chat/completions"],
         capture_output=True, text=True, check=False,
     )
     out = done.stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    owner1, served1 = (_cpu(server), [_cpu(p) for p in workers]) if server is not None else (0.0, [])
+    owner1, served1 = _cpu(server), sum(map(_cpu, workers))
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
     count = re.search(r"(\d+) requests in", out)
     if done.returncode != 0 or match is None or count is None or "Non-2xx" in out:
         raise RuntimeError(f"wrk failed (exit {done.returncode}) or got errors:\n{out}{done.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     n = max(1, int(count.group(1)))
-    owner = owner1 - owner0
-    served = sum(served1) - sum(served0)
+    owner, served = owner1 - owner0, served1 - served0
     if not workers:  # one worker: the process serves and owns
         served, owner = owner, 0.0
     return Run(float(match.group(1)), cpu / seconds, 1e6 * served / n, 1e6 * owner / n, 1e6 * cpu / n)
@@ -129,8 +128,8 @@ def wrk(port: int, lua: Path, connections: int, seconds: float, server: int | No
 def measure(workers: int, script: Path | None, lua: Path, args: argparse.Namespace) -> Run:
     proc, port = start(workers, script)
     try:
-        wrk(port, lua, args.connections, 1)  # warm-up: caches, connections
-        return wrk(port, lua, args.connections, args.seconds, server=proc.pid)
+        wrk(port, lua, args.connections, 1, proc.pid)  # warm-up: caches, connections
+        return wrk(port, lua, args.connections, args.seconds, proc.pid)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
