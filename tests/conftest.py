@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# `pytester` runs a user's pytest session inside this process (tests/record/test_record_mode.py).
+# `pytester` runs a user's pytest session inside this process (tests/mock_server/test_record_mode.py).
 pytest_plugins = ["pytester"]
 
 _DSHKIT_IMPORTED = False
@@ -181,7 +181,7 @@ FULL_COLLECTION_THRESHOLD = 100
 collections of the middle generation come before a full one is considered. A full collection
 walks every object the process holds, and a worker holds a great many (two SDKs' types, pydantic
 models, every collected test): 0.1-0.25 s of CPU each. With the default, the workers of
-`pytest -n 2 tests/mock_server tests/record` made 23 full collections (5.3 s); with this
+`pytest -n 2 tests/mock_server` (with the recording tests, then in tests/record) made 23 full collections (5.3 s); with this
 threshold and the collection-time heap frozen (below), 6 (0.65 s). The young generations still
 collect each test's short-lived cycles as often as before."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from .conftest import corpus_missing
 
 TESTS = Path(__file__).resolve().parent
-CORPUS_ONLY = ["harness/session/test_corpus.py", "harness/providers/deepseek/test_corpus.py",
+CORPUS_ONLY = ["harness/session/test_corpus.py", "harness/providers/openai_chat/test_corpus.py",
                "harness/providers/anthropic/test_corpus.py", "harness/test_decode_anthropic.py"]
 
 

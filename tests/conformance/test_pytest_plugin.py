@@ -80,3 +80,22 @@ def test_not_applicable_is_skipped(pytester: pytest.Pytester) -> None:
 def test_inert_without_the_option(pytester: pytest.Pytester) -> None:
     code, out = _session(pytester, "--pyargs", "dshkit.conformance", "-q")
     assert code == 5, out  # no tests collected, no server started
+
+
+def test_pytest_plugin_on_the_anthropic_protocol(pytester: pytest.Pytester) -> None:
+    """`pytest --pyargs dshkit.conformance --dshkit-protocol anthropic`: scenarios as tests, a broken
+    adapter failing its own (each a pytest session of its own, run in this process by pytester)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+    def run(adapter: str) -> tuple[int, str]:
+        result = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "-p", "no:xdist", "--pyargs", "dshkit.conformance", "--dshkit-adapter", adapter,
+            "--dshkit-protocol", "anthropic", "--dshkit-only", "AN28", "-v",
+        )
+        return int(result.ret), "\n".join(result.outlines)
+
+    code, out = run("dshkit.harness.providers.anthropic:AnthropicAdapter")
+    assert code == 0, out
+    assert "test_scenario[an-signature-passback] PASSED" in out
+    code, out = run("tests.conformance.broken_anthropic:BlanksSignaturesAdapter")
+    assert code == 1 and "test_scenario[an-signature-passback] FAILED" in out, out

@@ -7,7 +7,7 @@ import pytest
 
 from dshkit.mock_server import MockServerFactory, Script
 
-from .wire import chat, parse_sse
+from .wire import chat
 
 #: Every answer here ends on its own: the timeout only bounds a hang, so a loaded machine never trips it.
 PATIENT = 30.0
@@ -26,22 +26,3 @@ async def test_an_empty_raw_write_does_not_end_the_body(
     assert r.content == b"data: a\n\ndata: [DONE]\n\n"
     assert [w.data for w in server.journal.last.writes] == [b"data: a\n\n", b"", b"data: [DONE]\n\n"]
     assert server.journal.last.outcome == "completed"
-
-
-@pytest.mark.parametrize(
-    ("stream_options", "has_usage"),
-    [(None, True), ({"include_usage": True}, True), ({"include_usage": False}, False)],
-    ids=["absent", "true", "false"],
-)
-@pytest.mark.parametrize("quirks", [[], ["usage_chunk"]], ids=["deepseek", "usage-chunk"])
-async def test_include_usage_false_leaves_usage_out(
-    dshkit_mock_server: MockServerFactory, stream_options: dict[str, bool] | None, has_usage: bool, quirks: list[str]
-) -> None:
-    # DeepSeek sends usage even when not asked (ds16); an explicit `false` is honoured.
-    server = await dshkit_mock_server(Script.of({"reply": {"content": "hi"}, "stream": {"quirks": quirks}}))
-    body = chat(**({"stream_options": stream_options} if stream_options is not None else {}))
-    async with httpx.AsyncClient(timeout=PATIENT) as c:
-        r = await c.post(server.url, json=body)
-    chunks = parse_sse(r.content).chunks
-    assert any(c["choices"] and c["choices"][0]["finish_reason"] == "stop" for c in chunks)
-    assert any(c.get("usage") for c in chunks) is has_usage

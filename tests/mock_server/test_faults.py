@@ -434,19 +434,6 @@ def _parses(body: bytes) -> bool:
     return True
 
 
-async def test_behavior_header_plays_a_fault_without_consuming(dshkit_mock_server: MockServerFactory) -> None:
-    from dshkit.mock_server import Script
-
-    server = await dshkit_mock_server(Script.replies("scripted"))
-    async with httpx.AsyncClient(timeout=1) as c:
-        r = await c.post(server.url, json=chat(stream=False), headers={"X-Mock-Behavior": "server_error"})
-        assert r.status_code == 500
-        r = await c.post(server.url, json=chat(stream=False), headers={"X-Mock-Behavior": "nope"})
-        assert r.status_code == 400 and r.json()["error"]["code"] == "mock_unknown_fault"
-        r = await c.post(server.url, json=chat(stream=False))
-        assert r.json()["choices"][0]["message"]["content"] == "scripted"
-
-
 async def test_random_mode_is_reproducible_from_the_seed(dshkit_mock_server: MockServerFactory) -> None:
     picks = []
     for _ in range(2):

@@ -4,17 +4,14 @@ A server started with `fast_path=False` renders every response afresh and writes
 on its own; the default one fills cached templates in, sends whole bodies as one response and
 coalesces writes. For generated scripts (replies, faults, quirks, framings, split and write
 plans, seeds, repeats) both answer httpx with the same status, headers and body bytes, the
-wall clock's `created` aside (checked to be this response's own, then set aside). Pacing is
-observed from a raw socket: no event arrives before its scheduled time.
+wall clock's `created` aside (checked to be this response's own, then set aside).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import re
-import socket
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -24,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dshkit.mock_server import QUIRKS, MockServer, MockServerFactory, Script
+from dshkit.mock_server import QUIRKS, MockServer, Script
 from dshkit.mock_server.anthropic.render import ANTHROPIC_QUIRKS, encode_events, encode_events_fast
 from dshkit.mock_server.generate.reply import Reply, ToolCall
 from dshkit.mock_server.output import FastOutput, JoinedEvents, PlainOutput, Rendering, Template
 
-from .wire import chat, parse_sse
+from .wire import chat
 
 _CREATED = re.compile(rb'"created": ?(\d+)')
 _IGNORED_HEADERS = {"date", "x-ds-trace-id"}
@@ -296,75 +293,6 @@ def test_the_stream_cache_holds_a_bounded_number_of_bytes() -> None:
         assert cache.stored_bytes <= cache.BYTES
 
 
-# -- pacing and write plans, both paths ---------------------------------------------------------
-
-
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "plain"])
-async def test_a_paced_stream_reaches_the_socket_on_schedule(
-    dshkit_mock_server: MockServerFactory, fast_path: bool
-) -> None:
-    """Read from a raw socket: event k never arrives before k pacing delays after the request
-    was sent (late is possible on a loaded machine, early never)."""
-    delay_ms = 30
-    server = await dshkit_mock_server(Script.of({
-        "reply": {"content": "one two three four"}, "stream": {"split": {"mode": "whole"}},
-        "timing": {"chunk_delay_ms": delay_ms}}), fast_path=fast_path)
-    body = json.dumps(chat(thinking={"type": "disabled"})).encode()
-    request = (f"POST /chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
-
-    def read_all() -> tuple[float, list[tuple[float, bytes]]]:
-        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-            sent = time.monotonic()
-            sock.sendall(request)
-            reads = []
-            while data := sock.recv(1 << 16):
-                reads.append((time.monotonic(), data))
-        return sent, reads
-
-    sent, reads = await asyncio.to_thread(read_all)
-    arrivals = [t for t, data in reads for _ in range(data.count(b"data: "))]
-    for k, t in enumerate(arrivals):
-        assert t - sent >= 0.9 * k * delay_ms / 1000, (k, t - sent)
-    head, _, chunked = b"".join(data for _, data in reads).partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding: chunked" in head.lower()
-    parsed = parse_sse(_dechunk(chunked))
-    assert len(arrivals) == len(parsed.events) == 4 and parsed.done  # role, text, finish, [DONE]
-
-
-def _dechunk(data: bytes) -> bytes:
-    """An HTTP/1.1 chunked body, decoded."""
-    out = b""
-    while True:
-        size_line, _, rest = data.partition(b"\r\n")
-        size = int(size_line, 16)
-        if not size:
-            return out
-        out += rest[:size]
-        data = rest[size + 2 :]
-
-
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "plain"])
-async def test_a_write_plan_keeps_its_writes_on_either_path(
-    dshkit_mock_server: MockServerFactory, fast_path: bool
-) -> None:
-    """A script that gives `stream.writes` (even the default's one event per write) gets exactly
-    those writes, as the journal records them, on either path."""
-    short = "w " * 40
-    server = await dshkit_mock_server(Script.of(
-        {"reply": {"content": short}, "stream": {"writes": {"events_per_write": 1}}},
-        {"reply": {"content": short}, "stream": {"writes": {"size": 16}}},
-    ), fast_path=fast_path)
-    async with httpx.AsyncClient(timeout=5) as c:
-        for _ in range(2):
-            r = await c.post(server.url, json=chat())
-            assert r.status_code == 200 and parse_sse(r.content).done
-    per_event, sized = server.journal.entries[-2:]
-    assert [w.data for w in per_event.writes] == [e for e in re.split(rb"(?<=\n\n)", per_event.data) if e]
-    assert len(per_event.writes) == len(parse_sse(per_event.data).events) > 40
-    assert all(0 < len(w.data) <= 16 for w in sized.writes) and len(sized.writes) >= len(sized.data) // 16
-
-
 # -- recorded bytes: raw steps ------------------------------------------------------------------
 
 
@@ -391,16 +319,3 @@ def test_a_raw_file_step_sends_the_same_bytes_on_both_paths(
             raw["write_plan"] = plan
         step = {"raw": raw}
         _both_answer(servers, "/chat/completions", step, [chat(), chat()])
-
-
-async def test_a_raw_file_step_is_one_response_on_the_fast_path_and_a_write_per_event_on_the_plain(
-    dshkit_mock_server: MockServerFactory, tmp_path: Any
-) -> None:
-    body = b"".join(b"data: {\"n\":%d}\n\n" % i for i in range(50)) + b"data: [DONE]\n\n"
-    (tmp_path / "r.sse").write_bytes(body)
-    for fast_path, writes in ((True, [body]), (False, [e for e in re.split(rb"(?<=\n\n)", body) if e])):
-        server = await dshkit_mock_server(Script.of({"raw": {"file": str(tmp_path / "r.sse")}}), fast_path=fast_path)
-        async with httpx.AsyncClient(timeout=5) as c:
-            r = await c.post(server.url, json=chat())
-        assert r.content == body
-        assert [w.data for w in server.journal.last.writes] == writes

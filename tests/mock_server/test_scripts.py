@@ -7,7 +7,6 @@ import pickle
 from pathlib import Path
 from typing import get_args
 
-import httpx
 import pytest
 
 import dshkit.mock_server
@@ -21,10 +20,8 @@ from dshkit.mock_server.scripts import (
     ReplyStep,
     ScriptError,
     load_scripts,
-    parse_script,
     script_json_schema,
 )
-from dshkit.mock_server.server import sequence_script
 
 SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 
@@ -32,31 +29,6 @@ SCHEMA = Path(dshkit.mock_server.__file__).parent / "script.schema.json"
 def test_fault_names_match_the_catalogue() -> None:
     assert set(get_args(FaultName)) == set(FAULTS)
     assert set(get_args(QuirkName)) == set(QUIRKS) | set(ANTHROPIC_QUIRKS)
-
-
-@pytest.mark.parametrize("repeat_last", [False, True])
-def test_a_sequence_of_fault_names_is_the_script_validation_makes(repeat_last: bool) -> None:
-    """`--sequence` builds its script without the script validator: every field of it and of
-    each step (the defaults included, and which fields count as set) is what validation gives."""
-    names = list(get_args(FaultName))
-    built = sequence_script(",".join(names), repeat_last=repeat_last)
-    validated = parse_script({"name": "sequence", "repeat_last": repeat_last, "steps": names}, source="--sequence")
-    assert built == validated
-    assert built.model_dump_json() == validated.model_dump_json()
-    assert built.model_fields_set == validated.model_fields_set
-    for made, valid in zip(built.steps, validated.steps, strict=True):
-        assert type(made) is FaultStep
-        for a, b in ((made, valid), (made.stream, valid.stream), (made.stream.writes, valid.stream.writes),
-                     (made.timing, valid.timing)):
-            assert a.model_fields_set == b.model_fields_set
-        assert made.stream.quirks is not built.steps[0].stream.quirks or made is built.steps[0]  # a list each
-
-
-@pytest.mark.parametrize(("names", "field"), [("success,rate_limt", "steps[1].fault"), (" , ", "steps")])
-def test_a_sequence_with_a_name_that_is_no_fault_fails_as_a_script_does(names: str, field: str) -> None:
-    with pytest.raises(ScriptError) as e:
-        sequence_script(names)
-    assert e.value.field == field and e.value.source == "--sequence"
 
 
 def test_committed_schema_is_up_to_date() -> None:
@@ -176,36 +148,3 @@ def test_python_builders() -> None:
     assert s.name == "x" and s.repeat_last and isinstance(s.steps[0], FaultStep)
     assert Script.replies("a", "b").steps[1].reply.content == "b"  # type: ignore[union-attr]
     assert s.step_label(0) == "x[0] (rate_limit)"
-
-
-async def _contents(server: dshkit.mock_server.MockServer, http: httpx.AsyncClient, n: int) -> list[str]:
-    """The reply texts of `n` requests, each from a new session (each claims the next script)."""
-    out = []
-    for i in range(n):
-        r = await http.post(server.url, headers={"X-Mock-Session": f"s{i}"}, json={
-            "model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]})
-        assert r.status_code == 200, r.text
-        out.append(r.json()["choices"][0]["message"]["content"])
-    return out
-
-
-async def test_mock_server_takes_a_mapping_and_a_list_of_steps_as_scripts(http: httpx.AsyncClient) -> None:
-    # as the dshkit_script marker does: a whole script as a mapping, or its steps as a list
-    async with dshkit.mock_server.MockServer(
-            {"name": "whole", "steps": [{"reply": {"content": "from the mapping"}}]},
-            [{"reply": {"content": "from the list"}}]) as server:
-        server.add_script({"steps": [{"reply": {"content": "added later"}}]})
-        assert await _contents(server, http, 3) == ["from the mapping", "from the list", "added later"]
-        assert [s.name for s in server.router.scripts] == ["whole", "inline-2", "script"]
-
-
-@pytest.mark.parametrize(("source", "message"), [
-    ({"steps": [{"reply": {"contnt": "x"}}]}, "MockServer script argument 2: steps[0].reply.contnt: unknown key"),
-    ([{"fault": "no_such_fault"}], "MockServer script argument 2: steps[0].fault: unknown fault `no_such_fault`"),
-    (5, "MockServer script argument 2: 5 (int) is not a script (pass Script.of(...), a file path, a mapping"),
-    (b"steps: []", "MockServer script argument 2: b'steps: []' (bytes) is not a script"),
-])
-def test_an_inline_script_that_is_not_valid_names_its_argument(source: object, message: str) -> None:
-    with pytest.raises(ScriptError) as e:
-        dshkit.mock_server.MockServer(Script.of("rate_limit"), source)  # type: ignore[arg-type]
-    assert str(e.value).startswith(message), str(e.value)

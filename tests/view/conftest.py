@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -38,6 +39,12 @@ from dshkit.mock_server import MockServer, Script
 ARGUMENTS = '{"file_path":"README.md"}'
 FRAGMENT_POINTS = [2, 6, 11, 15, 22]
 """Where the script cuts `ARGUMENTS`: six fragments on the wire and in the log."""
+
+
+def argument_fragments() -> list[str]:
+    """`ARGUMENTS` cut at `FRAGMENT_POINTS`: the fragments as the wire delivered them."""
+    cuts = [0, *FRAGMENT_POINTS, len(ARGUMENTS)]
+    return [ARGUMENTS[a:b] for a, b in itertools.pairwise(cuts)]
 
 CHROMIUM = Path(os.environ.get("DSHKIT_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_FLAGS = [

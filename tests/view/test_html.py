@@ -1,4 +1,4 @@
-"""The page pieces without a browser: JSON as text with links in it, diffs, words, plots."""
+"""The page pieces without a browser: JSON as text with links in it, diffs, words and times."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dshkit.view.html import Markup, count, diff_block, json_html, utc_time
-from dshkit.view.plot import Arrival, arrival_plot
-from dshkit.view.shown import MIN_LINKED, Shown
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -74,34 +72,9 @@ def test_words() -> None:
     assert utc_time(True) == "True" and utc_time(float("inf")) == "inf" and utc_time(1e300) == "1e+300"
 
 
-def test_shown_links_long_texts_only_after_they_were_shown() -> None:
-    shown = Shown()
-    long_text, short = "x" * MIN_LINKED, "y" * (MIN_LINKED - 1)
-    assert shown.link(long_text) is None
-    assert shown.text_or_link(long_text, "e7", "result of <read>") == long_text
-    linked = shown.link(long_text)
-    assert linked is not None and 'href="#e7"' in linked and "result of &lt;read&gt;" in linked
-    shown.note(long_text, "e9", "later")  # the first place stays the one linked to
-    assert 'href="#e7"' in (shown.link(long_text) or "")
-    assert shown.text_or_link(short, "e8", "s") == short and shown.link(short) is None
 
 
-def _dots(markup: str) -> list[tuple[float, float]]:
-    return [(float(x), float(y)) for x, y in re.findall(r'd="M([\d.]+) ([\d.]+)h0"', markup)]
 
 
-def test_chunks_of_one_read_are_plotted_in_order_with_their_bytes() -> None:
-    points = [Arrival(40.0, "reasoning", 10), Arrival(40.0, "text", 30), Arrival(40.0, "finish", 0)]
-    out = arrival_plot(points)
-    assert 'data-x="order"' in out and "all at 40 ms" in out and "40 bytes of text" in out
-    dots = _dots(out)
-    assert [x for x, _ in dots] == [0.0, 500.0, 1000.0]  # spread by order, not one column
-    # y falls (the SVG's y grows downwards) with the bytes so far: 10 of 40, then all 40
-    assert [y for _, y in dots] == [75.0, 0.0, 0.0]
 
 
-def test_chunks_over_time_are_plotted_by_time() -> None:
-    out = arrival_plot([Arrival(10.0, "text", 5), Arrival(20.0, "text", 5), Arrival(40.0, "finish", 0)])
-    assert 'data-x="time"' in out and "40 ms" in out
-    assert [x for x, _ in _dots(out)] == [250.0, 500.0, 1000.0]
-    assert "one chunk (finish, 0 bytes of text) at 7 ms" in arrival_plot([Arrival(7.0, "finish", 0)])

@@ -175,19 +175,6 @@ def test_tool_result_message_json_shape() -> None:
     }
 
 
-def test_tool_result_message_invariants() -> None:
-    with pytest.raises(ValueError, match="answers"):
-        ToolResultMessage(content=(ToolResultBlock(tool_call_id="a", content=()),), source=ToolSource(call_id="b"))
-    with pytest.raises(ValueError, match="exactly one"):
-        ToolResultMessage(content=(), source=ToolSource(call_id="b"))  # type: ignore[arg-type]
-
-
-def test_assistant_tool_calls_property() -> None:
-    message = MESSAGES[3]
-    assert isinstance(message, AssistantMessage)
-    assert [c.id for c in message.tool_calls] == ["c0"]
-
-
 USAGES = [
     (TokenUsage(input_tokens=27, output_tokens=69), {"inputTokens": 27, "outputTokens": 69}),
     (

@@ -1,9 +1,6 @@
-"""`StreamState`, the block bookkeeping and end rules every adapter shares, and the `Finish`
-constructors adapters build their failures with."""
+"""`StreamState`, the block bookkeeping and end rules every adapter shares."""
 
 from __future__ import annotations
-
-import pytest
 
 from dshkit.harness.llm import (
     ErrorCode,
@@ -19,7 +16,6 @@ from dshkit.harness.llm.chunks import (
     BlockEnd,
     BlockStart,
     FinishMeta,
-    ProviderError,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
@@ -151,32 +147,3 @@ def test_a_closed_block_ends_once_and_a_subclass_builds_its_own_block() -> None:
         BlockEnd(index=0, block=OpaqueBlock(type="server_tool_use", data={"n": 0})),
     ]
     assert end == [Finish(reason=FinishReason(kind="stop"), meta=FinishMeta())]
-
-
-def test_finish_constructors() -> None:
-    assert Finish.error("bad key", ErrorCode.AUTH) == Finish(
-        reason=FinishReason(kind="error", failure=LlmFailure(message="bad key", code=ErrorCode.AUTH))
-    )
-    meta = FinishMeta(id="x")
-    made = Finish.error(
-        "slow down", ErrorCode.RATE_LIMIT, meta=meta, status=429, provider_retry_after_ms=2000.0,
-        provider_error=ProviderError(type="rate_limit"),
-    )
-    assert made.meta == meta
-    assert made.reason.failure == LlmFailure(
-        message="slow down", code=ErrorCode.RATE_LIMIT, status=429, provider_retry_after_ms=2000.0,
-        provider_error=ProviderError(type="rate_limit"),
-    )
-    failure = LlmFailure(message="m", code=ErrorCode.SERVER, status=503)
-    assert Finish.failed(failure) == Finish(reason=FinishReason(kind="error", failure=failure))
-    assert not Finish.failed(failure).reason.ok
-    aborted = Finish.aborted()
-    assert aborted.reason == FinishReason(
-        kind="aborted", failure=LlmFailure(message="request aborted by caller", code=ErrorCode.ABORTED)
-    )
-    assert not aborted.reason.ok
-    assert Finish.aborted("DeepSeek request aborted by caller").reason.failure == LlmFailure(
-        message="DeepSeek request aborted by caller", code=ErrorCode.ABORTED
-    )
-    with pytest.raises(TypeError):
-        Finish.error("m", ErrorCode.SERVER, not_a_field=1)

@@ -1,8 +1,9 @@
 """Fast unit tests of the agent loop, driven by the in-memory `ReplayAdapter` (no HTTP).
 
 The end-to-end tests in tests/e2e run the same loop over the real DeepSeek adapter and mock
-server; these pin the turn/step algorithm itself: typed step outcomes, the step budget, hooks,
-retries, the request header's log round trip and prompt sharing.
+server; these pin the turn algorithm itself: typed step outcomes, the step budget, hooks, the
+requests rebuilt from the log and prompt sharing (one step's own work, retries included, is in
+test_steps.py; what each option does, in test_options.py).
 """
 
 from __future__ import annotations
@@ -10,28 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
 from dshkit.harness.llm import (
     Finish,
     FinishReason,
     GenerateOptions,
-    LlmFailure,
     StreamChunk,
     TextBlock,
     ToolCallBlock,
-    ToolSchema,
 )
 from dshkit.harness.llm.chunks import BlockEnd, BlockStart, TextDelta, ToolCallDelta
 from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.loop import Agent, AgentOptions, rebuild_requests
-from dshkit.harness.loop.header import RequestHeader
 from dshkit.harness.loop.prestep import PreStep, PreStepDecision, Reject
 from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.replay import ReplayAdapter
 from dshkit.harness.replay.entries import ReplayEntry, SessionScript
 from dshkit.harness.session import Session
-from dshkit.harness.session.lossless import thaw_json
 from dshkit.harness.tools import ToolRuntime, define_tool
 
 MODEL = "deepseek-v4-flash"
@@ -53,11 +48,6 @@ def tool_reply(call_id: str, name: str, arguments: str) -> list[StreamChunk]:
         BlockEnd(index=0, block=ToolCallBlock(id=call_id, name=name, arguments=arguments)),
         Finish(reason=FinishReason(kind="tool-calls")),
     ]
-
-
-def error_reply(code: str) -> list[StreamChunk]:
-    failure = LlmFailure(message=f"{code} for the test", code=code, status=503)
-    return [Finish(reason=FinishReason(kind="error", failure=failure))]
 
 
 class Recording(ReplayAdapter):
@@ -133,28 +123,6 @@ async def test_rejecting_hook_blocks_the_turn_before_any_call() -> None:
     assert outcome.kind == "blocked" and adapter.requests == []
 
 
-async def test_retry_is_logged_and_waits_the_injected_sleep() -> None:
-    waits: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    session = Session()
-    adapter = Recording(error_reply("SERVER"), text_reply("ok"))
-    agent = Agent(session, adapter, AgentOptions(model=MODEL), sleep=sleep, random=lambda: 0.5)
-    outcome = await agent.run("go")
-    assert outcome.kind == "completed"
-    retries = [thaw_json(e.data) for e in session.events if e.type == "llm/retry"]
-    assert len(retries) == 1 and retries[0]["failure"]["code"] == "SERVER"
-    assert waits == [retries[0]["delayMs"] / 1000.0]
-
-
-async def test_failure_without_retries_ends_the_turn_with_the_error() -> None:
-    options = AgentOptions(model=MODEL, retry_policy=None)
-    outcome = await Agent(Session(), Recording(error_reply("SERVER")), options).run("go")
-    assert outcome.kind == "error" and outcome.reason["error"]["code"] == "SERVER"
-
-
 async def test_agents_sharing_one_prompt_leave_it_unchanged() -> None:
     prompt = SystemPrompt(persona="Shared persona for {{model}}.")
     before = prompt.assemble(variables={"model": "m"})
@@ -194,20 +162,3 @@ async def test_every_request_rebuilds_from_the_log() -> None:
 
 def _fields(options: GenerateOptions) -> dict[str, Any]:
     return {name: getattr(options, name) for name in options.__dataclass_fields__}
-
-
-@pytest.mark.parametrize(
-    "header",
-    [
-        RequestHeader(provider="deepseek", model=MODEL),
-        RequestHeader(
-            provider="deepseek", model=MODEL, reasoning_effort="max", temperature=0.0, max_tokens=1,
-            stop=("a", "b"), system="S", tools=(ToolSchema(name="t", description="d", parameters={"type": "object"}),),
-        ),
-    ],
-)
-def test_request_header_round_trips_through_its_logged_form(header: RequestHeader) -> None:
-    logged = header.to_json()
-    assert RequestHeader.from_json(logged) == header
-    config_keys = set(logged["config"])
-    assert config_keys <= {"provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop"}

@@ -1,6 +1,7 @@
-"""`rebuild_requests` over a DSH log that holds the session-title request beside step 1.
+"""The logged request header: `RequestHeader`'s round trip through its logged form, and
+`rebuild_requests` over a DSH log that holds the session-title request beside step 1.
 
-The log is upstream DSH's `session-title-after-turn` fixture (the shared corpus), with the
+That log is upstream DSH's `session-title-after-turn` fixture (the shared corpus), with the
 `{{system}}` and `{{tools}}` placeholders the fixture scrubbed put back as DSH writes them
 unscrubbed: the system text, and the tool list as `{name, description, parameters}` objects.
 """
@@ -12,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from dshkit.harness.llm import HarnessError, UserMessage
+from dshkit.harness.llm import HarnessError, ToolSchema, UserMessage
 from dshkit.harness.loop import rebuild_requests
-from dshkit.harness.loop.header import title_request
+from dshkit.harness.loop.header import RequestHeader, title_request
 from dshkit.harness.providers.openai_chat.serialize import serialize
 from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.jsonl import LoadedLog
 
 from ...conftest import DSH_UPSTREAM, corpus_missing
 
+MODEL = "deepseek-v4-flash"
 TITLE_LOG = DSH_UPSTREAM / "examples/acp-agent/tests/snapshots/session-title-after-turn/session.jsonl"
 SYSTEM = "You are DSH, a coding agent."
 TOOLS = [{"name": "read", "description": "Read a file.",
@@ -90,3 +92,20 @@ def test_a_title_request_keeps_its_logged_messages() -> None:
 def test_no_title_request_for_a_log_without_one(dsh_sessions: Path) -> None:
     loaded = parse_session_log(unscrubbed(dsh_sessions / "tool-call-turn--session.jsonl"), lenient=True)
     assert [o.purpose for o in rebuild_requests(list(loaded.session.events), session_id="s")] == [None, None]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        RequestHeader(provider="deepseek", model=MODEL),
+        RequestHeader(
+            provider="deepseek", model=MODEL, reasoning_effort="max", temperature=0.0, max_tokens=1,
+            stop=("a", "b"), system="S", tools=(ToolSchema(name="t", description="d", parameters={"type": "object"}),),
+        ),
+    ],
+)
+def test_request_header_round_trips_through_its_logged_form(header: RequestHeader) -> None:
+    logged = header.to_json()
+    assert RequestHeader.from_json(logged) == header
+    config_keys = set(logged["config"])
+    assert config_keys <= {"provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop"}

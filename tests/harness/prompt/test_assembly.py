@@ -3,7 +3,7 @@ import pytest
 from dshkit.harness.llm import ToolSchema
 from dshkit.harness.prompt import SystemPrompt
 from dshkit.harness.prompt.assembly import HARNESS_IDENTITY, UNLISTED_TOOLS
-from dshkit.harness.prompt.interpolate import PromptError, interpolate
+from dshkit.harness.prompt.interpolate import PromptError
 
 
 def schema(name: str) -> ToolSchema:
@@ -44,21 +44,6 @@ def test_unknown_variable_in_context() -> None:
     p.context("env:time", "Now: {{now}}")
     with pytest.raises(PromptError, match=r"context 'env:time'.*\{\{now\}\}"):
         p.assemble()
-
-
-@pytest.mark.parametrize("template", ["{{ x }}", "{{}}", "{{{model}}}", "{{Model}}"])
-def test_malformed_groups_raise(template: str) -> None:
-    with pytest.raises(PromptError, match="malformed"):
-        interpolate(template, {"model": "m", "x": "x"}, where="section 's'")
-
-
-def test_interpolation_rules() -> None:
-    assert interpolate("a {{ b", {}, where="s") == "a {{ b"  # lone {{ is literal
-    assert interpolate("{{x}}", {"x": "{{y}}"}, where="s") == "{{y}}"  # no rescan
-    with pytest.raises(PromptError, match="no value"):
-        interpolate("{{x}}", {"x": None}, where="s")
-    with pytest.raises(PromptError, match="unknown variable"):
-        interpolate("{{constructor}}", {}, where="s")
 
 
 def test_contexts_are_not_in_system_and_system_is_stable() -> None:

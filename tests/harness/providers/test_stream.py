@@ -24,7 +24,7 @@ from dshkit.harness.providers.openai_compat import OpenAICompatAdapter
 
 from .anthropic import wire as an
 from .conftest import RawServer, body, pieces
-from .deepseek import wire as chat
+from .openai_chat import wire as chat
 
 KEY = "sk-test-0123"
 

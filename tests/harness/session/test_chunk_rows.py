@@ -1,7 +1,13 @@
+"""Packed chunk rows: runs of deltas packed with their time gaps, unpacked to the same events."""
+
+import json
+
 import pytest
 
 from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.session import parse_session_log
 from dshkit.harness.session.chunk_rows import pack_events, unpack_row, unpack_rows
+from dshkit.harness.session.jsonl import dump_session
 
 
 def chunk(seq: int, time: int, kind: str, index: int = 0, **fields: object) -> dict[str, object]:
@@ -75,3 +81,17 @@ def test_projected_row_gets_synthesized_envelope() -> None:
 def test_malformed_rows_fail_loud(row: dict[str, object]) -> None:
     with pytest.raises(SessionError, match="malformed packed chunk row"):
         unpack_row(row)
+
+
+def test_projected_packed_row_with_negative_gaps_loads_and_repacks() -> None:
+    """A projected row has no time0, so its members start at 0; a clock that stepped back
+    makes the first gap (and so the rebuilt times) negative. The gaps survive a rewrite."""
+    header = '{"type":"session","version":0,"id":"x","createdAt":0,"cwd":"{{cwd}}","delegationDepth":0}'
+    start = {"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}}
+    row = {"type": "text-chunks", "data": {"turn": 1, "step": 1, "index": 0, "dt": [-960585284, 3], "texts": ["a", "b", "c"]}}
+    loaded = parse_session_log("\n".join([header, json.dumps(start), json.dumps(row)]) + "\n")
+    times = [e.time for e in loaded.session.events]
+    assert times == [0, 0, -960585284, -960585281]
+    again = parse_session_log(dump_session(loaded.session))
+    assert list(again.session.events) == list(loaded.session.events)
+    assert json.loads(dump_session(loaded.session).splitlines()[2])["data"]["dt"] == [-960585284, 3]

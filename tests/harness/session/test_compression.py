@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshkit.harness.llm.errors import SessionError, UsageError
+from dshkit.harness.llm.errors import SessionError
 from dshkit.harness.session import compression, parse_session_log
 from dshkit.harness.session.compression import decompress_log, is_compressed, read_log_bytes
 from dshkit.harness.session.jsonl import dump_session, load_session
-from dshkit.harness.session.store import SessionStore
 
 
 def frames(data: bytes, per_frame: int = 3) -> bytes:
@@ -57,13 +56,6 @@ def test_load_session_reads_a_compressed_log_and_never_writes_it(dsh_sessions: P
     session = load_session(log)
     assert session.events[-1].type == "turn/end" and log.read_bytes() == before
     assert read_log_bytes(log) == cut
-
-
-def test_a_compressed_log_is_not_resumed(dsh_sessions: Path, tmp_path: Path) -> None:
-    log = tmp_path / "session.jsonl.zstd"
-    log.write_bytes(frames((dsh_sessions / "text-turn--session.jsonl").read_bytes()))
-    with pytest.raises(UsageError, match=r"session\.jsonl\.zstd: a zstd-compressed session log cannot be resumed .*zstd -d"):
-        SessionStore(tmp_path).open(log)
 
 
 def damaged(plain: bytes) -> dict[str, tuple[bytes, str]]:

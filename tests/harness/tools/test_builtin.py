@@ -1,5 +1,3 @@
-import asyncio
-import os
 from pathlib import Path
 
 import jsonschema
@@ -15,7 +13,6 @@ from dshkit.harness.tools.builtin import (
     render_read,
 )
 from dshkit.harness.tools.policy import auto_approver
-from dshkit.harness.tools.providers import LocalShell
 
 
 @pytest.fixture
@@ -73,20 +70,6 @@ def test_read_caps_lines_and_bytes_as_dsh() -> None:
     assert "(Showing lines 1-2000 of 2001. Use offset=2001 to continue.)" in render_read("/f", "z\n" * 2001)
 
 
-@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "src/../../x"])
-async def test_workspace_escape_refused(workspace: Path, path: str) -> None:
-    result = await runtime(workspace).execute("c", "read", f'{{"file_path": "{path}"}}')
-    assert result.is_error and "outside the workspace" in result.text
-
-
-async def test_symlink_out_refused(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    outside = tmp_path_factory.mktemp("outside") / "secret.txt"
-    outside.write_text("secret")
-    os.symlink(outside, workspace / "link.txt")
-    result = await runtime(workspace).execute("c", "read", '{"file_path": "link.txt"}')
-    assert result.is_error and "outside the workspace" in result.text
-
-
 async def test_binary_and_oversized_refused(workspace: Path) -> None:
     (workspace / "bin.dat").write_bytes(b"\x89PNG\x00\x01")
     (workspace / "big.txt").write_text("x" * 2000)
@@ -127,15 +110,6 @@ async def test_bash_output_cap(workspace: Path) -> None:
     result = await rt.execute("c", "bash", '{"command": "yes x | head -c 100000"}')
     assert result.text.startswith("x\nx\n") and result.text.endswith("[output truncated after 100 bytes]")
     assert len(result.text) < 200
-
-
-async def test_bash_cancelled_by_signal(workspace: Path) -> None:
-    signal = asyncio.Event()
-    shell = LocalShell(workspace)
-    task = asyncio.create_task(shell.run("echo started; sleep 30", timeout=60, output_limit=1000, signal=signal))
-    signal.set()
-    result = await task
-    assert result.aborted and result.exit_code is None
 
 
 async def test_write_answers_in_dsh_envelope(workspace: Path) -> None:

@@ -28,6 +28,7 @@ from dshkit.harness.llm import (
     UserMessage,
 )
 from dshkit.harness.llm.chunks import ProviderError
+from dshkit.harness.llm.errors import UsageError
 from dshkit.harness.llm.messages import ReasoningBlock
 from dshkit.harness.llm.retry import is_retryable
 from dshkit.harness.providers.deepseek import DeepSeekAdapter, DeepSeekConfig
@@ -36,7 +37,7 @@ from dshkit.harness.providers.openai_chat.serialize import encode_body, serializ
 from dshkit.harness.providers.openai_chat.translate import Translator
 
 from ..conftest import RawServer, body, pieces
-from .wire import USAGE, call, chunk, sse
+from ..openai_chat.wire import USAGE, call, chunk, sse
 
 KEY = "sk-test-0123"
 SUCCESS = sse(
@@ -131,6 +132,41 @@ def test_adapter_protocol() -> None:
     adapter = DeepSeekAdapter("http://127.0.0.1:9", api_key=KEY)
     assert isinstance(adapter, Adapter)
     assert adapter.provider == "deepseek"
+
+
+async def test_request_headers_and_url() -> None:
+    adapter = DeepSeekAdapter("http://127.0.0.1:9/", api_key="  sk-test  ", user_id="anon-1")
+    try:
+        request = adapter.build_request(options(messages=[UserMessage.text("x")], session_id="sess-1", purpose="compaction"))
+        assert str(request.url) == "http://127.0.0.1:9/chat/completions"
+        assert request.method == "POST"
+        h = request.headers
+        assert h["authorization"] == "Bearer sk-test"
+        assert h["content-type"] == "application/json"
+        assert h["accept"] == "text/event-stream"
+        assert h["user-agent"]
+        assert h["x-deepseek-harness-user-id"] == "anon-1"
+        assert h["x-deepseek-harness-session-id"] == "sess-1"
+        assert h["x-deepseek-harness-compact"] == "1"
+        assert json.loads(request.content) == serialize(options(messages=[UserMessage.text("x")], session_id="sess-1", purpose="compaction"))
+        plain = adapter.build_request(options(messages=[UserMessage.text("x")])).headers
+        assert "x-deepseek-harness-session-id" not in plain and "x-deepseek-harness-compact" not in plain
+    finally:
+        await adapter.aclose()
+
+
+@pytest.mark.parametrize(("key", "code"), [(None, "MISSING_CREDENTIAL"), ("   ", "MISSING_CREDENTIAL"), ("sk bad", "INVALID_CREDENTIAL"), ("sk-é", "INVALID_CREDENTIAL")])
+async def test_api_key_validation(key: str | None, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    adapter = DeepSeekAdapter("http://127.0.0.1:9", api_key=key)
+    try:
+        with pytest.raises(UsageError) as info:
+            adapter.build_request(options(messages=[UserMessage.text("x")]))
+        assert info.value.code == code
+        chunks = [c async for c in adapter.stream(options(messages=[UserMessage.text("x")]))]
+        assert len(chunks) == 1 and chunks[0].reason.failure.code == code  # type: ignore[union-attr]
+    finally:
+        await adapter.aclose()
 
 
 def envelope(message: str, type_: str = "invalid_request_error", code: str | None = "invalid_request_error") -> bytes:
