@@ -86,7 +86,13 @@ def freeze_json(value: Any, path: str = "data") -> JsonValue:
     try:
         return _freeze_good(value)
     except (_Refused, RecursionError):
+        pass
+    try:
         return _freeze(value, path, set())
+    except RecursionError:
+        # not a cycle (the slow walk names those): nested deeper than a walk can go, so no JSON
+        # reader could take it back either
+        raise LosslessJsonError(path, "nested too deep to walk (no JSON reader could read it back)") from None
 
 
 class _Refused(Exception):

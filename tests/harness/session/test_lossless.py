@@ -86,6 +86,20 @@ def test_a_refused_value_names_the_path_of_its_first_fault(value: Any, path: str
     assert info.value.path == path and problem in info.value.problem
 
 
+def test_a_value_nested_past_any_walk_is_refused_not_a_recursion_error() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(LosslessJsonError) as info:
+        freeze_json({"a": deep})
+    assert info.value.path == "data" and "nested too deep" in info.value.problem
+    # and through the gate's one caller: a session error like any other refused value
+    s = new()
+    with pytest.raises(SessionError, match="nested too deep"):
+        s.append("todo/write", {"todos": [], "x": deep})
+    assert len(s) == 0
+
+
 def test_enum_members_are_kept_as_their_plain_values() -> None:
     class Level(enum.IntEnum):
         HIGH = 3
