@@ -343,10 +343,10 @@ class MockServer:
 
     async def start(self) -> MockServer:
         """Bind and serve on the running loop."""
-        if self._runner is not None:
-            return self
         if self._closed:
             raise RuntimeError("a closed MockServer cannot be restarted; make a new one")
+        if self._runner is not None:
+            return self
         self._runtime = Runtime(self.config, self.journal)
         app = make_app(self._runtime, self.router, self.surfaces, admin=self.admin)
         # handler_cancellation: a client that hangs up cancels its handler, ending stalls.

@@ -143,6 +143,8 @@ async def test_addresses_are_known_once_bound_and_a_closed_server_serves_no_more
     await server.close()  # idempotent
     with pytest.raises(httpx.ConnectError):
         await http.get(server.make_url("/v1/models"))
+    with pytest.raises(RuntimeError, match="cannot be restarted"):
+        await server.start()  # closed after it served: refused, not a silent no-op
     closed = MockServer()
     await closed.close()
     with pytest.raises(RuntimeError, match="cannot be restarted"):
