@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -39,9 +39,11 @@ class SdkSource:
         errors: tuple[type[BaseException], ...],
         failure: Callable[[BaseException], LlmFailure],
         empty_message: str,
+        request_id_of: Callable[[Mapping[str, str]], str | None] = request_id_of,
     ) -> None:
         self._create = create
         self._failure = failure
+        self._request_id_of = request_id_of
         self._stream: Any = None
         self.errors = errors
         self.aborted_message = "request aborted by caller"
@@ -52,7 +54,7 @@ class SdkSource:
         # The SDK raises for an error status (APIStatusError), so a refused call is an exception.
         self._stream = await self._create()
         response = getattr(self._stream, "response", None)
-        self.request_id = request_id_of(response.headers) if response is not None else None
+        self.request_id = self._request_id_of(response.headers) if response is not None else None
         return None
 
     def items(self) -> AsyncIterator[Any]:

@@ -22,6 +22,7 @@ from dshkit.harness.providers.anthropic import AnthropicConfig
 from dshkit.harness.providers.anthropic.failures import (
     failure_from_error_event,
     failure_from_response,
+    response_request_id,
 )
 from dshkit.harness.providers.anthropic.serialize import serialize
 from dshkit.harness.providers.anthropic.translate import Translator
@@ -103,6 +104,7 @@ class AnthropicSDKAdapter:
                 errors=sdk_errors(self._sdk.AnthropicError),
                 failure=self._failure,
                 empty_message="the server returned no event at all",
+                request_id_of=response_request_id,  # Anthropic's own `request-id` too
             )
 
         return run_stream(source, _decoder, options.signal)

@@ -27,7 +27,8 @@ def options(**kw: Any) -> GenerateOptions:
 
 
 async def test_the_request_is_the_serializers_body_and_the_answer_the_httpx_adapters(raw_server: RawServer) -> None:
-    url = await raw_server.serve(body(TOOL_TURN, headers={"x-request-id": "req-an"}))
+    # Anthropic names its request id `request-id`: read on success as the httpx adapter reads it
+    url = await raw_server.serve(body(TOOL_TURN, headers={"request-id": "req-an"}))
     config = AnthropicConfig(reasoning_effort="high")
     opts = options(session_id="s-1")
     ours = await run(AnthropicSDKAdapter(url + "/anthropic/", KEY, config=config), opts)
