@@ -124,7 +124,7 @@ class OpenAICompatAdapter:
         if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
             # The SDK raises APIError for a chunk carrying an `error` object; map that object
             # exactly as the DeepSeek adapter maps an in-band error.
-            body = exc.body if isinstance(exc.body, dict) else None
+            body = exc.body if isinstance(exc.body, (dict, str)) else None  # `{"error": "words"}` too
             return failure_from_error_object(
                 body or {"message": exc.message, "type": exc.type, "code": exc.code, "param": exc.param}
             )

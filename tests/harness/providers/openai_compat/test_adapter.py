@@ -66,6 +66,8 @@ FAILURES: dict[str, Handler] = {
     "400-context": body(CONTEXT, 400, content_type="application/json"),
     "503-not-json": body(b"upstream down", 503, content_type="text/plain"),
     "in-band-error": body(IN_BAND),
+    # an error that is a bare string: the SDK hands it over as the body, not as a dict
+    "in-band-error-string": body(sse(chunk({"content": "partial"}), {"error": "plain words"})),
 }
 
 
