@@ -187,12 +187,13 @@ class LocalFileSystem:
             for name in sorted(filenames):
                 child = Path(dirpath) / name
                 try:
-                    real = self.resolve(str(child))
-                    if not real.is_file():
+                    if not self.resolve(str(child)).is_file():
                         continue  # a FIFO, socket or device: reading it could block for good
                 except (WorkspaceError, OSError):
                     continue  # a symlink leading out is skipped, never followed
-                yield self.display(real)
+                # under the name it has in the tree: a link to a file inside the workspace is
+                # not listed as that file a second time
+                yield self.display(child)
 
 
 class LocalShell:

@@ -51,8 +51,8 @@ def test_walk_files_lists_a_tree_in_order_without_tool_folders_or_links_out(
     os.symlink(outside, workspace / "b" / "out.txt")
     os.symlink(workspace / "src" / "x.py", workspace / "b" / "in.txt")
     files = LocalFileSystem(workspace)
-    # sorted, top down; a link inside the workspace is listed under its real path
-    assert list(files.walk_files(".")) == ["README.md", "b/a.txt", "src/x.py", "b/z.txt", "src/x.py"]
+    # sorted, top down, each file once; a link inside the workspace is listed under its own name
+    assert list(files.walk_files(".")) == ["README.md", "b/a.txt", "b/in.txt", "b/z.txt", "src/x.py"]
     assert list(files.walk_files("b/z.txt")) == ["b/z.txt"]
 
 
