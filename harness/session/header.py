@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from dshkit.harness.llm.errors import SessionError
+from dshkit.harness.llm.errors import SessionError, UsageError
 
 from .events import SESSION_FORMAT_VERSION
 from .lossless import JsonValue
@@ -66,9 +66,12 @@ class SessionHeader:
     @classmethod
     def new(cls, *, id: str | None = None, cwd: str | os.PathLike[str] | None = None, **kwargs: Any) -> SessionHeader:
         """A fresh header: a random id and the current time unless given."""
+        if id is not None and (not isinstance(id, str) or not id):
+            # `id or uuid4()` once made a random id of "" without a word
+            raise UsageError(f"a session id must be a non-empty string, got {id!r} (leave it out for a random one)")
         created = kwargs.pop("created_at", None)
         return cls(
-            id=id or str(uuid.uuid4()),
+            id=str(uuid.uuid4()) if id is None else id,
             created_at=int(time.time() * 1000) if created is None else created,
             cwd=None if cwd is None else os.fspath(cwd),
             **kwargs,

@@ -52,6 +52,10 @@ def test_any_id_gets_one_file_inside_the_root_and_is_created_once(tmp_path: Path
         store.create(id="../up")
     with pytest.raises(UsageError, match="no session file"):
         store.open("missing")
+    # an empty id is refused, not quietly made a random one
+    with pytest.raises(UsageError, match="a session id must be a non-empty string, got ''"):
+        store.create(id="")
+    assert len(list((tmp_path / "sessions").iterdir())) == 1
 
 
 def test_encode_segment_is_injective_and_safe() -> None:
