@@ -11,14 +11,7 @@ import pytest
 from dshkit.cli import main
 from dshkit.mock_server import MockServer
 
-
-def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    return err
+from .test_cli import _usage_error
 
 
 def test_run_max_retries_limits_the_retries_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -139,27 +139,21 @@ async def test_client_sees_first_byte_before_upstream_finishes(tmp_path: Path) -
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with Recorder(f"http://127.0.0.1:{port}", tmp_path / "first") as rec, httpx.AsyncClient(timeout=5) as c:
-            async with c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r:
-                it = r.aiter_raw()
-                first = await asyncio.wait_for(anext(it), 5)
-                assert first.startswith(b"data: {\"first\"")
-                assert not release.is_set()
-                release.set()
-                rest = b"".join([chunk async for chunk in it])
-            assert rest.endswith(b"data: [DONE]\n\n")
-        (x,) = load_cassette(tmp_path / "first").exchanges
-        assert [r.data for r in x.reads] == [b"data: {\"first\": true}\n\n", b"data: [DONE]\n\n"]
-    finally:
-        await runner.cleanup()
+    async with (
+        upstream_app(handler) as upstream,
+        Recorder(upstream, tmp_path / "first") as rec,
+        httpx.AsyncClient(timeout=5) as c,
+    ):
+        async with c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r:
+            it = r.aiter_raw()
+            first = await asyncio.wait_for(anext(it), 5)
+            assert first.startswith(b"data: {\"first\"")
+            assert not release.is_set()
+            release.set()
+            rest = b"".join([chunk async for chunk in it])
+        assert rest.endswith(b"data: [DONE]\n\n")
+    (x,) = load_cassette(tmp_path / "first").exchanges
+    assert [r.data for r in x.reads] == [b"data: {\"first\": true}\n\n", b"data: [DONE]\n\n"]
 
 
 async def test_timing_fidelity_at_speed_one(dshkit_replay: ReplayServerFactory, tmp_path: Path) -> None:
@@ -182,28 +176,19 @@ async def test_timing_fidelity_at_speed_one(dshkit_replay: ReplayServerFactory, 
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with (
-            Recorder(f"http://127.0.0.1:{port}", tmp_path / "paced") as rec,
-            httpx.AsyncClient(timeout=5) as c,
-            c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r,
-        ):
-            got, released = b"", 0
-            async for chunk in r.aiter_raw():
-                got += chunk
-                while released < got.count(b"\n\n"):
-                    released += 1
-                    turn.put_nowait(None)
-        assert got == b"".join(pieces)
-    finally:
-        await runner.cleanup()
+    async with (
+        upstream_app(handler) as upstream,
+        Recorder(upstream, tmp_path / "paced") as rec,
+        httpx.AsyncClient(timeout=5) as c,
+        c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r,
+    ):
+        got, released = b"", 0
+        async for chunk in r.aiter_raw():
+            got += chunk
+            while released < got.count(b"\n\n"):
+                released += 1
+                turn.put_nowait(None)
+    assert got == b"".join(pieces)
     (x,) = load_cassette(tmp_path / "paced").exchanges
     assert [r.data for r in x.reads] == pieces
     recorded = [r.dt_ms for r in x.reads[1:]]
