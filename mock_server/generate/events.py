@@ -89,17 +89,19 @@ class JoinedEvents(Sequence[bytes]):
     def __init__(self, joined: bytes, ends: list[int] | None = None, *, terminator: bytes = b"\n\n") -> None:
         self.joined = joined
         self._ends = ends
-        self._terminator = terminator
+        self._terminator: bytes | None = None if ends is not None else terminator
 
     @property
     def terminator(self) -> bytes | None:
-        """The blank line the event ends are found after; None where the ends were given."""
-        return self._terminator if self._ends is None else None
+        """The blank line the event ends are found after; None where the ends were given (finding
+        them when first needed leaves it as it is)."""
+        return self._terminator
 
     @property
     def ends(self) -> list[int]:
         """Where each event ends in `joined`."""
         if self._ends is None:
+            assert self._terminator is not None  # given ends or a terminator to find them after
             ends = [m.end() for m in re.finditer(re.escape(self._terminator), self.joined)]
             if len(self.joined) > (ends[-1] if ends else 0):
                 ends.append(len(self.joined))  # bytes after the last blank line: one more event

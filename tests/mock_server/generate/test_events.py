@@ -74,8 +74,9 @@ def test_events_are_cut_after_each_blank_line_and_the_rest_is_one_more() -> None
         joined[4]
     with pytest.raises(IndexError):
         joined[-5]
+    assert joined.terminator == b"\n\n"  # still: finding the ends does not make them given
     crlf = JoinedEvents(b"data: a\r\n\r\ndata: b\r\n\r\n", terminator=b"\r\n\r\n")
-    assert list(crlf) == [b"data: a\r\n\r\n", b"data: b\r\n\r\n"]
+    assert list(crlf) == [b"data: a\r\n\r\n", b"data: b\r\n\r\n"] and crlf.terminator == b"\r\n\r\n"
     assert list(JoinedEvents(b"")) == []
 
 
