@@ -152,7 +152,7 @@ def yaml_line_of(
             nxt = None
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    nxt, line = value, key.start_mark.line + 1
+                    nxt = value
                     break
             node = nxt
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
