@@ -19,6 +19,8 @@ from dshkit.conformance.anthropic_checks import (
 )
 from dshkit.mock_server import MockServer
 
+from ..upstream import upstream
+
 Event = dict[str, Any]
 
 
@@ -64,15 +66,8 @@ async def _serving(body: bytes, content_type: str = "text/event-stream") -> Asyn
         await request.read()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/anthropic"
-    finally:
-        await runner.cleanup()
+    async with upstream(handler) as base:
+        yield base + "/anthropic"
 
 
 async def _judge(url: str) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from dshkit.cli import main
 from dshkit.mock_server import Recorder, cassette_to_scripts, load_cassette
 from dshkit.mock_server.cassette import CassetteError, script_to_cassette
 
-from .test_record import BODY, _sse, upstream_app
+from ..upstream import upstream
+from .test_record import BODY, _sse
 
 RECORDINGS = Path(__file__).parents[2] / "recordings"
 
@@ -78,7 +79,7 @@ async def test_a_torn_last_line_is_set_aside_and_orphan_temps_are_removed(tmp_pa
     async def handler(request: web.Request) -> web.StreamResponse:
         return await _sse(request, b"data: 4\n\n")
 
-    async with upstream_app(handler) as base, Recorder(base, path) as rec, httpx.AsyncClient(timeout=5) as c:
+    async with upstream(handler) as base, Recorder(base, path) as rec, httpx.AsyncClient(timeout=5) as c:
         assert rec.appender.existing == 2
         await c.post(rec.base_url + "/chat/completions", json=BODY)
     cassette = load_cassette(path)

@@ -23,8 +23,6 @@ import socket
 import statistics
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +44,10 @@ from dshkit.mock_server import (
 from dshkit.mock_server.cassette_match import CassetteRouter
 from dshkit.mock_server.scripts import parse_script
 
+from ..upstream import upstream
+
 KEY = "sk-live-SECRET-0123456789abcdef"
 BODY = {"model": "deepseek-v4-flash", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@asynccontextmanager
-async def upstream_app(handler: Handler) -> AsyncIterator[str]:
-    """An upstream answering every path with `handler`; yields its base URL."""
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 async def _sse(request: web.Request, *pieces: bytes) -> web.StreamResponse:
@@ -140,8 +123,8 @@ async def test_client_sees_first_byte_before_upstream_finishes(tmp_path: Path) -
         return resp
 
     async with (
-        upstream_app(handler) as upstream,
-        Recorder(upstream, tmp_path / "first") as rec,
+        upstream(handler) as base,
+        Recorder(base, tmp_path / "first") as rec,
         httpx.AsyncClient(timeout=5) as c,
     ):
         async with c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r:
@@ -177,8 +160,8 @@ async def test_timing_fidelity_at_speed_one(dshkit_replay: ReplayServerFactory, 
         return resp
 
     async with (
-        upstream_app(handler) as upstream,
-        Recorder(upstream, tmp_path / "paced") as rec,
+        upstream(handler) as base,
+        Recorder(base, tmp_path / "paced") as rec,
         httpx.AsyncClient(timeout=5) as c,
         c.stream("POST", rec.base_url + "/chat/completions", json=BODY) as r,
     ):
@@ -257,7 +240,7 @@ async def test_secrets_in_query_headers_fields_url_and_split_reads_never_reach_t
                "apikey": SECRETS["apikey_header"], "api_key": SECRETS["api_key_header"],
                "X-Custom-Key": SECRETS["x_custom_key"]}
     query = f"?api_key={SECRETS['query_api_key']}&key={SECRETS['query_key']}&mode=fast"
-    async with upstream_app(handler) as base:
+    async with upstream(handler) as base:
         up = base.replace("http://", f"http://alice:{SECRETS['password']}@")
         async with Recorder(up, tmp_path / "s") as rec, httpx.AsyncClient(timeout=5) as c:
             assert SECRETS["password"] not in rec.upstream
@@ -369,7 +352,7 @@ async def _echo(request: web.Request) -> web.Response:
 
 async def test_every_place_issue_18_found_a_secret_is_scrubbed(tmp_path: Path) -> None:
     p = PLANTED
-    async with upstream_app(_echo) as base:
+    async with upstream(_echo) as base:
         up = base.replace("http://", f"http://{p['url_token']}@")
         async with Recorder(up, tmp_path / "c") as rec, httpx.AsyncClient(timeout=5) as c:
             url = rec.base_url
@@ -497,7 +480,7 @@ async def test_restart_appends_and_overwrite_starts_afresh(tmp_path: Path) -> No
         calls += 1
         return await _sse(request, b'data: {"n": %d}\n\ndata: [DONE]\n\n' % calls)
 
-    async with upstream_app(handler) as base:
+    async with upstream(handler) as base:
         for _ in range(2):
             async with Recorder(base, tmp_path / "r") as rec, httpx.AsyncClient(timeout=5) as c:
                 await c.post(rec.base_url + "/chat/completions", json=BODY)
@@ -524,7 +507,7 @@ async def test_a_second_overwrite_recorder_is_refused_while_the_first_records(tm
         return await _sse(request, b"data: [DONE]\n\n")
 
     out = str(tmp_path / "shared")
-    async with upstream_app(handler) as base:
+    async with upstream(handler) as base:
         first = await asyncio.create_subprocess_exec(*_record_cmd("--upstream", base, "--out", out, "--overwrite"),
                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -555,7 +538,7 @@ async def test_a_cassette_replaced_under_the_recorder_fails_loudly(tmp_path: Pat
         return await _sse(request, b"data: [DONE]\n\n")
 
     saved: list[dict[str, Any]] = []
-    async with upstream_app(handler) as base, Recorder(base, tmp_path / "r", on_event=saved.append) as rec, \
+    async with upstream(handler) as base, Recorder(base, tmp_path / "r", on_event=saved.append) as rec, \
             httpx.AsyncClient(timeout=10) as c:
         assert (await c.post(rec.base_url + "/chat/completions", json={"model": "m"})).status_code == 200
         replacement = tmp_path / "other.jsonl"
@@ -586,7 +569,7 @@ async def _dies_mid_stream(request: web.Request) -> web.StreamResponse:
 async def test_an_upstream_cut_mid_body_is_recorded_as_cut_and_replayed_as_a_cut(
     tmp_path: Path, dshkit_replay: ReplayServerFactory
 ) -> None:
-    async with upstream_app(_dies_mid_stream) as base:
+    async with upstream(_dies_mid_stream) as base:
         proc = await asyncio.create_subprocess_exec(
             *_record_cmd("--upstream", base, "--out", str(tmp_path / "cut")),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -672,7 +655,7 @@ async def test_each_exchange_costs_its_own_bytes_not_the_whole_cassette(tmp_path
     path = tmp_path / "big.cassette.jsonl"
     sizes: list[int] = []
     costs: list[int] = []
-    async with upstream_app(handler) as base, Recorder(base, path) as rec, httpx.AsyncClient(timeout=5) as c:
+    async with upstream(handler) as base, Recorder(base, path) as rec, httpx.AsyncClient(timeout=5) as c:
         inode = path.stat().st_ino
         head = path.read_bytes()
         for _ in range(40):
@@ -732,37 +715,30 @@ async def test_recorder_killed_mid_exchange_leaves_previous_cassette(tmp_path: P
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/chat/completions", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dshkit.mock_server", "record", "--upstream", f"http://127.0.0.1:{port}",
-        "--out", str(tmp_path / "k"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        ready = await _line(proc.stdout)
-        assert ready["type"] == "ready"
-        async with httpx.AsyncClient(timeout=5) as c:
-            await _post(c, ready["base_url"])
-            assert (await _line(proc.stdout))["type"] == "exchange"
-            async with c.stream("POST", ready["base_url"] + "/chat/completions", json=BODY) as r:
-                await asyncio.wait_for(anext(r.aiter_raw()), 5)  # the second exchange is in flight
-                proc.send_signal(signal.SIGKILL)
+    async with upstream(handler) as base:
+        proc = await asyncio.create_subprocess_exec(
+            *_record_cmd("--upstream", base, "--out", str(tmp_path / "k")),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        try:
+            assert proc.stdout is not None
+            ready = await _line(proc.stdout)
+            assert ready["type"] == "ready"
+            async with httpx.AsyncClient(timeout=5) as c:
+                await _post(c, ready["base_url"])
+                assert (await _line(proc.stdout))["type"] == "exchange"
+                async with c.stream("POST", ready["base_url"] + "/chat/completions", json=BODY) as r:
+                    await asyncio.wait_for(anext(r.aiter_raw()), 5)  # the second exchange is in flight
+                    proc.send_signal(signal.SIGKILL)
+                    await proc.wait()
+            cassette = load_cassette(tmp_path / "k")
+            assert len(cassette.exchanges) == 1
+            assert cassette.exchanges[0].body == b"data: {\"n\": 1}\n\ndata: [DONE]\n\n"
+        finally:
+            release.set()
+            if proc.returncode is None:
+                proc.kill()
                 await proc.wait()
-        cassette = load_cassette(tmp_path / "k")
-        assert len(cassette.exchanges) == 1
-        assert cassette.exchanges[0].body == b"data: {\"n\": 1}\n\ndata: [DONE]\n\n"
-    finally:
-        release.set()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await runner.cleanup()
 
 
 
@@ -770,7 +746,7 @@ async def test_sigkill_while_exchanges_stream_leaves_a_loadable_cassette(tmp_pat
     async def handler(request: web.Request) -> web.StreamResponse:
         return await _sse(request, b'data: {"pad": "' + b"y" * 3000 + b'"}\n\n', b"data: [DONE]\n\n")
 
-    async with upstream_app(handler) as base:
+    async with upstream(handler) as base:
         proc = await asyncio.create_subprocess_exec(
             *_record_cmd("--upstream", base, "--out", str(tmp_path / "k")),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -840,7 +816,7 @@ async def test_every_exchange_that_passed_through_is_recorded_as_strict_json(
         return await _sse(request, b'data: {"ok": 1}\n\ndata: [DONE]\n\n')
 
     caplog.set_level(logging.ERROR)
-    async with upstream_app(handler) as base, Recorder(base, tmp_path / "r") as rec, httpx.AsyncClient(timeout=10) as c:
+    async with upstream(handler) as base, Recorder(base, tmp_path / "r") as rec, httpx.AsyncClient(timeout=10) as c:
         for _, content, headers in BODIES:
             r = await c.post(rec.base_url + "/chat/completions", content=content,
                              headers={"Content-Type": "application/json", **headers})

@@ -31,6 +31,7 @@ from dshkit.mock_server.record_mode import start_cassette_run
 from dshkit.mock_server.replay import replay_scripts
 
 from ..conftest import corpus_missing
+from ..upstream import upstream
 from .cli_process import ServeProcess
 from .test_record import BODY, KEY, _post, _walk_script
 from .wire import chat, parse_sse, reassemble
@@ -192,26 +193,15 @@ NEW_ANTHROPIC = {"model": "deepseek-v5-pro", "max_tokens": 999999, "messages": [
 async def lenient_upstream() -> AsyncIterator[str]:
     """An upstream that accepts every body: SSE on the chat path, a message on the Anthropic one."""
 
-    async def chat(request: web.Request) -> web.Response:
+    async def answer(request: web.Request) -> web.Response:
         await request.read()
+        if request.path == "/anthropic/v1/messages":
+            return web.Response(body=ANTHROPIC, content_type="application/json")
+        assert request.path == "/chat/completions", request.path
         return web.Response(body=SSE, content_type="text/event-stream")
 
-    async def messages(request: web.Request) -> web.Response:
-        await request.read()
-        return web.Response(body=ANTHROPIC, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/chat/completions", chat)
-    app.router.add_post("/anthropic/v1/messages", messages)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with upstream(answer) as base:
+        yield base
 
 
 async def _record(upstream: str, path: Path) -> None:
