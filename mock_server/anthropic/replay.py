@@ -70,11 +70,13 @@ def chunk_replay(chunks: Sequence[Any], failure: Any = None, *, hang: bool = Fal
         finish_reason=_FINISH_REASONS.get(plan.finish, "stop"), usage=usage,
     )
     end, status, failure_ = plan.end, plan.status, plan.failure
-    if plan.finish == "insufficient-system-resource" and end == "finished":
+    exhausted = plan.finish == "insufficient-system-resource"
+    if exhausted and end == "finished":
         end = "in-band-error" if plan.content else "http-error"
         status = (failure_.status if failure_ is not None else None) or _OVERLOADED
     pe = failure_.provider_error if failure_ is not None else None
-    etype = pe.type if pe is not None and pe.type else None
+    # an exhausted server is `overloaded_error` on this wire, before content (the 529) and after
+    etype = pe.type if pe is not None and pe.type else ("overloaded_error" if exhausted else None)
     message = plan.message
     if end == "http-error":
         assert status is not None  # an http-error always has one

@@ -58,8 +58,9 @@ async def test_a_logged_exhausted_server_is_a_529_or_an_error_event(
     server = await dshkit_mock_server(Script.of(
         {"chunks": {**exhausted, "chunks": []}}, {"chunks": {**exhausted, "chunks": LOGGED[:4]}}))
     resp = await post(http, server, body(stream=True))
-    assert resp.status_code == 529 and resp.json()["error"]["type"] == "overloaded_error"
+    assert resp.status_code == 529
+    assert resp.json()["error"] == {"type": "overloaded_error", "message": "no capacity"}
     evs = events((await post(http, server, body(stream=True))).content)
-    assert evs[-1]["type"] == "error" and "no capacity" in evs[-1]["error"]["message"]
+    assert evs[-1]["type"] == "error" and evs[-1]["error"] == {"type": "overloaded_error", "message": "no capacity"}
     assert fold(evs[:-1])["content"][1]["text"] == "Calling…"
     assert not any(e["type"] in ("message_delta", "message_stop") for e in evs)
