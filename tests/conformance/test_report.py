@@ -81,7 +81,8 @@ def test_json_and_junit_files_count_what_the_table_counts(tmp_path: Path) -> Non
 def test_a_client_run_names_its_client_and_driver_instead_of_an_adapter() -> None:
     doc = to_json(RESULTS[:1], adapter=None, client="openai-python", driver={"library": "openai", "version": "1"})
     assert list(doc) == ["client", "driver", "scenarios", "summary"]
-    assert doc["driver"] == {"library": "openai", "version": "1"}
+    assert (doc["client"], doc["driver"]) == ("openai-python", {"library": "openai", "version": "1"})
+    assert doc["summary"] == {"pass": 1, "fail": 0, "n/a": 0} and [s["id"] for s in doc["scenarios"]] == ["sse-crlf"]
 
 
 def test_a_json_report_holding_a_lone_surrogate_is_strict_utf8_json(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Coroutine
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 
@@ -183,13 +183,18 @@ async def test_the_longest_wait_starts_first_and_results_keep_catalogue_order() 
 
 
 class _NoStrictSse(DeepSeekAdapter):
-    """The real adapter, declaring no strict SSE decoding and counting its closes."""
+    """The real adapter, declaring no strict SSE decoding and recording each one made and closed."""
 
     capabilities = SimpleNamespace(strict_sse=False)  # no `done_marker`: counts as supported
-    closed = 0
+    made: ClassVar[list[_NoStrictSse]] = []
+    closed: ClassVar[list[_NoStrictSse]] = []
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.made.append(self)
 
     async def aclose(self) -> None:
-        type(self).closed += 1
+        self.closed.append(self)
         await super().aclose()
 
 
@@ -214,12 +219,15 @@ scenarios:
 async def test_what_an_adapter_cannot_play_is_not_applicable(tmp_path: Path) -> None:
     (tmp_path / "needs.yaml").write_text(NEEDS)
     strict, done = load_scenario_file(tmp_path / "needs.yaml")
+    _NoStrictSse.made.clear()
+    _NoStrictSse.closed.clear()
     results = await run_catalogue([strict, done], _NoStrictSse)
     assert [(r.status, r.reason) for r in results] == [
         ("n/a", "the adapter declares no strict_sse capability (decodes SSE strictly (data-less blocks, byte order mark))"),
         ("pass", ""),
     ]
-    assert _NoStrictSse.closed == 2  # the n/a one's adapter was closed too
+    made, closed = _NoStrictSse.made, _NoStrictSse.closed
+    assert len(made) == 2 and sorted(map(id, closed)) == sorted(map(id, made))  # the n/a one's was closed too, each once
     async with MockServer() as server:
         other = await run_scenario(strict, DeepSeekAdapter, server, protocol="anthropic")
     assert (other.status, other.reason) == ("n/a", "written for chat, not anthropic")

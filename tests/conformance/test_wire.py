@@ -99,11 +99,12 @@ def test_history_specs_become_harness_messages_in_order() -> None:
     assert text == TextBlock(text="Look:")
     assert isinstance(image, ImageBlock) and (image.attachment.media_type, image.attachment.bytes) == ("image/jpeg", 9)
     assert isinstance(opaque, OpaqueBlock) and opaque.type == "x-audio" and opaque.data["secs"] == 2
-    assert isinstance(result, ToolResultBlock) and (result.tool_call_id, result.is_error) == ("c0", True)
+    assert result == ToolResultBlock(tool_call_id="c0", content=(TextBlock(text="done"),), is_error=True)
     assert isinstance(assistant, AssistantMessage) and assistant.source.model == "deepseek-v4-pro"
     assert assistant.content == (ReasoningBlock(text="Plan."), TextBlock(text="On it."),
                                  ToolCallBlock(id="c1", name="get_weather", arguments='{"city":"Paris"}'))
-    assert isinstance(tool, ToolResultMessage) and tool.content[0].tool_call_id == "c1"
+    assert isinstance(tool, ToolResultMessage) and tool.content == (
+        ToolResultBlock(tool_call_id="c1", content=(TextBlock(text="sunny"),), is_error=False),)
     assert empty.content == ()  # an empty string is no block
 
 

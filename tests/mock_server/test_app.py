@@ -20,14 +20,14 @@ async def test_every_registered_path_and_shared_endpoint_answers(http: httpx.Asy
     """Served by aiohttp alone (no fast front), so every route is the application's own."""
     async with MockServer(front=False, api_key="k") as server:
         auth = {"Authorization": "Bearer k", "x-api-key": "k"}
-        served = 0
+        asked: list[tuple[str, str, int]] = []
         for surface in SURFACES:
             for path in surface.paths:  # a query string is ignored
-                body = chat(stream=False) if surface.name == "chat" else ANTHROPIC
+                body, key, kind = (chat(stream=False), "object", "chat.completion") if surface.name == "chat" \
+                    else (ANTHROPIC, "type", "message")
                 r = await http.post(server.make_url(path + "?beta=1"), json=body, headers=auth)
-                assert r.status_code == 200 and r.json()["object" if surface.name == "chat" else "type"] in (
-                    "chat.completion", "message"), path
-                served += 1
+                assert r.status_code == 200 and r.json()[key] == kind, path
+                asked.append(("POST", path, 200))
         for prefix in ("", "/v1"):
             models = await http.get(server.make_url(prefix + "/models"), headers=auth)
             assert [m["id"] for m in models.json()["data"]] == list(MODELS)
@@ -35,11 +35,15 @@ async def test_every_registered_path_and_shared_endpoint_answers(http: httpx.Asy
             assert balance.json()["is_available"] is True
             refused = await http.get(server.make_url(prefix + "/models"))  # the shared endpoints check the key too
             assert refused.status_code == 401
+            asked += [("GET", prefix + "/models", 200), ("GET", prefix + "/user/balance", 200),
+                      ("GET", prefix + "/models", 401)]
         metrics = await http.get(server.make_url("/metrics"))
         assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
         wrong_method = await http.get(server.url, headers=auth)
         assert wrong_method.status_code == 404
-    assert len(server.journal) == served + 6 + 1  # /metrics is not journaled
+        asked.append(("GET", httpx.URL(server.url).path, 404))
+    # every request is journaled under its path, in order, but /metrics
+    assert [(e.method, e.path, e.status) for e in server.journal] == asked
 
 
 @pytest.mark.parametrize("front", [True, False], ids=["front", "aiohttp"])

@@ -33,10 +33,11 @@ from dshkit.harness.llm.chunks import (
 )
 from dshkit.harness.providers.anthropic import AnthropicAdapter
 from dshkit.harness.providers.deepseek import DeepSeekAdapter
-from dshkit.harness.providers.openai_chat.decoder import StreamDecoder
 from dshkit.mock_server import MockServerFactory, Script
 from dshkit.mock_server.chunk_wire import WirePlan, wire_plan, wire_usage
 from dshkit.mock_server.generate.reply import StreamMeta
+
+from ..harness.providers.openai_chat.wire import decode
 
 META = StreamMeta(id="chatcmpl-replay-1", created=1_700_000_000, model="deepseek-v4-flash",
                   system_fingerprint="fp_replay")
@@ -65,11 +66,6 @@ def _payloads(plan: WirePlan) -> list[Any]:
     return out
 
 
-def _decoded(plan: WirePlan) -> list[StreamChunk]:
-    decoder = StreamDecoder()
-    return [*decoder.feed(b"".join(plan.events)), *decoder.close()]
-
-
 def test_a_logged_call_goes_out_as_deepseek_deltas_and_decodes_back() -> None:
     plan = wire_plan(CALL, META)
     assert (plan.status, plan.body, plan.end) == (200, None, "close")
@@ -93,8 +89,8 @@ def test_a_logged_call_goes_out_as_deepseek_deltas_and_decodes_back() -> None:
     assert [c["choices"][0]["finish_reason"] for c in chunks] == [None] * 8 + ["tool_calls"]
     assert [c["usage"] for c in chunks] == [None] * 8 + [wire_usage(USAGE)]  # on the finish chunk
 
-    # The real decoder reads the logged call back: same pieces, calls, usage and finish.
-    back = _decoded(plan)
+    # The real decoders (plain and fast) read the logged call back: same pieces, calls, usage and finish.
+    back = decode(b"".join(plan.events))
     assert "".join(c.text for c in back if isinstance(c, ReasoningDelta)) == "Read both."
     assert [c.text for c in back if isinstance(c, TextDelta)] == ["Reading", " — é."]
     calls: dict[str, tuple[str | None, str]] = {}

@@ -83,20 +83,14 @@ def test_aliases_that_expand_past_the_limit_are_refused_and_others_expanded() ->
 
 
 def test_nesting_past_the_limit_is_refused_in_either_form() -> None:
-    deep = "[" * (jsonio.MAX_DEPTH + 1) + "]" * (jsonio.MAX_DEPTH + 1)
-    seen: list[str] = []
-
-    def never(text: str) -> object:
-        seen.append(text)
-        return None
-
-    for is_json in (True, False):
-        with pytest.raises(jsonio.JsonTooDeep):
-            parse_document(f"{{\"x\": {deep}}}", is_json=is_json, load_yaml=never)
-    assert seen == []  # YAML's flow nesting is measured before any parse
+    for levels in (jsonio.MAX_DEPTH + 1, 100_000):  # just past the limit; deep enough to sink a recursive parser
+        text = f'{{"x": {"[" * levels}{"]" * levels}}}'
+        for is_json in (True, False):  # measured before any parse, so the error names the depth
+            with pytest.raises(jsonio.JsonTooDeep, match=f"^nested {levels + 1} levels deep, past the limit"):
+                parse_document(text, is_json=is_json, load_yaml=lambda t: load_yaml(t)[0])
     at_limit: list[object] = []
     for _ in range(jsonio.MAX_DEPTH - 1):
         at_limit = [at_limit]
-    text = "x: " + json.dumps(at_limit)
-    assert parse_document(text, is_json=False, load_yaml=lambda t: load_yaml(t)[0]) == {"x": at_limit}
+    flow = "x: " + json.dumps(at_limit)
+    assert parse_document(flow, is_json=False, load_yaml=lambda t: load_yaml(t)[0]) == {"x": at_limit}
     assert parse_document(json.dumps({"a": [1, 2]}), is_json=True) == {"a": [1, 2]}

@@ -12,6 +12,7 @@ from dshkit.mock_server.journal import Journal
 from dshkit.mock_server.output import FastOutput, PlainOutput
 from dshkit.mock_server.runtime import Runtime, ServerConfig, trace_prefix
 from dshkit.mock_server.scripts import ReplySpec
+from dshkit.mock_server.validation import ValidationCache
 
 
 def _runtime(**config: Any) -> Runtime:
@@ -30,7 +31,7 @@ def test_what_a_runtime_derives_from_the_seed_is_the_same_for_the_same_seed() ->
 
 def test_the_fast_path_setting_chooses_the_output_and_the_validation_cache() -> None:
     fast, plain = _runtime(), _runtime(fast_path=False)
-    assert isinstance(fast.output, FastOutput) and fast.validation is not None
+    assert isinstance(fast.output, FastOutput) and isinstance(fast.validation, ValidationCache)
     assert isinstance(plain.output, PlainOutput) and plain.validation is None
 
 

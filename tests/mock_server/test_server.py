@@ -8,6 +8,7 @@ import contextlib
 import json
 import selectors
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
@@ -152,11 +153,13 @@ async def test_addresses_are_known_once_bound_and_a_closed_server_serves_no_more
 
 
 def test_a_sync_server_serves_from_its_own_thread_until_closed() -> None:
-    with MockServer(Script.replies("from the thread")) as server:
-        thread = server._thread
-        assert thread is not None and thread.is_alive()
+    serving: list[threading.Thread] = []  # the thread each telemetry event is sent from
+    with MockServer(Script.replies("from the thread"),
+                    on_event=lambda event: serving.append(threading.current_thread())) as server:
         r = httpx.post(server.url, json={**REQUEST, "stream": False}, timeout=30)
         assert r.json()["choices"][0]["message"]["content"] == "from the thread"
+        (thread,) = set(serving)
+        assert thread is not threading.current_thread() and thread.is_alive()
     assert not thread.is_alive()
     server.close_thread()  # idempotent
     with pytest.raises(httpx.ConnectError):

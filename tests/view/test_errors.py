@@ -40,5 +40,6 @@ def test_a_file_it_cannot_show_is_a_view_error_that_names_it(
 
 
 def test_a_folder_is_a_view_error(tmp_path: Path) -> None:
-    with pytest.raises(ViewError, match=r"cannot read it \(\[Errno 21\] Is a directory"):
+    with pytest.raises(ViewError, match=r"cannot read it \(\[Errno 21\] Is a directory") as caught:
         render_paths([tmp_path])
+    assert str(caught.value).startswith(f"{tmp_path}: ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,13 @@ def test_requests_are_equal_whatever_their_cancel_signal_and_differ_by_any_field
                            tools=(tool,), tool_choice="auto", signal=asyncio.Event())
     rebuilt = dataclasses.replace(live, signal=None)
     assert live == rebuilt
-    for change in ({"tool_choice": "read"}, {"reasoning_effort": "off"}, {"tools": (dataclasses.replace(tool, strict=None),)},
-                   {"purpose": "compaction"}):
-        assert dataclasses.replace(rebuilt, **change) != live, change
+    changes: dict[str, Any] = {  # one change to each field asked; a new field must be added here too
+        "provider": "anthropic", "model": "m2", "messages": (UserMessage.text("hi", id="u2"),), "system": "sys",
+        "tools": (dataclasses.replace(tool, strict=None),), "reasoning_effort": "off", "tool_choice": "read",
+        "temperature": 0.5, "max_tokens": 64, "stop": ("END",), "session_id": "s-1", "purpose": "compaction",
+    }
+    assert set(changes) == {f.name for f in dataclasses.fields(GenerateOptions)} - {"signal"}
+    for name, value in changes.items():
+        assert dataclasses.replace(rebuilt, **{name: value}) != live, name
     with pytest.raises(dataclasses.FrozenInstanceError):
         live.model = "other"  # type: ignore[misc]

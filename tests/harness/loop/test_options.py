@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dshkit.harness.llm import Finish, FinishReason, LlmFailure, StreamChunk, TextBlock
+from dshkit.harness.llm import Finish, FinishReason, StreamChunk, TextBlock
 from dshkit.harness.llm.chunks import BlockEnd, BlockStart, FinishMeta, TextDelta
-from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.loop import Agent, AgentOptions
-from dshkit.harness.replay import ReplayAdapter
-from dshkit.harness.replay.entries import ReplayEntry, SessionScript
 from dshkit.harness.session import Session
 
-MODEL = "deepseek-v4-flash"
+from .test_agent import MODEL
+from .test_agent import Recording as replay
+from .test_steps import error_reply
+
 STREAM_CLOSED = {"message": "SSE stream ended without [DONE]", "code": "STREAM_CLOSED"}
 
 
@@ -27,21 +27,8 @@ def text_reply(text: str, meta: FinishMeta | None = None) -> list[StreamChunk]:
     ]
 
 
-def error_reply(code: str) -> list[StreamChunk]:
-    failure = LlmFailure(message=f"{code} for the test", code=code, status=503)
-    return [Finish(reason=FinishReason(kind="error", failure=failure))]
-
-
 EMPTY_BODY = [Finish.error("DeepSeek API returned no response body", "EMPTY_RESPONSE")]
 """What the DeepSeek adapter ends a 200 response without one byte of body with."""
-
-
-def replay(*replies: Sequence[StreamChunk]) -> ReplayAdapter:
-    entries = tuple(
-        ReplayEntry(chunks=tuple(chunk_to_json(c) for c in reply), where=f"reply {i}")
-        for i, reply in enumerate(replies)
-    )
-    return ReplayAdapter([SessionScript(session_id="s", created_at=0, entries=entries, source="test")])
 
 
 async def no_wait(seconds: float) -> None:
@@ -50,8 +37,10 @@ async def no_wait(seconds: float) -> None:
 
 async def test_a_stream_without_done_fails_unless_accepted() -> None:
     cut = text_reply("answer", FinishMeta(done_missing=True))
-    failed = await Agent(Session(), replay(cut), AgentOptions(model=MODEL), sleep=no_wait).run("go")
-    assert failed.kind == "error" and failed.reason["error"] == STREAM_CLOSED  # and not retried
+    session = Session()
+    failed = await Agent(session, replay(cut, text_reply("retried")), AgentOptions(model=MODEL), sleep=no_wait).run("go")
+    assert failed.kind == "error" and failed.reason["error"] == STREAM_CLOSED
+    assert [e.type for e in session.events if e.type.startswith("llm/retry")] == []  # and not retried
     options = AgentOptions(model=MODEL, missing_done="accept")
     assert (await Agent(Session(), replay(cut), options).run("go")).kind == "completed"
 
@@ -65,8 +54,10 @@ async def retried_codes(options: AgentOptions, first: Sequence[StreamChunk]) -> 
 
 
 async def test_an_empty_body_fails_unless_retried() -> None:
-    failed = await Agent(Session(), replay(EMPTY_BODY), AgentOptions(model=MODEL), sleep=no_wait).run("go")
+    session = Session()
+    failed = await Agent(session, replay(EMPTY_BODY, text_reply("retried")), AgentOptions(model=MODEL), sleep=no_wait).run("go")
     assert failed.kind == "error" and failed.reason["error"] == STREAM_CLOSED
+    assert [e.type for e in session.events if e.type.startswith("llm/retry")] == []  # and not retried
     assert await retried_codes(AgentOptions(model=MODEL, empty_body="retry"), EMPTY_BODY) == ["EMPTY_RESPONSE"]
     # a completion that came but said nothing is no empty body: retried under either setting
     empty_completion = [Finish.error("model returned a completed response with no content", "EMPTY_RESPONSE")]

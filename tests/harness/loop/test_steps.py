@@ -6,7 +6,6 @@ wait for the next step, after every result of this one."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 from dshkit.harness.llm import (
@@ -18,10 +17,7 @@ from dshkit.harness.llm import (
     UserMessage,
 )
 from dshkit.harness.llm.chunks import BlockEnd, BlockStart, ToolCallDelta
-from dshkit.harness.llm.codec import chunk_to_json
 from dshkit.harness.loop import Agent, AgentOptions
-from dshkit.harness.replay import ReplayAdapter
-from dshkit.harness.replay.entries import ReplayEntry, SessionScript
 from dshkit.harness.session import Session
 from dshkit.harness.session.lossless import thaw_json
 from dshkit.harness.tools import ToolRuntime, define_tool
@@ -30,6 +26,7 @@ from dshkit.harness.tools.results import ToolResult
 from dshkit.harness.tools.runtime import ToolCall
 
 from .test_agent import MODEL, text_reply
+from .test_agent import Recording as replay
 
 
 def tool_reply(*call_ids: str) -> list[StreamChunk]:
@@ -46,14 +43,6 @@ def tool_reply(*call_ids: str) -> list[StreamChunk]:
 def error_reply(code: str) -> list[StreamChunk]:
     failure = LlmFailure(message=f"{code} for the test", code=code, status=503)
     return [Finish(reason=FinishReason(kind="error", failure=failure))]
-
-
-def replay(*replies: Sequence[StreamChunk]) -> ReplayAdapter:
-    entries = tuple(
-        ReplayEntry(chunks=tuple(chunk_to_json(c) for c in reply), where=f"reply {i}")
-        for i, reply in enumerate(replies)
-    )
-    return ReplayAdapter([SessionScript(session_id="s", created_at=0, entries=entries, source="test")])
 
 
 def logged(session: Session, type_: str) -> list[dict[str, Any]]:

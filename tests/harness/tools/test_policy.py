@@ -32,7 +32,13 @@ def terminal() -> Iterator[tuple[int, io.TextIOWrapper]]:
     os.close(typed)
 
 
-@pytest.mark.parametrize(("answer", "text"), [("yes", "ran"), ("n", 'Error: the user rejected tool "bash"')])
+REJECTED = 'Error: the user rejected tool "bash"'
+
+
+@pytest.mark.parametrize(("answer", "text"), [
+    ("yes", "ran"), (" Y ", "ran"),  # any case, spaces around
+    ("n", REJECTED), ("", REJECTED), ("yeah", REJECTED), ("ok", REJECTED),  # [y/N]: no by default
+])
 async def test_a_tty_is_asked_and_only_yes_approves(
     terminal: tuple[int, io.TextIOWrapper], answer: str, text: str,
 ) -> None:
